@@ -1,0 +1,328 @@
+//! The typed configuration model: what the proxy consumes after parsing, checking and merging
+//! (http -> server -> location inheritance is already resolved, so every location is complete).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// A whole configuration, the result of `load`.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The main file the configuration was loaded from.
+    pub path: PathBuf,
+    pub main: MainConf,
+    pub http: HttpConf,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WorkerProcesses {
+    Auto,
+    Count(usize),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CpuAffinity {
+    /// No pinning (the default, as nginx).
+    Off,
+    /// One worker per core, in order.
+    Auto,
+    /// One bit mask per worker, as written in the config (`0001 0010`), bit i = CPU i.
+    Masks(Vec<u64>),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LogLevel {
+    Debug,
+    Info,
+    Notice,
+    Warn,
+    Error,
+    Crit,
+    Alert,
+    Emerg,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ErrorLog {
+    /// `stderr` is represented as `None`.
+    pub path: Option<PathBuf>,
+    pub level: LogLevel,
+}
+
+#[derive(Debug, Clone)]
+pub struct MainConf {
+    pub worker_processes: WorkerProcesses,
+    pub worker_cpu_affinity: CpuAffinity,
+    pub daemon: bool,
+    pub master_process: bool,
+    pub pid: Option<PathBuf>,
+    /// Default when absent: stderr at `error` level.
+    pub error_log: Vec<ErrorLog>,
+    /// `events { worker_connections N; }`, default 512 as nginx.
+    pub worker_connections: usize,
+}
+
+#[derive(Debug, Clone)]
+pub struct HttpConf {
+    pub upstreams: Vec<Upstream>,
+    pub servers: Vec<Server>,
+    /// `log_format NAME ...`; always contains `combined` first.
+    pub log_formats: Vec<LogFormat>,
+}
+
+#[derive(Debug, Clone)]
+pub struct LogFormat {
+    pub name: String,
+    pub format: Template,
+}
+
+/// Where a directive came from, for messages in nginx's form `in FILE:LINE`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Origin {
+    pub file: PathBuf,
+    pub line: usize,
+}
+
+#[derive(Debug, Clone)]
+pub struct Upstream {
+    pub name: String,
+    pub servers: Vec<UpstreamServer>,
+    /// Idle keepalive connections kept per worker; ringfront's default is 32 (0 disables).
+    pub keepalive: usize,
+    /// Upstream `keepalive_timeout`, default 60s.
+    pub keepalive_timeout: Duration,
+    /// Upstream `keepalive_requests`, default 1000.
+    pub keepalive_requests: u64,
+    /// True for the group nginx creates implicitly for `proxy_pass http://host:port`.
+    pub implicit: bool,
+    pub origin: Origin,
+}
+
+#[derive(Debug, Clone)]
+pub struct UpstreamServer {
+    /// The address as written (`127.0.0.1:8081`, `localhost:8081`); peers are named by the
+    /// resolved address as nginx does (`127.0.0.1:8081`).
+    pub text: String,
+    /// All resolved addresses; each becomes one peer with the parameters below.
+    pub addrs: Vec<SocketAddr>,
+    pub weight: u32,
+    pub max_fails: u32,
+    pub fail_timeout: Duration,
+    pub backup: bool,
+    pub down: bool,
+    pub origin: Origin,
+}
+
+#[derive(Debug, Clone)]
+pub struct Server {
+    pub listens: Vec<Listen>,
+    pub server_names: Vec<String>,
+    /// In the order written; the proxy applies nginx's matching order.
+    pub locations: Vec<Location>,
+    /// Settings at server level, used when no location matches (nginx answers 404 then).
+    pub settings: LocationSettings,
+    pub origin: Origin,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listen {
+    pub addr: SocketAddr,
+    pub default_server: bool,
+    pub reuseport: bool,
+    /// `backlog=N`, default 511 as nginx.
+    pub backlog: i32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LocationMatch {
+    /// `location = /x`
+    Exact(String),
+    /// `location ^~ /x`
+    PrefixNoRegex(String),
+    /// `location /x`
+    Prefix(String),
+    /// `location ~ re` / `location ~* re`
+    Regex {
+        pattern: String,
+        case_insensitive: bool,
+    },
+}
+
+#[derive(Debug, Clone)]
+pub struct Location {
+    pub matcher: LocationMatch,
+    pub settings: LocationSettings,
+    /// Nested locations (nginx allows them); matched inside this one.
+    pub locations: Vec<Location>,
+    pub origin: Origin,
+}
+
+/// A string with variables, e.g. `"$host:$server_port"`, split at parse time.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Template {
+    pub parts: Vec<TemplatePart>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TemplatePart {
+    Literal(String),
+    Var(Variable),
+}
+
+/// Variables ringfront knows. Unknown variables are a config error
+/// (`unknown "foo" variable`), as in nginx.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Variable {
+    Host,
+    RemoteAddr,
+    RemotePort,
+    RemoteUser,
+    ServerAddr,
+    ServerPort,
+    ServerName,
+    ServerProtocol,
+    Scheme,
+    RequestMethod,
+    RequestUri,
+    Uri,
+    Args,
+    IsArgs,
+    /// `$arg_NAME`
+    Arg(String),
+    Request,
+    Status,
+    BodyBytesSent,
+    BytesSent,
+    RequestLength,
+    RequestTime,
+    TimeLocal,
+    TimeIso8601,
+    Msec,
+    Pid,
+    ConnectionId,
+    ConnectionRequests,
+    ProxyHost,
+    ProxyAddXForwardedFor,
+    UpstreamAddr,
+    UpstreamStatus,
+    UpstreamResponseTime,
+    UpstreamConnectTime,
+    UpstreamHeaderTime,
+    /// `$http_NAME` with NAME lower-cased and `_` kept (matched against `-` or `_`).
+    Http(String),
+    /// `$sent_http_NAME`
+    SentHttp(String),
+    /// `$upstream_http_NAME`
+    UpstreamHttp(String),
+    /// `$cookie_NAME`
+    Cookie(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProxyTarget {
+    /// `proxy_pass http://NAME` where NAME is an `upstream` block, or the implicit upstream
+    /// created for `http://host:port` (its name is `host:port` as written).
+    Upstream(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProxyPass {
+    pub target: ProxyTarget,
+    /// The URI part (`http://b/new/` -> `Some("/new/")`); `None` passes the request URI unchanged.
+    pub uri: Option<String>,
+}
+
+/// `proxy_next_upstream` as flags; nginx's default is `error timeout`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NextUpstream {
+    pub error: bool,
+    pub timeout: bool,
+    pub invalid_header: bool,
+    pub http_500: bool,
+    pub http_502: bool,
+    pub http_503: bool,
+    pub http_504: bool,
+    pub http_403: bool,
+    pub http_404: bool,
+    pub http_429: bool,
+    pub non_idempotent: bool,
+    /// `off`: never move on (all others false).
+    pub off: bool,
+}
+
+impl Default for NextUpstream {
+    fn default() -> Self {
+        NextUpstream {
+            error: true,
+            timeout: true,
+            invalid_header: false,
+            http_500: false,
+            http_502: false,
+            http_503: false,
+            http_504: false,
+            http_403: false,
+            http_404: false,
+            http_429: false,
+            non_idempotent: false,
+            off: false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Return {
+    pub code: u16,
+    /// Text body for codes other than 301/302/303/307/308, or the redirect URL for those.
+    pub text: Option<Template>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ErrorPage {
+    pub codes: Vec<u16>,
+    /// `=CODE` changes the status sent; `None` keeps it.
+    pub overwrite: Option<u16>,
+    pub uri: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AccessLog {
+    Off,
+    /// `access_log FILE [FORMAT]`; FORMAT defaults to `combined`. `/dev/stdout` and
+    /// `/dev/stderr` are files like any other.
+    File { path: PathBuf, format: String },
+}
+
+/// Every per-location setting, already merged from http and server level (nginx defaults
+/// where never written).
+#[derive(Debug, Clone)]
+pub struct LocationSettings {
+    pub proxy_pass: Option<ProxyPass>,
+    /// `proxy_set_header` in order. When none is written at any level, nginx's defaults
+    /// apply: `Host $proxy_host` and `Connection close` (ringfront manages Connection to the
+    /// upstream itself for keepalive; see docs).
+    pub proxy_set_header: Vec<(String, Template)>,
+    /// "1.0" or "1.1"; ringfront's default is 1.1 (upstream keepalive on by default).
+    pub proxy_http_version: String,
+    pub proxy_connect_timeout: Duration,
+    pub proxy_read_timeout: Duration,
+    pub proxy_send_timeout: Duration,
+    pub proxy_next_upstream: NextUpstream,
+    /// 0 = no cap.
+    pub proxy_next_upstream_tries: u32,
+    /// Zero = no limit.
+    pub proxy_next_upstream_timeout: Duration,
+    pub return_: Option<Return>,
+    pub error_pages: Vec<ErrorPage>,
+    /// `root`, default `html` relative to the prefix (ringfront: the config file's folder).
+    pub root: PathBuf,
+    pub access_log: Vec<AccessLog>,
+    pub keepalive_timeout: Duration,
+    pub keepalive_requests: u64,
+    /// Bytes; 0 = unlimited. Default 1m.
+    pub client_max_body_size: u64,
+    pub client_header_timeout: Duration,
+    pub client_body_timeout: Duration,
+    pub send_timeout: Duration,
+    /// (number, size) default (4, 8k).
+    pub large_client_header_buffers: (usize, usize),
+}
