@@ -1,1 +1,21 @@
-//! placeholder
+//! HTTP/1.x codec on httparse for ringfront: zero-copy request and response heads,
+//! strict body framing (Content-Length, chunked), hop-by-hop rules, status lines and
+//! nginx's error pages. Pure: no I/O, no clock, no randomness; never panics on input.
+
+mod chunked;
+mod error_page;
+mod fields;
+mod framing;
+mod request;
+mod response;
+mod span;
+mod status;
+
+pub use chunked::{ChunkError, ChunkProgress, ChunkedDecoder, MAX_SIZE_LINE, MAX_TRAILER_SECTION};
+pub use error_page::error_body;
+pub use fields::{connection_lists, is_hop_by_hop, list_elements, trim_ows};
+pub use framing::{parse_content_length, BodyFraming, MAX_BODY_LENGTH};
+pub use request::{RequestError, RequestHead, MAX_HEADERS};
+pub use response::{ResponseError, ResponseHead};
+pub use span::{Header, Span};
+pub use status::{reason, wire_status, write_status_line};

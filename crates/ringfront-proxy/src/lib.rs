@@ -1,1 +1,146 @@
-//! placeholder
+//! ringfront's engine: worker threads running monoio event loops (io_uring, epoll fallback),
+//! client sessions, the upstream client with keepalive pools, the next-upstream loop, logs.
+//! The binary builds a `Snapshot` from a configuration and hands it to `Engine::start`;
+//! reloads swap a new snapshot in; `quit`/`stop` end the workers.
+
+mod clock;
+mod io;
+pub mod logger;
+mod pool;
+mod proxy;
+mod relay;
+mod respond;
+mod route;
+mod session;
+pub mod snapshot;
+mod upstream;
+mod vars;
+mod worker;
+
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use arc_swap::ArcSwap;
+
+pub use logger::{Logger, Sink};
+pub use snapshot::{BuildError, Snapshot};
+
+pub(crate) const RUN: u8 = 0;
+pub(crate) const QUIT: u8 = 1;
+pub(crate) const STOP: u8 = 2;
+
+/// Which event loop the workers use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Driver {
+    IoUring,
+    Epoll,
+}
+
+impl Driver {
+    /// io_uring when this kernel allows it, else epoll.
+    pub fn detect() -> Driver {
+        if monoio::utils::detect_uring() {
+            Driver::IoUring
+        } else {
+            Driver::Epoll
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Driver::IoUring => "io_uring",
+            Driver::Epoll => "epoll",
+        }
+    }
+}
+
+/// State every worker shares.
+pub struct Shared {
+    pub snapshot: ArcSwap<Snapshot>,
+    pub(crate) state: AtomicU8,
+    pub(crate) next_conn: AtomicU64,
+    pub logger: Logger,
+}
+
+/// Start-up options that are not in the configuration file.
+#[derive(Debug, Clone)]
+pub struct EngineOptions {
+    pub workers: usize,
+    pub driver: Driver,
+    /// One CPU id per worker (wrapping), or none for no pinning.
+    pub cpus: Vec<usize>,
+}
+
+pub struct Engine {
+    shared: Arc<Shared>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Engine {
+    /// Binds every listener for every worker (so errors surface here), then starts the workers.
+    pub fn start(snap: Snapshot, opts: &EngineOptions, logger: Logger) -> std::io::Result<Engine> {
+        let workers = opts.workers.max(1);
+        let mut per_worker = Vec::with_capacity(workers);
+        for _ in 0..workers {
+            let ls = snap
+                .listens
+                .iter()
+                .map(|l| worker::bind_std(l.addr, l.backlog))
+                .collect::<std::io::Result<Vec<_>>>()?;
+            per_worker.push(ls);
+        }
+        let shared = Arc::new(Shared {
+            snapshot: ArcSwap::from_pointee(snap),
+            state: AtomicU8::new(RUN),
+            next_conn: AtomicU64::new(0),
+            logger,
+        });
+        let cores = core_affinity::get_core_ids().unwrap_or_default();
+        let mut threads = Vec::with_capacity(workers);
+        for (i, listeners) in per_worker.into_iter().enumerate() {
+            let shared = shared.clone();
+            let driver = opts.driver;
+            let cpu = (!opts.cpus.is_empty()).then(|| opts.cpus[i % opts.cpus.len()]);
+            let core = cpu.and_then(|c| cores.iter().find(|id| id.id == c).copied());
+            let t = std::thread::Builder::new()
+                .name(format!("ringfront-w{i}"))
+                .spawn(move || {
+                    if let Some(core) = core {
+                        core_affinity::set_for_current(core);
+                    }
+                    worker::run(i, shared, driver, listeners);
+                })?;
+            threads.push(t);
+        }
+        Ok(Engine { shared, threads })
+    }
+
+    /// Publishes a new configuration; requests in flight finish on the old one.
+    pub fn reload(&self, snap: Snapshot) {
+        self.shared.snapshot.store(Arc::new(snap));
+    }
+
+    pub fn generation(&self) -> u64 {
+        self.shared.snapshot.load().generation
+    }
+
+    /// Graceful: stop accepting, finish requests in flight, then return.
+    pub fn quit(self) {
+        self.shared.state.store(QUIT, Ordering::SeqCst);
+        self.join();
+    }
+
+    /// Fast: workers leave at once.
+    pub fn stop(self) {
+        self.shared.state.store(STOP, Ordering::SeqCst);
+        self.join();
+    }
+
+    fn join(self) {
+        for t in self.threads {
+            let _ = t.join();
+        }
+        self.shared.logger.flush();
+    }
+}

@@ -1,1 +1,24 @@
-//! placeholder
+//! Test-only support for ringfront's integration tests and demos: a programmable HTTP/1.1
+//! [`Backend`] with failure modes, loopback helpers ([`free_port`], [`FullBacklogListener`]),
+//! process harnesses for ringfront ([`Ringfront`]) and real nginx ([`Nginx`]), and small HTTP
+//! clients ([`http::get`], [`http::Client`]). std threads and blocking sockets only.
+//!
+//! Everything binds 127.0.0.1 only.
+
+mod backend;
+pub mod http;
+mod net;
+mod nginx;
+mod process;
+mod ringfront;
+mod wire;
+
+pub use backend::{body_pattern, Backend, Mode, Recorded};
+pub use http::{Client, Response};
+pub use net::{free_port, FullBacklogListener};
+pub use nginx::{Nginx, NGINX_BIN};
+pub use process::TempDir;
+pub use ringfront::{binary_path as ringfront_binary, Ringfront};
+
+/// Signal numbers for [`Ringfront::signal`] and [`Nginx::signal`].
+pub use libc::{SIGHUP, SIGINT, SIGKILL, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGWINCH};

@@ -1,0 +1,148 @@
+//! Field-value helpers shared by requests and responses: OWS trimming, comma-separated
+//! lists, `Connection` tokens and the RFC 9110 7.6.1 hop-by-hop set.
+
+/// Remove optional whitespace (SP / HTAB, RFC 9110 5.6.3) from both ends.
+pub fn trim_ows(value: &[u8]) -> &[u8] {
+    let start = value
+        .iter()
+        .position(|b| !is_ows(*b))
+        .unwrap_or(value.len());
+    let end = value
+        .iter()
+        .rposition(|b| !is_ows(*b))
+        .map_or(start, |i| i + 1);
+    value.get(start..end).unwrap_or_default()
+}
+
+fn is_ows(b: u8) -> bool {
+    b == b' ' || b == b'\t'
+}
+
+/// RFC 9110 5.6.2 `tchar`.
+pub(crate) fn is_tchar(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+/// Non-empty elements of a comma-separated list (RFC 9110 5.6.1), each OWS-trimmed.
+pub fn list_elements(value: &[u8]) -> impl Iterator<Item = &[u8]> {
+    value
+        .split(|b| *b == b',')
+        .map(trim_ows)
+        .filter(|e| !e.is_empty())
+}
+
+/// Does the comma-separated Connection header value list this header name
+/// (case-insensitive token match)?
+pub fn connection_lists(connection_value: &[u8], name: &[u8]) -> bool {
+    list_elements(connection_value).any(|e| e.eq_ignore_ascii_case(name))
+}
+
+/// RFC 9110 7.6.1 hop-by-hop: connection, keep-alive, proxy-connection, te, trailer,
+/// transfer-encoding, upgrade (case-insensitive). Headers listed in `Connection` are
+/// hop-by-hop as well; check those with [`connection_lists`].
+pub fn is_hop_by_hop(name: &[u8]) -> bool {
+    const HOP: [&[u8]; 7] = [
+        b"connection",
+        b"keep-alive",
+        b"proxy-connection",
+        b"te",
+        b"trailer",
+        b"transfer-encoding",
+        b"upgrade",
+    ];
+    HOP.iter().any(|h| h.eq_ignore_ascii_case(name))
+}
+
+/// Tokens of interest collected from every `Connection` header of a message.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ConnectionTokens {
+    pub close: bool,
+    pub keep_alive: bool,
+    pub upgrade: bool,
+}
+
+impl ConnectionTokens {
+    pub(crate) fn add(&mut self, value: &[u8]) {
+        for token in list_elements(value) {
+            if token.eq_ignore_ascii_case(b"close") {
+                self.close = true;
+            } else if token.eq_ignore_ascii_case(b"keep-alive") {
+                self.keep_alive = true;
+            } else if token.eq_ignore_ascii_case(b"upgrade") {
+                self.upgrade = true;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trims_ows_only() {
+        assert_eq!(trim_ows(b"  a b\t "), b"a b");
+        assert_eq!(trim_ows(b""), b"");
+        assert_eq!(trim_ows(b" \t "), b"");
+        assert_eq!(trim_ows(b"x"), b"x");
+        assert_eq!(trim_ows(b"\r x\n"), b"\r x\n");
+    }
+
+    #[test]
+    fn list_skips_empty_elements() {
+        let v: Vec<&[u8]> = list_elements(b" a, ,b ,,\tc\t,").collect();
+        assert_eq!(v, vec![&b"a"[..], b"b", b"c"]);
+        assert_eq!(list_elements(b"").count(), 0);
+        assert_eq!(list_elements(b" , ,").count(), 0);
+    }
+
+    #[test]
+    fn connection_lists_matches_tokens() {
+        assert!(connection_lists(b"keep-alive, Upgrade", b"upgrade"));
+        assert!(connection_lists(b"X-Foo", b"x-foo"));
+        assert!(!connection_lists(b"x-foobar", b"x-foo"));
+        assert!(!connection_lists(b"", b"close"));
+        assert!(!connection_lists(b"close", b""));
+    }
+
+    #[test]
+    fn hop_by_hop_set() {
+        for name in [
+            "Connection",
+            "KEEP-ALIVE",
+            "proxy-connection",
+            "TE",
+            "Trailer",
+            "transfer-encoding",
+            "Upgrade",
+        ] {
+            assert!(is_hop_by_hop(name.as_bytes()), "{name}");
+        }
+        for name in ["trailers", "host", "content-length", "", "x-upgrade"] {
+            assert!(!is_hop_by_hop(name.as_bytes()), "{name}");
+        }
+    }
+
+    #[test]
+    fn connection_tokens_accumulate() {
+        let mut t = ConnectionTokens::default();
+        t.add(b"Keep-Alive");
+        t.add(b"foo, UPGRADE");
+        assert_eq!(
+            t,
+            ConnectionTokens {
+                close: false,
+                keep_alive: true,
+                upgrade: true
+            }
+        );
+        t.add(b"close");
+        assert!(t.close);
+    }
+
+    #[test]
+    fn tchar_set() {
+        assert!(is_tchar(b'a') && is_tchar(b'Z') && is_tchar(b'9') && is_tchar(b'~'));
+        assert!(!is_tchar(b' ') && !is_tchar(b':') && !is_tchar(b'"') && !is_tchar(0x80));
+    }
+}

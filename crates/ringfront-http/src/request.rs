@@ -1,0 +1,267 @@
+//! Request heads: httparse in place over the caller's buffer, then the framing and
+//! connection rules a proxy must enforce so that no request is read two ways.
+
+use httparse::Status;
+
+use crate::fields::{trim_ows, ConnectionTokens};
+use crate::framing::{is_exactly_chunked, BodyFraming, ContentLength, LengthError};
+use crate::span::{find, push_headers, Header, Span};
+
+/// Header fields accepted in one request head; one more is [`RequestError::TooManyHeaders`].
+pub const MAX_HEADERS: usize = 100;
+
+/// Why a request head was refused; the proxy answers with [`RequestError::status`] and
+/// closes the connection (nginx does the same for every one of these).
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum RequestError {
+    /// 400: malformed head or ambiguous framing; the text names the rule.
+    #[error("bad request: {0}")]
+    BadRequest(&'static str),
+    /// 505: an HTTP version other than 1.0 and 1.1.
+    #[error("HTTP version not supported")]
+    VersionNotSupported,
+    /// 501: a `Transfer-Encoding` other than exactly `chunked`.
+    #[error("not implemented: {0}")]
+    NotImplemented(&'static str),
+    /// 400 (as nginx): more than [`MAX_HEADERS`] header fields.
+    #[error("too many header fields")]
+    TooManyHeaders,
+}
+
+impl RequestError {
+    /// Status code to answer with.
+    pub fn status(&self) -> u16 {
+        match self {
+            RequestError::BadRequest(_) | RequestError::TooManyHeaders => 400,
+            RequestError::VersionNotSupported => 505,
+            RequestError::NotImplemented(_) => 501,
+        }
+    }
+}
+
+/// Parsed request head; headers are offsets into the caller's read buffer (zero-copy).
+/// Reused across requests: [`RequestHead::parse`] clears it first and keeps the header
+/// `Vec`'s capacity. Fields are meaningful only after `parse` returned `Ok(Some(_))`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RequestHead {
+    /// Request method (case-sensitive token).
+    pub method: Span,
+    /// Request target as sent.
+    pub target: Span,
+    /// 0 for HTTP/1.0, 1 for HTTP/1.1.
+    pub minor_version: u8,
+    /// Every header field in order.
+    pub headers: Vec<Header>,
+    /// Bytes of the head including the final empty line.
+    pub head_len: usize,
+    /// `None`, `Length` or `Chunked`; never `UntilClose` for a request.
+    pub framing: BodyFraming,
+    /// Value of the single `Host` header, if any.
+    pub host: Option<Span>,
+    /// HTTP/1.1: unless `Connection: close`; HTTP/1.0: only with `Connection: keep-alive`.
+    pub keep_alive: bool,
+    /// `Expect: 100-continue` on an HTTP/1.1 request (RFC 9110 10.1.1: ignored for 1.0).
+    pub expect_continue: bool,
+    /// An `Upgrade` header and the `upgrade` token in `Connection`.
+    pub upgrade: bool,
+}
+
+impl RequestHead {
+    /// An empty head, ready for [`RequestHead::parse`].
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Parse the head at the start of `buf`. `Ok(None)`: incomplete, read more and call
+    /// again with the whole buffer. `Ok(Some(head_len))`: parsed, the body (if any)
+    /// starts at `head_len`. `Err`: reject the request.
+    pub fn parse(&mut self, buf: &[u8]) -> Result<Option<usize>, RequestError> {
+        self.clear();
+        let mut raw = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut req = httparse::Request::new(&mut raw);
+        let head_len = match req.parse(buf) {
+            Ok(Status::Complete(n)) => n,
+            Ok(Status::Partial) => return Ok(None),
+            Err(e) => return Err(parse_error(buf, e)),
+        };
+        let (Some(method), Some(target), Some(minor)) = (req.method, req.path, req.version) else {
+            return Err(RequestError::BadRequest("malformed request line"));
+        };
+        const TOO_LARGE: RequestError = RequestError::BadRequest("request head too large");
+        self.method = Span::within(buf, method.as_bytes()).ok_or(TOO_LARGE)?;
+        self.target = Span::within(buf, target.as_bytes()).ok_or(TOO_LARGE)?;
+        self.minor_version = minor;
+        push_headers(buf, req.headers, &mut self.headers).ok_or(TOO_LARGE)?;
+        self.head_len = head_len;
+        self.interpret_headers(buf)?;
+        Ok(Some(head_len))
+    }
+
+    /// The method bytes.
+    pub fn method<'a>(&self, buf: &'a [u8]) -> &'a [u8] {
+        self.method.get(buf)
+    }
+
+    /// The request-target bytes.
+    pub fn target<'a>(&self, buf: &'a [u8]) -> &'a [u8] {
+        self.target.get(buf)
+    }
+
+    /// Value of the first header called `name` (ASCII case-insensitive).
+    pub fn header<'a>(&self, buf: &'a [u8], name: &str) -> Option<&'a [u8]> {
+        find(&self.headers, buf, name)
+    }
+
+    /// Is the method `HEAD`? (Methods are case-sensitive, RFC 9110 9.1.)
+    pub fn is_head(&self, buf: &[u8]) -> bool {
+        self.method(buf) == b"HEAD"
+    }
+
+    fn clear(&mut self) {
+        let mut headers = std::mem::take(&mut self.headers);
+        headers.clear();
+        *self = RequestHead {
+            headers,
+            ..RequestHead::default()
+        };
+    }
+
+    fn interpret_headers(&mut self, buf: &[u8]) -> Result<(), RequestError> {
+        use RequestError::{BadRequest, NotImplemented};
+        let mut length = ContentLength::default();
+        let mut transfer_encoding: Option<&[u8]> = None;
+        let mut connection = ConnectionTokens::default();
+        let mut upgrade_header = false;
+        let mut expect_continue = false;
+        for h in &self.headers {
+            let name = h.name.get(buf);
+            let value = h.value.get(buf);
+            if name.eq_ignore_ascii_case(b"content-length") {
+                length.add(value).map_err(|e| match e {
+                    LengthError::Invalid => BadRequest("invalid Content-Length"),
+                    LengthError::Conflict => BadRequest("conflicting Content-Length headers"),
+                })?;
+            } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
+                if transfer_encoding.is_some() {
+                    return Err(BadRequest("duplicate Transfer-Encoding header"));
+                }
+                transfer_encoding = Some(value);
+            } else if name.eq_ignore_ascii_case(b"host") {
+                if self.host.is_some() {
+                    return Err(BadRequest("duplicate Host header"));
+                }
+                if !is_valid_host(value) {
+                    return Err(BadRequest("invalid Host header"));
+                }
+                self.host = Some(h.value);
+            } else if name.eq_ignore_ascii_case(b"connection") {
+                connection.add(value);
+            } else if name.eq_ignore_ascii_case(b"expect") {
+                expect_continue |= trim_ows(value).eq_ignore_ascii_case(b"100-continue");
+            } else if name.eq_ignore_ascii_case(b"upgrade") {
+                upgrade_header = true;
+            }
+        }
+        let http11 = self.minor_version >= 1;
+        if http11 && self.host.is_none() {
+            return Err(BadRequest("missing Host header"));
+        }
+        self.framing = match (transfer_encoding, length.0) {
+            // RFC 9112 6.1: Transfer-Encoding in HTTP/1.0 means faulty framing.
+            (Some(_), _) if !http11 => {
+                return Err(BadRequest("Transfer-Encoding in HTTP/1.0 request"))
+            }
+            (Some(te), _) if !is_exactly_chunked(te) => {
+                return Err(NotImplemented("unknown Transfer-Encoding"))
+            }
+            (Some(_), Some(_)) => {
+                return Err(BadRequest("both Content-Length and Transfer-Encoding"))
+            }
+            (Some(_), None) => BodyFraming::Chunked,
+            (None, Some(n)) => BodyFraming::Length(n),
+            (None, None) => BodyFraming::None,
+        };
+        self.keep_alive = if http11 {
+            !connection.close
+        } else {
+            connection.keep_alive && !connection.close
+        };
+        self.expect_continue = http11 && expect_continue;
+        self.upgrade = upgrade_header && connection.upgrade;
+        Ok(())
+    }
+}
+
+/// nginx's `ngx_http_validate_host` in spirit: a non-empty name with no path separators,
+/// no `..`, no whitespace or control bytes (the value is used for routing and logging).
+fn is_valid_host(host: &[u8]) -> bool {
+    !host.is_empty()
+        && !host.windows(2).any(|w| w == b"..")
+        && host
+            .iter()
+            .all(|&b| b > b' ' && b != 0x7f && b != b'/' && b != b'\\')
+}
+
+fn parse_error(buf: &[u8], e: httparse::Error) -> RequestError {
+    use RequestError::BadRequest;
+    match e {
+        httparse::Error::TooManyHeaders => RequestError::TooManyHeaders,
+        httparse::Error::Version => version_error(buf),
+        httparse::Error::HeaderName => BadRequest("invalid header name"),
+        httparse::Error::HeaderValue => BadRequest("invalid header value"),
+        httparse::Error::NewLine => BadRequest("invalid line ending"),
+        httparse::Error::Token | httparse::Error::Status => BadRequest("malformed request line"),
+    }
+}
+
+/// httparse only knows `HTTP/1.0` and `HTTP/1.1`. Tell an HTTP/2 preface (400) and a
+/// well-formed other version (505, like nginx for major > 1) from garbage (400).
+fn version_error(buf: &[u8]) -> RequestError {
+    let start = buf
+        .iter()
+        .position(|b| *b != b'\r' && *b != b'\n')
+        .unwrap_or(buf.len());
+    let rest = buf.get(start..).unwrap_or_default();
+    let line_end = rest
+        .iter()
+        .position(|b| *b == b'\r' || *b == b'\n')
+        .unwrap_or(rest.len());
+    let line = rest.get(..line_end).unwrap_or_default();
+    if line.starts_with(b"PRI * HTTP/2") {
+        return RequestError::BadRequest("HTTP/2 connection preface");
+    }
+    let version = line.rsplit(|b| *b == b' ').next().unwrap_or_default();
+    match version_number(version) {
+        // A valid 1.0 / 1.1 token: the error was elsewhere on the line (extra spaces).
+        Some((1, Some(0 | 1))) => RequestError::BadRequest("malformed request line"),
+        Some(_) => RequestError::VersionNotSupported,
+        None => RequestError::BadRequest("invalid HTTP version"),
+    }
+}
+
+/// `HTTP/` DIGIT+ [ `.` DIGIT* ] as (major, minor); the minor may still be arriving.
+/// Numbers saturate at 255, which is as unsupported as any other.
+fn version_number(version: &[u8]) -> Option<(u8, Option<u8>)> {
+    let number = version.strip_prefix(b"HTTP/")?;
+    let mut parts = number.splitn(2, |b| *b == b'.');
+    let major = digits(parts.next().unwrap_or_default())?;
+    let minor = match parts.next() {
+        Some(m) if !m.is_empty() => Some(digits(m)?),
+        Some(_) | None => None,
+    };
+    Some((major, minor))
+}
+
+fn digits(s: &[u8]) -> Option<u8> {
+    if s.is_empty() || !s.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    Some(
+        s.iter()
+            .fold(0u8, |n, d| n.saturating_mul(10).saturating_add(d - b'0')),
+    )
+}
+
+#[cfg(test)]
+#[path = "request_tests.rs"]
+mod tests;

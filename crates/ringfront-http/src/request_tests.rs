@@ -1,0 +1,302 @@
+//! Unit tests for request head parsing: valid heads, every framing rule, partial input.
+
+use super::*;
+
+fn parse(raw: &[u8]) -> Result<Option<(RequestHead, usize)>, RequestError> {
+    let mut head = RequestHead::new();
+    Ok(head.parse(raw)?.map(|n| (head, n)))
+}
+
+fn ok(raw: &[u8]) -> RequestHead {
+    match parse(raw) {
+        Ok(Some((head, n))) => {
+            assert_eq!(n, head.head_len);
+            head
+        }
+        other => panic!("{:?}: {other:?}", String::from_utf8_lossy(raw)),
+    }
+}
+
+fn err(raw: &[u8]) -> RequestError {
+    match parse(raw) {
+        Err(e) => e,
+        other => panic!("{:?}: {other:?}", String::from_utf8_lossy(raw)),
+    }
+}
+
+#[test]
+fn simple_get() {
+    let raw = b"GET /a?b=c HTTP/1.1\r\nHost: example.com\r\nX-A: 1\r\n\r\nBODY";
+    let head = ok(raw);
+    assert_eq!(head.method(raw), b"GET");
+    assert_eq!(head.target(raw), b"/a?b=c");
+    assert_eq!(head.minor_version, 1);
+    assert_eq!(head.head_len, raw.len() - 4);
+    assert_eq!(head.headers.len(), 2);
+    assert_eq!(head.host.map(|h| h.get(raw)), Some(&b"example.com"[..]));
+    assert_eq!(head.header(raw, "x-a"), Some(&b"1"[..]));
+    assert_eq!(head.header(raw, "HOST"), Some(&b"example.com"[..]));
+    assert_eq!(head.header(raw, "nope"), None);
+    assert_eq!(head.framing, BodyFraming::None);
+    assert!(head.keep_alive);
+    assert!(!head.expect_continue && !head.upgrade);
+    assert!(!head.is_head(raw));
+}
+
+#[test]
+fn header_values_are_trimmed() {
+    let raw = b"GET / HTTP/1.1\r\nHost:   a.b  \r\nX:\t v \t\r\n\r\n";
+    let head = ok(raw);
+    assert_eq!(head.host.map(|h| h.get(raw)), Some(&b"a.b"[..]));
+    assert_eq!(head.header(raw, "x"), Some(&b"v"[..]));
+}
+
+#[test]
+fn partial_at_every_split_point() {
+    let raw = b"POST /up HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\n";
+    for i in 0..raw.len() {
+        assert_eq!(parse(&raw[..i]), Ok(None), "split at {i}");
+    }
+    assert_eq!(ok(raw).framing, BodyFraming::Length(5));
+}
+
+#[test]
+fn reuse_clears_previous_request() {
+    let mut head = RequestHead::new();
+    let a = b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\n";
+    assert!(head.parse(a).unwrap().is_some());
+    assert!(head.expect_continue);
+    let b = b"GET / HTTP/1.0\r\n\r\n";
+    assert_eq!(head.parse(b), Ok(Some(b.len())));
+    assert_eq!(head.headers.len(), 0);
+    assert_eq!(head.framing, BodyFraming::None);
+    assert_eq!(head.host, None);
+    assert!(!head.expect_continue && !head.keep_alive);
+}
+
+#[test]
+fn head_method_and_leading_empty_lines() {
+    let raw = b"\r\n\r\nHEAD / HTTP/1.1\r\nHost: h\r\n\r\n";
+    let head = ok(raw);
+    assert!(head.is_head(raw));
+    assert_eq!(head.head_len, raw.len());
+    let lower = b"head / HTTP/1.1\r\nHost: h\r\n\r\n";
+    assert!(!ok(lower).is_head(lower));
+}
+
+#[test]
+fn content_length_framing() {
+    assert_eq!(
+        ok(b"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n").framing,
+        BodyFraming::Length(0)
+    );
+    assert_eq!(
+        ok(b"POST / HTTP/1.1\r\nHost: h\r\ncontent-length: 12\r\nContent-Length: 12\r\n\r\n")
+            .framing,
+        BodyFraming::Length(12)
+    );
+}
+
+#[test]
+fn content_length_rejections() {
+    for cl in [
+        &b"+5"[..],
+        b"-1",
+        b"0x5",
+        b"5 5",
+        b"5, 5",
+        b"5,6",
+        b"",
+        b"abc",
+        b"18446744073709551616",
+        b"9223372036854775808",
+    ] {
+        let mut raw = b"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: ".to_vec();
+        raw.extend_from_slice(cl);
+        raw.extend_from_slice(b"\r\n\r\n");
+        assert_eq!(err(&raw).status(), 400, "{:?}", String::from_utf8_lossy(cl));
+    }
+    let conflict = b"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n";
+    assert_eq!(
+        err(conflict),
+        RequestError::BadRequest("conflicting Content-Length headers")
+    );
+}
+
+#[test]
+fn chunked_framing() {
+    let head = ok(b"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding:  Chunked \r\n\r\n");
+    assert_eq!(head.framing, BodyFraming::Chunked);
+}
+
+#[test]
+fn transfer_encoding_rejections() {
+    for te in [
+        &b"chunked, identity"[..],
+        b"xchunked",
+        b"gzip, chunked",
+        b"identity",
+        b"chunked;q=1",
+        b"",
+    ] {
+        let mut raw = b"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: ".to_vec();
+        raw.extend_from_slice(te);
+        raw.extend_from_slice(b"\r\n\r\n");
+        let e = err(&raw);
+        assert!(
+            matches!(e, RequestError::NotImplemented(_)),
+            "{te:?}: {e:?}"
+        );
+        assert_eq!(e.status(), 501);
+    }
+    let both =
+        b"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n";
+    assert_eq!(err(both).status(), 400);
+    let both_rev =
+        b"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n";
+    assert_eq!(err(both_rev).status(), 400);
+    let two = b"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n";
+    assert_eq!(
+        err(two),
+        RequestError::BadRequest("duplicate Transfer-Encoding header")
+    );
+    let http10 = b"POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n";
+    assert_eq!(
+        err(http10),
+        RequestError::BadRequest("Transfer-Encoding in HTTP/1.0 request")
+    );
+}
+
+#[test]
+fn host_rules() {
+    assert_eq!(
+        err(b"GET / HTTP/1.1\r\n\r\n"),
+        RequestError::BadRequest("missing Host header")
+    );
+    assert_eq!(
+        err(b"GET / HTTP/1.1\r\nHost: a\r\nhost: a\r\n\r\n"),
+        RequestError::BadRequest("duplicate Host header")
+    );
+    for bad in [&b""[..], b"a/b", b"a\\b", b"a..b", b"a b"] {
+        let mut raw = b"GET / HTTP/1.1\r\nHost: ".to_vec();
+        raw.extend_from_slice(bad);
+        raw.extend_from_slice(b"\r\n\r\n");
+        assert_eq!(err(&raw).status(), 400, "{bad:?}");
+    }
+    assert_eq!(ok(b"GET / HTTP/1.0\r\n\r\n").host, None);
+    let raw = b"GET / HTTP/1.1\r\nHost: [::1]:8080\r\n\r\n";
+    assert_eq!(ok(raw).host.map(|h| h.get(raw)), Some(&b"[::1]:8080"[..]));
+}
+
+#[test]
+fn keep_alive_rules() {
+    assert!(ok(b"GET / HTTP/1.1\r\nHost: h\r\n\r\n").keep_alive);
+    assert!(!ok(b"GET / HTTP/1.1\r\nHost: h\r\nConnection: Close\r\n\r\n").keep_alive);
+    assert!(!ok(b"GET / HTTP/1.1\r\nHost: h\r\nConnection: foo, close\r\n\r\n").keep_alive);
+    assert!(!ok(b"GET / HTTP/1.0\r\n\r\n").keep_alive);
+    assert!(ok(b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n").keep_alive);
+    assert!(
+        !ok(b"GET / HTTP/1.0\r\nConnection: keep-alive\r\nConnection: close\r\n\r\n").keep_alive
+    );
+}
+
+#[test]
+fn expect_and_upgrade() {
+    assert!(ok(b"PUT / HTTP/1.1\r\nHost: h\r\nExpect: 100-Continue\r\n\r\n").expect_continue);
+    assert!(!ok(b"PUT / HTTP/1.1\r\nHost: h\r\nExpect: 200-ok\r\n\r\n").expect_continue);
+    assert!(!ok(b"PUT / HTTP/1.0\r\nExpect: 100-continue\r\n\r\n").expect_continue);
+    let ws = b"GET /ws HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\nConnection: keep-alive, Upgrade\r\n\r\n";
+    let head = ok(ws);
+    assert!(head.upgrade && head.keep_alive);
+    assert!(!ok(b"GET / HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\n\r\n").upgrade);
+    assert!(!ok(b"GET / HTTP/1.1\r\nHost: h\r\nConnection: upgrade\r\n\r\n").upgrade);
+}
+
+#[test]
+fn versions() {
+    assert_eq!(ok(b"GET / HTTP/1.0\r\n\r\n").minor_version, 0);
+    assert_eq!(
+        err(b"GET / HTTP/2.0\r\nHost: h\r\n\r\n"),
+        RequestError::VersionNotSupported
+    );
+    assert_eq!(
+        err(b"GET / HTTP/3.0\r\n"),
+        RequestError::VersionNotSupported
+    );
+    assert_eq!(err(b"GET / HTTP/2"), RequestError::VersionNotSupported);
+    assert_eq!(
+        err(b"GET / HTTP/1.2\r\n\r\n"),
+        RequestError::VersionNotSupported
+    );
+    assert_eq!(
+        err(b"GET / HTTP/0.9\r\n\r\n"),
+        RequestError::VersionNotSupported
+    );
+    assert_eq!(err(b"GET / HTTP/2.0\r\n").status(), 505);
+    let preface = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+    assert_eq!(
+        err(preface),
+        RequestError::BadRequest("HTTP/2 connection preface")
+    );
+    assert_eq!(err(&preface[..12]).status(), 400);
+    assert_eq!(err(b"GET / http/1.1\r\n\r\n").status(), 400);
+    assert_eq!(err(b"GET / FOO/1.1\r\n\r\n").status(), 400);
+    assert_eq!(err(b"GET /\r\n\r\n").status(), 400);
+    assert_eq!(err(b"GET /  HTTP/1.1\r\nHost: h\r\n\r\n").status(), 400);
+}
+
+#[test]
+fn malformed_heads() {
+    for raw in [
+        &b"GET / HTTP/1.1\r\nHost : h\r\n\r\n"[..],
+        b"GET / HTTP/1.1\r\nHost: h\r\n folded\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHo\x00st: h\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost: h\x00\r\n\r\n",
+        b"GET / HTTP/1.1\r\n: empty\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost: h\rX: y\r\n\r\n",
+        b"G(T / HTTP/1.1\r\nHost: h\r\n\r\n",
+        b"GET /a b HTTP/1.1\r\nHost: h\r\n\r\n",
+        b" GET / HTTP/1.1\r\nHost: h\r\n\r\n",
+        b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03",
+    ] {
+        assert_eq!(err(raw).status(), 400, "{:?}", String::from_utf8_lossy(raw));
+    }
+}
+
+#[test]
+fn header_limit() {
+    let mut raw = b"GET / HTTP/1.1\r\nHost: h\r\n".to_vec();
+    for i in 0..MAX_HEADERS - 1 {
+        raw.extend_from_slice(format!("X-{i}: v\r\n").as_bytes());
+    }
+    let mut full = raw.clone();
+    full.extend_from_slice(b"\r\n");
+    assert_eq!(ok(&full).headers.len(), MAX_HEADERS);
+    raw.extend_from_slice(b"X-Last: v\r\n\r\n");
+    assert_eq!(err(&raw), RequestError::TooManyHeaders);
+}
+
+#[test]
+fn error_statuses() {
+    assert_eq!(RequestError::TooManyHeaders.status(), 400);
+    assert_eq!(RequestError::BadRequest("x").status(), 400);
+    assert_eq!(RequestError::VersionNotSupported.status(), 505);
+    assert_eq!(RequestError::NotImplemented("x").status(), 501);
+    assert_eq!(RequestError::BadRequest("x").to_string(), "bad request: x");
+}
+
+#[test]
+fn garbage_never_panics() {
+    let mut head = RequestHead::new();
+    let mut seed: u32 = 0x1234_5678;
+    let alphabet = b"GET /HTP1.0\r\n: ,chunkedContent-LgthTrasfr\x00\xff\tHost";
+    for len in 0..200usize {
+        let buf: Vec<u8> = (0..len)
+            .map(|_| {
+                seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                alphabet[(seed >> 16) as usize % alphabet.len()]
+            })
+            .collect();
+        let _ = head.parse(&buf);
+    }
+}

@@ -1,0 +1,108 @@
+//! Clocks: a process-wide monotonic epoch for failure accounting (whole seconds, as nginx's
+//! `ngx_time()`), and wall-clock formatting for logs (`$time_local`, error-log stamps) in UTC.
+
+use std::sync::OnceLock;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+fn epoch() -> Instant {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
+}
+
+/// Monotonic whole seconds since the process started, plus a constant so that "0" (the
+/// board's initial `checked`) is always far in the past.
+pub fn now_secs() -> u64 {
+    epoch().elapsed().as_secs() + 1_000_000
+}
+
+/// Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+fn civil(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+/// Broken-down UTC wall time.
+pub struct Wall {
+    pub year: i64,
+    pub month: u32,
+    pub day: u32,
+    pub hour: u32,
+    pub min: u32,
+    pub sec: u32,
+    pub millis: u32,
+    pub unix_secs: u64,
+}
+
+pub fn wall() -> Wall {
+    let d = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    let secs = d.as_secs();
+    let (year, month, day) = civil((secs / 86_400) as i64);
+    let rem = secs % 86_400;
+    Wall {
+        year,
+        month,
+        day,
+        hour: (rem / 3600) as u32,
+        min: (rem % 3600 / 60) as u32,
+        sec: (rem % 60) as u32,
+        millis: d.subsec_millis(),
+        unix_secs: secs,
+    }
+}
+
+const MONTHS: [&str; 12] = [
+    "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+];
+
+impl Wall {
+    /// `29/Nov/2026:18:43:33 +0000`, as nginx's `$time_local`.
+    pub fn time_local(&self) -> String {
+        format!(
+            "{:02}/{}/{}:{:02}:{:02}:{:02} +0000",
+            self.day,
+            MONTHS[(self.month as usize).saturating_sub(1) % 12],
+            self.year,
+            self.hour,
+            self.min,
+            self.sec
+        )
+    }
+
+    /// `2026-11-29T18:43:33+00:00`, as `$time_iso8601`.
+    pub fn iso8601(&self) -> String {
+        format!(
+            "{}-{:02}-{:02}T{:02}:{:02}:{:02}+00:00",
+            self.year, self.month, self.day, self.hour, self.min, self.sec
+        )
+    }
+
+    /// `2026/11/29 18:43:33`, the error log's stamp.
+    pub fn error_stamp(&self) -> String {
+        format!(
+            "{}/{:02}/{:02} {:02}:{:02}:{:02}",
+            self.year, self.month, self.day, self.hour, self.min, self.sec
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn civil_dates() {
+        assert_eq!(civil(0), (1970, 1, 1));
+        assert_eq!(civil(20_786), (2026, 11, 29));
+        assert_eq!(civil(11_016), (2000, 2, 29));
+    }
+}

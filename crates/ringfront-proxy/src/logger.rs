@@ -1,0 +1,109 @@
+//! The log writer thread: workers format a line and hand it over a crossbeam channel, so no
+//! worker ever blocks on file I/O. Files are opened by the writer, appended to, and flushed
+//! whenever the channel runs dry.
+
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::thread::JoinHandle;
+
+use crossbeam_channel::{unbounded, Receiver, Sender};
+
+/// Where a line goes.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Sink {
+    Stderr,
+    File(PathBuf),
+}
+
+enum Msg {
+    Line(Sink, String),
+    Flush(Sender<()>),
+}
+
+/// Cheap to clone; one per worker.
+#[derive(Clone)]
+pub struct Logger {
+    tx: Sender<Msg>,
+}
+
+impl Logger {
+    /// Starts the writer thread. It ends when every `Logger` clone is dropped.
+    pub fn start() -> (Logger, JoinHandle<()>) {
+        let (tx, rx) = unbounded();
+        let handle = std::thread::Builder::new()
+            .name("ringfront-log".into())
+            .spawn(move || writer(rx))
+            .unwrap_or_else(|e| panic!("cannot start the log thread: {e}"));
+        (Logger { tx }, handle)
+    }
+
+    pub fn write(&self, sink: &Sink, line: String) {
+        let _ = self.tx.send(Msg::Line(sink.clone(), line));
+    }
+
+    /// Blocks until every line sent before is written (used at exit).
+    pub fn flush(&self) {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        if self.tx.send(Msg::Flush(tx)).is_ok() {
+            let _ = rx.recv();
+        }
+    }
+}
+
+fn open(path: &PathBuf) -> io::Result<File> {
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    OpenOptions::new().create(true).append(true).open(path)
+}
+
+fn writer(rx: Receiver<Msg>) {
+    let mut files: HashMap<PathBuf, io::BufWriter<File>> = HashMap::new();
+    let mut stderr = io::BufWriter::new(io::stderr());
+    let flush_all = |files: &mut HashMap<PathBuf, io::BufWriter<File>>,
+                     stderr: &mut io::BufWriter<io::Stderr>| {
+        for f in files.values_mut() {
+            let _ = f.flush();
+        }
+        let _ = stderr.flush();
+    };
+    while let Ok(msg) = rx.recv() {
+        let mut next = Some(msg);
+        while let Some(msg) = next.take() {
+            match msg {
+                Msg::Line(Sink::Stderr, line) => {
+                    let _ = stderr.write_all(line.as_bytes());
+                }
+                Msg::Line(Sink::File(path), line) => {
+                    if !files.contains_key(&path) {
+                        match open(&path) {
+                            Ok(f) => {
+                                files.insert(path.clone(), io::BufWriter::new(f));
+                            }
+                            Err(e) => {
+                                let _ = writeln!(
+                                    stderr,
+                                    "ringfront: open() \"{}\" failed ({e})",
+                                    path.display()
+                                );
+                                continue;
+                            }
+                        }
+                    }
+                    if let Some(f) = files.get_mut(&path) {
+                        let _ = f.write_all(line.as_bytes());
+                    }
+                }
+                Msg::Flush(done) => {
+                    flush_all(&mut files, &mut stderr);
+                    let _ = done.send(());
+                }
+            }
+            next = rx.try_recv().ok();
+        }
+        flush_all(&mut files, &mut stderr);
+    }
+    flush_all(&mut files, &mut stderr);
+}

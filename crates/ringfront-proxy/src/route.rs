@@ -1,0 +1,83 @@
+//! Request routing as nginx does it: the virtual server by `Host` among the servers on the
+//! listening address (exact name, then `*.suffix`, then `prefix.*`, else the default server),
+//! then the location: exact `=`, longest prefix (`^~` stops there), nested locations, then
+//! regexes in the order written, else the longest prefix.
+
+use ringfront_config::LocationMatch;
+
+use crate::snapshot::{LocationRt, ServerRt, Snapshot};
+
+/// Picks the server for `host` (lower-cased, port stripped) among `candidates`.
+pub fn server<'a>(snap: &'a Snapshot, candidates: &[usize], host: &[u8]) -> Option<&'a ServerRt> {
+    let servers = candidates.iter().filter_map(|&i| snap.servers.get(i));
+    let host = std::str::from_utf8(host).unwrap_or("");
+    if !host.is_empty() {
+        for pass in 0..3 {
+            for s in servers.clone() {
+                let hit = s.names.iter().any(|n| match pass {
+                    0 => n == host,
+                    1 => n
+                        .strip_prefix('*')
+                        .is_some_and(|suf| suf.starts_with('.') && host.ends_with(suf)),
+                    _ => n
+                        .strip_suffix('*')
+                        .is_some_and(|pre| pre.ends_with('.') && host.starts_with(pre)),
+                });
+                if hit {
+                    return Some(s);
+                }
+            }
+        }
+    }
+    candidates.first().and_then(|&i| snap.servers.get(i))
+}
+
+fn longest_prefix<'a>(locs: &'a [LocationRt], path: &str) -> Option<&'a LocationRt> {
+    let mut best: Option<(&LocationRt, usize)> = None;
+    for l in locs {
+        let p = match &l.matcher {
+            Some(LocationMatch::Prefix(p) | LocationMatch::PrefixNoRegex(p)) => p,
+            _ => continue,
+        };
+        if path.starts_with(p.as_str()) && best.is_none_or(|(_, n)| p.len() > n) {
+            best = Some((l, p.len()));
+        }
+    }
+    best.map(|(l, _)| l)
+}
+
+/// Returns the location and whether it was found by a regex.
+fn find<'a>(locs: &'a [LocationRt], path: &str) -> Option<(&'a LocationRt, bool)> {
+    for l in locs {
+        if let Some(LocationMatch::Exact(p)) = &l.matcher {
+            if p == path {
+                return Some((l, false));
+            }
+        }
+    }
+    let prefix = longest_prefix(locs, path);
+    let nested = prefix.and_then(|p| find(&p.children, path));
+    if let Some(p) = prefix {
+        if matches!(p.matcher, Some(LocationMatch::PrefixNoRegex(_))) {
+            return Some(nested.unwrap_or((p, false)));
+        }
+    }
+    if let Some(hit @ (_, true)) = nested {
+        return Some(hit);
+    }
+    for l in locs {
+        if let Some(re) = &l.regex {
+            if re.is_match(path) {
+                return Some((l, true));
+            }
+        }
+    }
+    nested.or(prefix.map(|p| (p, false)))
+}
+
+/// The location for `path` (the URI without arguments), or the server's fallback.
+pub fn location<'a>(server: &'a ServerRt, path: &str) -> &'a LocationRt {
+    find(&server.locations, path)
+        .map(|(l, _)| l)
+        .unwrap_or(&server.fallback)
+}

@@ -1,0 +1,464 @@
+//! One client connection: read a request head (zero-copy, parsed in place), read the body
+//! under nginx's limits, route it, answer it (locally or through the upstream loop), log it,
+//! and go round again for keepalive and pipelined requests, answered in order.
+
+use std::borrow::Cow;
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::time::Instant;
+
+use monoio::net::TcpStream;
+use ringfront_config::LogLevel;
+use ringfront_http::{BodyFraming, ChunkedDecoder, RequestHead};
+
+use crate::io::{read_more, write_all};
+use crate::respond;
+use crate::snapshot::{LocationRt, Snapshot};
+use crate::vars::{self, TryLog, Vars};
+use crate::worker::Worker;
+
+/// What answering one request produced, for the log and the keepalive decision.
+pub struct Reply {
+    pub status: u16,
+    pub body_bytes_sent: u64,
+    pub bytes_sent: u64,
+    /// The client connection may serve another request.
+    pub reusable: bool,
+    pub tries: Vec<TryLog>,
+}
+
+/// Request facts shared by the proxy loop and the logs.
+pub struct Req<'a> {
+    pub buf: &'a [u8],
+    pub head: &'a RequestHead,
+    pub client: SocketAddr,
+    pub local: SocketAddr,
+    pub server_name: &'a str,
+    pub conn_id: u64,
+    pub conn_requests: u64,
+    pub start: Instant,
+    pub path: &'a str,
+    /// The client wants and may keep the connection after this response.
+    pub keep_alive: bool,
+}
+
+impl Req<'_> {
+    pub fn vars<'b>(&'b self, proxy_host: &'b str, reply: Option<&'b Reply>) -> Vars<'b> {
+        Vars {
+            buf: self.buf,
+            head: self.head,
+            client: self.client,
+            local: self.local,
+            server_name: self.server_name,
+            proxy_host,
+            conn_id: self.conn_id,
+            conn_requests: self.conn_requests,
+            start: self.start,
+            status: reply.map_or(0, |r| r.status),
+            body_bytes_sent: reply.map_or(0, |r| r.body_bytes_sent),
+            bytes_sent: reply.map_or(0, |r| r.bytes_sent),
+            tries: reply.map_or(&[], |r| &r.tries),
+        }
+    }
+
+    /// `, client: ..., server: ..., request: "...", host: "..."` as nginx ends its error lines.
+    pub fn log_context(&self, upstream: Option<&str>) -> String {
+        let mut s = format!(
+            ", client: {}, server: {}, request: \"{} {} HTTP/1.{}\"",
+            self.client.ip(),
+            self.server_name,
+            String::from_utf8_lossy(self.head.method.get(self.buf)),
+            String::from_utf8_lossy(self.head.target.get(self.buf)),
+            self.head.minor_version
+        );
+        if let Some(u) = upstream {
+            s.push_str(&format!(", upstream: \"{u}\""));
+        }
+        if let Some(h) = self.head.host {
+            s.push_str(&format!(
+                ", host: \"{}\"",
+                String::from_utf8_lossy(h.get(self.buf))
+            ));
+        }
+        s
+    }
+}
+
+struct Busy<'a>(&'a Worker);
+
+impl<'a> Busy<'a> {
+    fn new(w: &'a Worker) -> Self {
+        w.busy.set(w.busy.get() + 1);
+        Busy(w)
+    }
+}
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        self.0.busy.set(self.0.busy.get() - 1);
+    }
+}
+
+/// Sends a locally made error and reports it; the connection is closed after.
+async fn reject(stream: &mut TcpStream, status: u16, snap: &Snapshot, limit: std::time::Duration) {
+    let mut out = Vec::with_capacity(512);
+    respond::error(&mut out, None, status, false, false);
+    let _ = write_all(stream, out, limit).await;
+    let _ = snap;
+}
+
+/// Serves one client connection until it closes.
+pub async fn serve(w: &Rc<Worker>, mut stream: TcpStream, client: SocketAddr, local: SocketAddr) {
+    let conn_id = w
+        .shared
+        .next_conn
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        + 1;
+    let mut buf: Vec<u8> = Vec::with_capacity(4096);
+    let mut head = RequestHead::new();
+    let mut out: Vec<u8> = Vec::with_capacity(4096);
+    let mut requests: u64 = 0;
+    loop {
+        let snap = w.snapshot();
+        let candidates = snap.servers_for(local);
+        let Some(default) = candidates.first().and_then(|&i| snap.servers.get(i)) else {
+            return;
+        };
+        let base = &default.fallback.settings;
+        let (hdr_bufs, hdr_size) = base.large_client_header_buffers;
+        let max_head = hdr_bufs.saturating_mul(hdr_size).max(1024);
+        // Read until a whole head is in: the first byte within keepalive_timeout (or
+        // client_header_timeout on a fresh connection), the rest within client_header_timeout.
+        let mut busy = None;
+        let head_len = loop {
+            if !buf.is_empty() {
+                if busy.is_none() {
+                    busy = Some(Busy::new(w));
+                }
+                match head.parse(&buf) {
+                    Ok(Some(n)) => break n,
+                    Ok(None) => {
+                        let line_end = buf.iter().position(|&b| b == b'\n');
+                        if line_end.is_none() && buf.len() > hdr_size {
+                            reject(&mut stream, 414, &snap, base.send_timeout).await;
+                            return;
+                        }
+                        if buf.len() > max_head {
+                            reject(&mut stream, 494, &snap, base.send_timeout).await;
+                            return;
+                        }
+                    }
+                    Err(e) => {
+                        reject(&mut stream, e.status(), &snap, base.send_timeout).await;
+                        return;
+                    }
+                }
+            } else if w.stopping() {
+                return;
+            }
+            let limit = if buf.is_empty() && requests > 0 {
+                base.keepalive_timeout
+            } else {
+                base.client_header_timeout
+            };
+            let (r, b) = read_more(&mut stream, buf, 4096, limit).await;
+            buf = b;
+            match r {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        };
+        let _busy = busy.unwrap_or_else(|| Busy::new(w));
+        requests += 1;
+        let start = Instant::now();
+
+        let (server, loc) = {
+            let path = request_path(&buf, &head);
+            let host: Vec<u8> = vars::host(&buf, &head).to_ascii_lowercase();
+            let Some(server) = crate::route::server(&snap, candidates, &host) else {
+                return;
+            };
+            (server, crate::route::location(server, &path))
+        };
+        let s = &loc.settings;
+        let server_name = server.names.first().map(String::as_str).unwrap_or("");
+        let keep_alive = head.keep_alive
+            && !w.stopping()
+            && !s.keepalive_timeout.is_zero()
+            && requests < s.keepalive_requests;
+
+        // The body: nginx reads it whole before passing the request on (proxy_request_buffering
+        // on), so a retry can resend it; chunked bodies are de-chunked and sent with a length.
+        let mut chunked_body: Vec<u8> = Vec::new();
+        let (body_range, consumed) = match head.framing {
+            BodyFraming::Length(n) => {
+                if s.client_max_body_size != 0 && n > s.client_max_body_size {
+                    w.log(
+                        &snap,
+                        LogLevel::Error,
+                        conn_id,
+                        format_args!(
+                            "client intended to send too large body: {n} bytes{}",
+                            req_ctx(
+                                &buf,
+                                &head,
+                                client,
+                                local,
+                                server_name,
+                                conn_id,
+                                requests,
+                                start,
+                                ""
+                            )
+                            .log_context(None)
+                        ),
+                    );
+                    reject(&mut stream, 413, &snap, s.send_timeout).await;
+                    return;
+                }
+                let Ok(n) = usize::try_from(n) else { return };
+                let want = head_len.saturating_add(n);
+                if buf.len() < want && head.expect_continue {
+                    let (r, _) = write_all(
+                        &mut stream,
+                        b"HTTP/1.1 100 Continue\r\n\r\n".to_vec(),
+                        s.send_timeout,
+                    )
+                    .await;
+                    if r.is_err() {
+                        return;
+                    }
+                }
+                while buf.len() < want {
+                    let spare = (want - buf.len()).min(1 << 20);
+                    let (r, b) = read_more(&mut stream, buf, spare, s.client_body_timeout).await;
+                    buf = b;
+                    match r {
+                        Ok(0) | Err(_) => return,
+                        Ok(_) => {}
+                    }
+                }
+                (head_len..want, want)
+            }
+            BodyFraming::Chunked => {
+                let mut dec = ChunkedDecoder::new();
+                let mut pos = head_len;
+                if buf.len() == head_len && head.expect_continue {
+                    let (r, _) = write_all(
+                        &mut stream,
+                        b"HTTP/1.1 100 Continue\r\n\r\n".to_vec(),
+                        s.send_timeout,
+                    )
+                    .await;
+                    if r.is_err() {
+                        return;
+                    }
+                }
+                loop {
+                    match dec.decode(&buf[pos..], &mut chunked_body) {
+                        Ok(p) => {
+                            pos += p.consumed;
+                            if p.done {
+                                break;
+                            }
+                        }
+                        Err(_) => {
+                            reject(&mut stream, 400, &snap, s.send_timeout).await;
+                            return;
+                        }
+                    }
+                    if s.client_max_body_size != 0
+                        && chunked_body.len() as u64 > s.client_max_body_size
+                    {
+                        reject(&mut stream, 413, &snap, s.send_timeout).await;
+                        return;
+                    }
+                    let (r, b) =
+                        read_more(&mut stream, buf, 16 * 1024, s.client_body_timeout).await;
+                    buf = b;
+                    match r {
+                        Ok(0) | Err(_) => return,
+                        Ok(_) => {}
+                    }
+                }
+                (0..0, pos)
+            }
+            _ => (0..0, head_len),
+        };
+
+        let path = request_path(&buf, &head);
+        let req = req_ctx(
+            &buf,
+            &head,
+            client,
+            local,
+            server_name,
+            conn_id,
+            requests,
+            start,
+            &path,
+        );
+        let req = Req { keep_alive, ..req };
+        let head_only = head.is_head(&buf);
+        let (reply, back) = if let Some(ret) = &s.return_ {
+            out.clear();
+            let reply = local_return(&mut out, &req, loc, ret, head_only);
+            let (r, o) = write_all(&mut stream, std::mem::take(&mut out), s.send_timeout).await;
+            out = o;
+            let ok = r.is_ok();
+            (
+                Reply {
+                    reusable: reply.reusable && ok,
+                    ..reply
+                },
+                Some(stream),
+            )
+        } else if let Some(up) = loc.upstream {
+            let body: &[u8] = if matches!(head.framing, BodyFraming::Chunked) {
+                &chunked_body
+            } else {
+                &buf[body_range.clone()]
+            };
+            crate::proxy::run(
+                w,
+                &snap,
+                loc,
+                up,
+                &req,
+                body,
+                stream,
+                std::mem::take(&mut out),
+            )
+            .await
+        } else {
+            out.clear();
+            let (status, n) = respond::error(&mut out, Some(loc), 404, keep_alive, head_only);
+            let bytes = out.len() as u64;
+            let (r, o) = write_all(&mut stream, std::mem::take(&mut out), s.send_timeout).await;
+            out = o;
+            (
+                Reply {
+                    status,
+                    body_bytes_sent: n,
+                    bytes_sent: bytes,
+                    reusable: keep_alive && r.is_ok(),
+                    tries: vec![],
+                },
+                Some(stream),
+            )
+        };
+        access_log(w, &snap, loc, &req, &reply);
+        let Some(s2) = back else { return };
+        stream = s2;
+        if out.capacity() == 0 {
+            out = Vec::with_capacity(4096);
+        }
+        if !reply.reusable {
+            return;
+        }
+        drop(_busy);
+        buf.drain(..consumed.min(buf.len()));
+    }
+}
+
+/// The path of the request target, without arguments (borrowed when it is valid UTF-8).
+fn request_path<'a>(buf: &'a [u8], head: &RequestHead) -> Cow<'a, str> {
+    let p = vars::origin_path(head.target.get(buf));
+    let end = p.iter().position(|&b| b == b'?').unwrap_or(p.len());
+    String::from_utf8_lossy(&p[..end])
+}
+
+#[allow(clippy::too_many_arguments)]
+fn req_ctx<'a>(
+    buf: &'a [u8],
+    head: &'a RequestHead,
+    client: SocketAddr,
+    local: SocketAddr,
+    server_name: &'a str,
+    conn_id: u64,
+    conn_requests: u64,
+    start: Instant,
+    path: &'a str,
+) -> Req<'a> {
+    Req {
+        buf,
+        head,
+        client,
+        local,
+        server_name,
+        conn_id,
+        conn_requests,
+        start,
+        path,
+        keep_alive: false,
+    }
+}
+
+fn local_return(
+    out: &mut Vec<u8>,
+    req: &Req<'_>,
+    loc: &LocationRt,
+    ret: &ringfront_config::Return,
+    head_only: bool,
+) -> Reply {
+    let mut text = Vec::new();
+    if let Some(t) = &ret.text {
+        vars::render(&mut text, t, &req.vars("", None), false);
+    }
+    let code = ret.code;
+    let (status, body_bytes) = if respond::is_redirect(code) {
+        let page = ringfront_http::error_body(code);
+        let n = respond::build(
+            out,
+            code,
+            "text/html",
+            &[("Location", &text)],
+            page.as_bytes(),
+            req.keep_alive,
+            head_only,
+        );
+        (code, n)
+    } else if ret.text.is_some() {
+        let n = respond::build(
+            out,
+            code,
+            "text/plain",
+            &[],
+            &text,
+            req.keep_alive,
+            head_only,
+        );
+        (code, n)
+    } else {
+        respond::error(out, Some(loc), code, req.keep_alive, head_only)
+    };
+    Reply {
+        status,
+        body_bytes_sent: body_bytes,
+        bytes_sent: out.len() as u64,
+        reusable: req.keep_alive,
+        tries: Vec::new(),
+    }
+}
+
+fn access_log(w: &Worker, snap: &Snapshot, loc: &LocationRt, req: &Req<'_>, reply: &Reply) {
+    if loc.access_logs.is_empty() {
+        return;
+    }
+    let proxy_host = loc
+        .upstream
+        .and_then(|u| snap.groups.get(u))
+        .map_or("", |g| g.proxy_host.as_str());
+    let v = req.vars(proxy_host, Some(reply));
+    for (sink, fmt) in &loc.access_logs {
+        let Some(t) = snap.log_formats.get(*fmt) else {
+            continue;
+        };
+        let mut line = Vec::with_capacity(256);
+        vars::render(&mut line, t, &v, true);
+        line.push(b'\n');
+        w.shared
+            .logger
+            .write(sink, String::from_utf8_lossy(&line).into_owned());
+    }
+}

@@ -1,0 +1,303 @@
+//! The shared, immutable view of one configuration: listeners, servers with their location
+//! trees, upstream topology and its health board. Built on the control thread (including the
+//! file reads for `error_page`), published whole through `ArcSwap`, never mutated.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::Path;
+
+use regex::{Regex, RegexBuilder};
+use ringfront_config::{
+    AccessLog, Config, LocationMatch, LocationSettings, LogLevel, ProxyTarget, Template,
+};
+use ringfront_upstream::{Board, PeerSpec, Topology, UpstreamId, UpstreamSpec};
+
+use crate::logger::Sink;
+
+/// Per-group settings the proxy needs beside the topology (same index as `topology.upstreams`).
+#[derive(Debug, Clone)]
+pub struct GroupConf {
+    pub keepalive: usize,
+    pub keepalive_timeout: std::time::Duration,
+    pub keepalive_requests: u64,
+    /// `$proxy_host`: the group name, or `host:port` for an implicit group (`:80` dropped).
+    pub proxy_host: String,
+}
+
+#[derive(Debug)]
+pub struct ErrorPageRt {
+    pub codes: Vec<u16>,
+    pub overwrite: Option<u16>,
+    /// The page's bytes, read when the configuration loaded; `None` if the file is missing
+    /// (the built-in page is sent then).
+    pub body: Option<Vec<u8>>,
+    pub content_type: &'static str,
+}
+
+#[derive(Debug)]
+pub struct LocationRt {
+    pub matcher: Option<LocationMatch>,
+    pub regex: Option<Regex>,
+    pub settings: LocationSettings,
+    pub upstream: Option<UpstreamId>,
+    pub error_pages: Vec<ErrorPageRt>,
+    /// (sink, index into `Snapshot::log_formats`)
+    pub access_logs: Vec<(Sink, usize)>,
+    pub children: Vec<LocationRt>,
+}
+
+#[derive(Debug)]
+pub struct ServerRt {
+    pub names: Vec<String>,
+    pub locations: Vec<LocationRt>,
+    /// Used when no location matches (answers 404, as nginx).
+    pub fallback: LocationRt,
+}
+
+#[derive(Debug, Clone)]
+pub struct ListenRt {
+    pub addr: SocketAddr,
+    pub backlog: i32,
+}
+
+#[derive(Debug)]
+pub struct Snapshot {
+    pub generation: u64,
+    pub topology: Topology,
+    pub board: Board,
+    pub groups: Vec<GroupConf>,
+    pub listens: Vec<ListenRt>,
+    pub servers: Vec<ServerRt>,
+    /// For each listen address, the servers on it; the default server first.
+    pub by_listen: HashMap<SocketAddr, Vec<usize>>,
+    pub log_formats: Vec<Template>,
+    pub error_logs: Vec<Sink>,
+    pub error_level: LogLevel,
+    pub worker_connections: usize,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error("invalid regular expression \"{0}\": {1}")]
+    Regex(String, String),
+    #[error("upstream \"{0}\" not found")]
+    NoUpstream(String),
+}
+
+fn content_type(path: &Path) -> &'static str {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("html" | "htm") => "text/html",
+        Some("json") => "application/json",
+        Some("txt") => "text/plain",
+        _ => "text/html",
+    }
+}
+
+struct Builder<'a> {
+    cfg: &'a Config,
+    group_ids: HashMap<String, UpstreamId>,
+}
+
+impl Builder<'_> {
+    fn location(
+        &self,
+        matcher: Option<LocationMatch>,
+        settings: &LocationSettings,
+        children: &[ringfront_config::Location],
+    ) -> Result<LocationRt, BuildError> {
+        let regex = match &matcher {
+            Some(LocationMatch::Regex {
+                pattern,
+                case_insensitive,
+            }) => Some(
+                RegexBuilder::new(pattern)
+                    .case_insensitive(*case_insensitive)
+                    .build()
+                    .map_err(|e| BuildError::Regex(pattern.clone(), e.to_string()))?,
+            ),
+            _ => None,
+        };
+        let upstream = match &settings.proxy_pass {
+            Some(p) => {
+                let ProxyTarget::Upstream(name) = &p.target;
+                Some(
+                    *self
+                        .group_ids
+                        .get(name)
+                        .ok_or_else(|| BuildError::NoUpstream(name.clone()))?,
+                )
+            }
+            None => None,
+        };
+        let error_pages = settings
+            .error_pages
+            .iter()
+            .map(|ep| {
+                let path = settings.root.join(ep.uri.trim_start_matches('/'));
+                ErrorPageRt {
+                    codes: ep.codes.clone(),
+                    overwrite: ep.overwrite,
+                    body: std::fs::read(&path).ok(),
+                    content_type: content_type(&path),
+                }
+            })
+            .collect();
+        let formats = &self.cfg.http.log_formats;
+        let access_logs = settings
+            .access_log
+            .iter()
+            .filter_map(|a| match a {
+                AccessLog::Off => None,
+                AccessLog::File { path, format } => {
+                    let idx = formats.iter().position(|f| &f.name == format).unwrap_or(0);
+                    let sink = if path.as_os_str() == "/dev/stderr" {
+                        Sink::Stderr
+                    } else {
+                        Sink::File(path.clone())
+                    };
+                    Some((sink, idx))
+                }
+            })
+            .collect();
+        let children = children
+            .iter()
+            .map(|l| self.location(Some(l.matcher.clone()), &l.settings, &l.locations))
+            .collect::<Result<_, _>>()?;
+        Ok(LocationRt {
+            matcher,
+            regex,
+            settings: settings.clone(),
+            upstream,
+            error_pages,
+            access_logs,
+            children,
+        })
+    }
+}
+
+impl Snapshot {
+    pub fn build(cfg: &Config, generation: u64) -> Result<Snapshot, BuildError> {
+        let mut specs = Vec::new();
+        let mut groups = Vec::new();
+        let mut group_ids = HashMap::new();
+        for (i, up) in cfg.http.upstreams.iter().enumerate() {
+            let mut primary = Vec::new();
+            let mut backup = Vec::new();
+            for s in &up.servers {
+                for addr in &s.addrs {
+                    let p = PeerSpec {
+                        name: addr.to_string(),
+                        addr: *addr,
+                        weight: s.weight.max(1),
+                        max_fails: s.max_fails,
+                        fail_timeout: s.fail_timeout.as_secs(),
+                        down: s.down,
+                    };
+                    if s.backup {
+                        backup.push(p);
+                    } else {
+                        primary.push(p);
+                    }
+                }
+            }
+            specs.push(UpstreamSpec {
+                name: up.name.clone(),
+                primary,
+                backup,
+            });
+            let proxy_host = match up.name.strip_suffix(":80") {
+                Some(h) if up.implicit => h.to_string(),
+                _ => up.name.clone(),
+            };
+            groups.push(GroupConf {
+                keepalive: up.keepalive,
+                keepalive_timeout: up.keepalive_timeout,
+                keepalive_requests: up.keepalive_requests,
+                proxy_host,
+            });
+            group_ids.insert(up.name.clone(), i);
+        }
+        let topology = Topology::new(specs);
+        let board = Board::new(topology.peer_count);
+        let b = Builder { cfg, group_ids };
+
+        let mut listens: Vec<ListenRt> = Vec::new();
+        let mut by_listen: HashMap<SocketAddr, Vec<usize>> = HashMap::new();
+        let mut servers = Vec::new();
+        for (si, s) in cfg.http.servers.iter().enumerate() {
+            let locations = s
+                .locations
+                .iter()
+                .map(|l| b.location(Some(l.matcher.clone()), &l.settings, &l.locations))
+                .collect::<Result<_, _>>()?;
+            let fallback = b.location(None, &s.settings, &[])?;
+            servers.push(ServerRt {
+                names: s
+                    .server_names
+                    .iter()
+                    .map(|n| n.to_ascii_lowercase())
+                    .collect(),
+                locations,
+                fallback,
+            });
+            for l in &s.listens {
+                if !listens.iter().any(|x| x.addr == l.addr) {
+                    listens.push(ListenRt {
+                        addr: l.addr,
+                        backlog: l.backlog,
+                    });
+                }
+                let list = by_listen.entry(l.addr).or_default();
+                if l.default_server {
+                    list.insert(0, si);
+                } else {
+                    list.push(si);
+                }
+            }
+        }
+        let mut error_logs: Vec<Sink> = Vec::new();
+        let mut error_level = LogLevel::Emerg;
+        for e in &cfg.main.error_log {
+            error_logs.push(match &e.path {
+                None => Sink::Stderr,
+                Some(p) if p.as_os_str() == "/dev/stderr" => Sink::Stderr,
+                Some(p) => Sink::File(p.clone()),
+            });
+            error_level = error_level.min(e.level);
+        }
+        if error_logs.is_empty() {
+            error_logs.push(Sink::Stderr);
+            error_level = LogLevel::Error;
+        }
+        Ok(Snapshot {
+            generation,
+            topology,
+            board,
+            groups,
+            listens,
+            servers,
+            by_listen,
+            log_formats: cfg
+                .http
+                .log_formats
+                .iter()
+                .map(|f| f.format.clone())
+                .collect(),
+            error_logs,
+            error_level,
+            worker_connections: cfg.main.worker_connections.max(1),
+        })
+    }
+
+    /// The servers listening on `local` (the socket's own address), default first.
+    pub fn servers_for(&self, local: SocketAddr) -> &[usize] {
+        if let Some(v) = self.by_listen.get(&local) {
+            return v;
+        }
+        let any: SocketAddr = match local {
+            SocketAddr::V4(_) => ([0, 0, 0, 0], local.port()).into(),
+            SocketAddr::V6(_) => (std::net::Ipv6Addr::UNSPECIFIED, local.port()).into(),
+        };
+        self.by_listen.get(&any).map(Vec::as_slice).unwrap_or(&[])
+    }
+}

@@ -1,0 +1,284 @@
+//! Variables (`$host`, `$upstream_addr`, ...) evaluated for `proxy_set_header`, `return` and
+//! access-log lines. Values are written straight into the caller's buffer: no per-variable
+//! allocation on the request path.
+
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use ringfront_config::{Template, TemplatePart, Variable};
+use ringfront_http::RequestHead;
+
+use crate::clock;
+
+/// One try of the upstream loop, for the `$upstream_*` variables.
+#[derive(Debug, Clone, Default)]
+pub struct TryLog {
+    /// The peer's name, or the group name when no peer could be selected.
+    pub addr: String,
+    pub status: Option<u16>,
+    pub response_time: Option<Duration>,
+    pub connect_time: Option<Duration>,
+    pub header_time: Option<Duration>,
+}
+
+/// Everything a variable can read.
+pub struct Vars<'a> {
+    pub buf: &'a [u8],
+    pub head: &'a RequestHead,
+    pub client: SocketAddr,
+    pub local: SocketAddr,
+    pub server_name: &'a str,
+    pub proxy_host: &'a str,
+    pub conn_id: u64,
+    pub conn_requests: u64,
+    pub start: Instant,
+    pub status: u16,
+    pub body_bytes_sent: u64,
+    pub bytes_sent: u64,
+    pub tries: &'a [TryLog],
+}
+
+fn path_and_args(target: &[u8]) -> (&[u8], Option<&[u8]>) {
+    match target.iter().position(|&b| b == b'?') {
+        Some(i) => (&target[..i], Some(&target[i + 1..])),
+        None => (target, None),
+    }
+}
+
+/// The origin-form path of a target: absolute-form `http://host/p` gives `/p`.
+pub fn origin_path(target: &[u8]) -> &[u8] {
+    if target.first() == Some(&b'/') {
+        return target;
+    }
+    let lower_starts =
+        |p: &[u8]| target.len() >= p.len() && target[..p.len()].eq_ignore_ascii_case(p);
+    for scheme in [&b"http://"[..], b"https://"] {
+        if lower_starts(scheme) {
+            let rest = &target[scheme.len()..];
+            return match rest.iter().position(|&b| b == b'/' || b == b'?') {
+                Some(i) if rest[i] == b'/' => &rest[i..],
+                _ => b"/",
+            };
+        }
+    }
+    target
+}
+
+/// `$host`: the Host header without port, lower-cased (nginx falls back to the server name).
+pub fn host<'a>(buf: &'a [u8], head: &RequestHead) -> &'a [u8] {
+    let Some(h) = head.host else { return b"" };
+    let h = h.get(buf);
+    if h.first() == Some(&b'[') {
+        return match h.iter().position(|&b| b == b']') {
+            Some(i) => &h[..=i],
+            None => h,
+        };
+    }
+    match h.iter().rposition(|&b| b == b':') {
+        Some(i) => &h[..i],
+        None => h,
+    }
+}
+
+fn push_secs(out: &mut Vec<u8>, d: Duration) {
+    let ms = d.as_millis();
+    let mut s = String::new();
+    let _ = write!(s, "{}.{:03}", ms / 1000, ms % 1000);
+    out.extend_from_slice(s.as_bytes());
+}
+
+fn push_num(out: &mut Vec<u8>, n: u64) {
+    let mut tmp = [0u8; 20];
+    let mut i = tmp.len();
+    let mut n = n;
+    loop {
+        i -= 1;
+        tmp[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&tmp[i..]);
+}
+
+fn push_tries(out: &mut Vec<u8>, tries: &[TryLog], f: impl Fn(&mut Vec<u8>, &TryLog)) {
+    if tries.is_empty() {
+        out.push(b'-');
+        return;
+    }
+    for (i, t) in tries.iter().enumerate() {
+        if i > 0 {
+            out.extend_from_slice(b", ");
+        }
+        f(out, t);
+    }
+}
+
+fn push_opt_time(out: &mut Vec<u8>, d: Option<Duration>) {
+    match d {
+        Some(d) => push_secs(out, d),
+        None => out.push(b'-'),
+    }
+}
+
+fn header_named<'a>(v: &Vars<'a>, name: &str) -> Option<&'a [u8]> {
+    v.head.headers.iter().find_map(|h| {
+        let n = h.name.get(v.buf);
+        let same = n.len() == name.len()
+            && n.iter().zip(name.bytes()).all(|(&a, b)| {
+                let a = a.to_ascii_lowercase();
+                a == b || (a == b'-' && b == b'_')
+            });
+        same.then(|| h.value.get(v.buf))
+    })
+}
+
+/// Appends the value of one variable; `-` stands for "not set" in logs, as nginx.
+pub fn push_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, dash: bool) {
+    let target = v.head.target.get(v.buf);
+    let (path, args) = path_and_args(origin_path(target));
+    let empty: &[u8] = if dash { b"-" } else { b"" };
+    match var {
+        Variable::Host => {
+            let h = host(v.buf, v.head);
+            if h.is_empty() {
+                out.extend_from_slice(v.server_name.as_bytes());
+            } else {
+                out.extend(h.iter().map(u8::to_ascii_lowercase));
+            }
+        }
+        Variable::RemoteAddr => out.extend_from_slice(v.client.ip().to_string().as_bytes()),
+        Variable::RemotePort => push_num(out, u64::from(v.client.port())),
+        Variable::RemoteUser => out.extend_from_slice(empty),
+        Variable::ServerAddr => out.extend_from_slice(v.local.ip().to_string().as_bytes()),
+        Variable::ServerPort => push_num(out, u64::from(v.local.port())),
+        Variable::ServerName => out.extend_from_slice(v.server_name.as_bytes()),
+        Variable::ServerProtocol => out.extend_from_slice(if v.head.minor_version == 0 {
+            b"HTTP/1.0"
+        } else {
+            b"HTTP/1.1"
+        }),
+        Variable::Scheme => out.extend_from_slice(b"http"),
+        Variable::RequestMethod => out.extend_from_slice(v.head.method.get(v.buf)),
+        Variable::RequestUri => out.extend_from_slice(origin_path(target)),
+        Variable::Uri => out.extend_from_slice(path),
+        Variable::Args => out.extend_from_slice(args.unwrap_or(empty)),
+        Variable::IsArgs => {
+            if args.is_some() {
+                out.push(b'?')
+            }
+        }
+        Variable::Arg(name) => {
+            let val = args.and_then(|a| {
+                a.split(|&b| b == b'&').find_map(|kv| {
+                    let (k, val) = match kv.iter().position(|&b| b == b'=') {
+                        Some(i) => (&kv[..i], &kv[i + 1..]),
+                        None => (kv, &b""[..]),
+                    };
+                    k.eq_ignore_ascii_case(name.as_bytes()).then_some(val)
+                })
+            });
+            out.extend_from_slice(val.unwrap_or(empty));
+        }
+        Variable::Request => {
+            out.extend_from_slice(v.head.method.get(v.buf));
+            out.push(b' ');
+            out.extend_from_slice(target);
+            out.extend_from_slice(if v.head.minor_version == 0 {
+                b" HTTP/1.0"
+            } else {
+                b" HTTP/1.1"
+            });
+        }
+        Variable::Status => push_num(out, u64::from(v.status)),
+        Variable::BodyBytesSent => push_num(out, v.body_bytes_sent),
+        Variable::BytesSent => push_num(out, v.bytes_sent),
+        Variable::RequestLength => push_num(out, v.head.head_len as u64),
+        Variable::RequestTime => push_secs(out, v.start.elapsed()),
+        Variable::TimeLocal => out.extend_from_slice(clock::wall().time_local().as_bytes()),
+        Variable::TimeIso8601 => out.extend_from_slice(clock::wall().iso8601().as_bytes()),
+        Variable::Msec => {
+            let w = clock::wall();
+            push_num(out, w.unix_secs);
+            out.push(b'.');
+            out.extend_from_slice(format!("{:03}", w.millis).as_bytes());
+        }
+        Variable::Pid => push_num(out, u64::from(std::process::id())),
+        Variable::ConnectionId => push_num(out, v.conn_id),
+        Variable::ConnectionRequests => push_num(out, v.conn_requests),
+        Variable::ProxyHost => out.extend_from_slice(v.proxy_host.as_bytes()),
+        Variable::ProxyAddXForwardedFor => {
+            if let Some(xff) = header_named(v, "x_forwarded_for") {
+                out.extend_from_slice(xff);
+                out.extend_from_slice(b", ");
+            }
+            out.extend_from_slice(v.client.ip().to_string().as_bytes());
+        }
+        Variable::UpstreamAddr => {
+            push_tries(out, v.tries, |o, t| o.extend_from_slice(t.addr.as_bytes()))
+        }
+        Variable::UpstreamStatus => push_tries(out, v.tries, |o, t| match t.status {
+            Some(s) => push_num(o, u64::from(s)),
+            None => o.push(b'-'),
+        }),
+        Variable::UpstreamResponseTime => {
+            push_tries(out, v.tries, |o, t| push_opt_time(o, t.response_time))
+        }
+        Variable::UpstreamConnectTime => {
+            push_tries(out, v.tries, |o, t| push_opt_time(o, t.connect_time))
+        }
+        Variable::UpstreamHeaderTime => {
+            push_tries(out, v.tries, |o, t| push_opt_time(o, t.header_time))
+        }
+        Variable::Http(name) => out.extend_from_slice(header_named(v, name).unwrap_or(empty)),
+        Variable::Cookie(name) => {
+            let val = header_named(v, "cookie").and_then(|c| {
+                c.split(|&b| b == b';').find_map(|kv| {
+                    let kv = kv.trim_ascii_start();
+                    let i = kv.iter().position(|&b| b == b'=')?;
+                    (kv[..i] == *name.as_bytes()).then_some(&kv[i + 1..])
+                })
+            });
+            out.extend_from_slice(val.unwrap_or(empty));
+        }
+        // Response headers are not kept after the response is relayed (documented).
+        Variable::SentHttp(_) | Variable::UpstreamHttp(_) => out.extend_from_slice(empty),
+    }
+}
+
+/// Appends a whole template. `dash` selects log semantics (empty values print as `-`).
+pub fn render(out: &mut Vec<u8>, t: &Template, v: &Vars<'_>, dash: bool) {
+    for part in &t.parts {
+        match part {
+            TemplatePart::Literal(s) => out.extend_from_slice(s.as_bytes()),
+            TemplatePart::Var(var) => push_var(out, var, v, dash),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origin_paths() {
+        assert_eq!(origin_path(b"/a?b"), b"/a?b");
+        assert_eq!(origin_path(b"http://h:1/x?y"), b"/x?y");
+        assert_eq!(origin_path(b"HTTP://h"), b"/");
+        assert_eq!(path_and_args(b"/p?q=1"), (&b"/p"[..], Some(&b"q=1"[..])));
+    }
+
+    #[test]
+    fn numbers() {
+        let mut o = vec![];
+        push_num(&mut o, 0);
+        o.push(b' ');
+        push_num(&mut o, 18_446_744_073_709_551_615);
+        assert_eq!(o, b"0 18446744073709551615");
+        let mut o = vec![];
+        push_secs(&mut o, Duration::from_millis(2003));
+        assert_eq!(o, b"2.003");
+    }
+}

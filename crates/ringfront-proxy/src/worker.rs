@@ -1,0 +1,256 @@
+//! Worker threads: one monoio runtime per thread (io_uring, or epoll when io_uring is not
+//! available), optionally pinned to a core, each with its own `SO_REUSEPORT` listeners. A
+//! worker owns its nginx-style peer state and keepalive pools (`!Send`), reads the shared
+//! snapshot through `ArcSwap`, and watches the engine's run state to reload listeners, drain
+//! on QUIT and stop on TERM.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use monoio::net::TcpListener;
+use ringfront_config::LogLevel;
+use ringfront_upstream::WorkerPeers;
+
+use crate::pool::Pool;
+use crate::snapshot::Snapshot;
+use crate::{Driver, Shared, RUN, STOP};
+
+/// Per-worker peer state of one snapshot generation.
+pub struct PeerState {
+    pub generation: u64,
+    pub peers: RefCell<WorkerPeers>,
+    pub pool: RefCell<Pool>,
+}
+
+impl PeerState {
+    fn new(snap: &Snapshot) -> Self {
+        PeerState {
+            generation: snap.generation,
+            peers: RefCell::new(WorkerPeers::new(&snap.topology)),
+            pool: RefCell::new(Pool::new(snap.topology.peer_count)),
+        }
+    }
+}
+
+pub struct Worker {
+    pub index: usize,
+    pub shared: Arc<Shared>,
+    /// Open client connections (for `worker_connections` and draining).
+    pub conns: Cell<usize>,
+    /// Requests being served (a connection idle in keepalive is not busy).
+    pub busy: Cell<usize>,
+    state: RefCell<Rc<PeerState>>,
+}
+
+impl Worker {
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.shared.snapshot.load_full()
+    }
+
+    /// The peer state for `snap`; rebuilt when a reload published a newer generation.
+    pub fn peer_state(&self, snap: &Snapshot) -> Rc<PeerState> {
+        let cur = self.state.borrow().clone();
+        if cur.generation == snap.generation {
+            return cur;
+        }
+        let fresh = Rc::new(PeerState::new(snap));
+        if snap.generation > cur.generation {
+            *self.state.borrow_mut() = fresh.clone();
+        }
+        fresh
+    }
+
+    pub fn stopping(&self) -> bool {
+        self.shared.state.load(Ordering::Relaxed) != RUN
+    }
+
+    /// One error-log line in nginx's layout: `YYYY/MM/DD HH:MM:SS [level] PID#TID: *CONN msg`.
+    pub fn log(&self, snap: &Snapshot, level: LogLevel, conn: u64, msg: std::fmt::Arguments<'_>) {
+        if level < snap.error_level {
+            return;
+        }
+        let name = match level {
+            LogLevel::Debug => "debug",
+            LogLevel::Info => "info",
+            LogLevel::Notice => "notice",
+            LogLevel::Warn => "warn",
+            LogLevel::Error => "error",
+            LogLevel::Crit => "crit",
+            LogLevel::Alert => "alert",
+            LogLevel::Emerg => "emerg",
+        };
+        let conn = if conn == 0 {
+            String::new()
+        } else {
+            format!("*{conn} ")
+        };
+        let line = format!(
+            "{} [{name}] {}#{}: {conn}{msg}\n",
+            crate::clock::wall().error_stamp(),
+            std::process::id(),
+            self.index
+        );
+        for sink in &snap.error_logs {
+            self.shared.logger.write(sink, line.clone());
+        }
+    }
+}
+
+/// A listening socket with `SO_REUSEPORT` (one per worker and address) and nginx's backlog.
+/// Bound on the calling thread, so start-up errors reach the caller.
+pub fn bind_std(addr: SocketAddr, backlog: i32) -> std::io::Result<std::net::TcpListener> {
+    use socket2::{Domain, Socket, Type};
+    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+    sock.set_reuse_address(true)?;
+    sock.set_reuse_port(true)?;
+    sock.set_nonblocking(true)?;
+    sock.bind(&addr.into())
+        .map_err(|e| std::io::Error::new(e.kind(), format!("bind() to {addr} failed ({e})")))?;
+    sock.listen(backlog)?;
+    Ok(sock.into())
+}
+
+async fn accept_loop(w: Rc<Worker>, listener: Rc<TcpListener>, gone: Rc<Cell<bool>>) {
+    let tick = Duration::from_millis(100);
+    loop {
+        if w.stopping() || gone.get() {
+            return;
+        }
+        monoio::select! {
+            r = listener.accept() => match r {
+                Ok((stream, client)) => {
+                    let snap = w.snapshot();
+                    if w.conns.get() >= snap.worker_connections {
+                        w.log(&snap, LogLevel::Alert, 0, format_args!(
+                            "{} worker_connections are not enough", snap.worker_connections));
+                        drop(stream);
+                        continue;
+                    }
+                    let local = stream.local_addr().unwrap_or_else(|_| ([0, 0, 0, 0], 0).into());
+                    let _ = stream.set_nodelay(true);
+                    let w2 = w.clone();
+                    w.conns.set(w.conns.get() + 1);
+                    monoio::spawn(async move {
+                        crate::session::serve(&w2, stream, client, local).await;
+                        w2.conns.set(w2.conns.get() - 1);
+                    });
+                }
+                Err(e) => {
+                    // EMFILE/ENFILE and friends: back off instead of spinning.
+                    let snap = w.snapshot();
+                    w.log(&snap, LogLevel::Crit, 0, format_args!("accept() failed {}", crate::io::errno_text(&e)));
+                    monoio::time::sleep(tick).await;
+                }
+            },
+            _ = monoio::time::sleep(tick) => {}
+        }
+    }
+}
+
+async fn worker_main(w: Rc<Worker>, initial: Vec<(SocketAddr, TcpListener)>) {
+    let mut listeners: HashMap<SocketAddr, Rc<Cell<bool>>> = HashMap::new();
+    for (addr, l) in initial {
+        let gone = Rc::new(Cell::new(false));
+        listeners.insert(addr, gone.clone());
+        monoio::spawn(accept_loop(w.clone(), Rc::new(l), gone));
+    }
+    let mut generation = w.snapshot().generation;
+    loop {
+        monoio::time::sleep(Duration::from_millis(50)).await;
+        if w.stopping() {
+            break;
+        }
+        let snap = w.snapshot();
+        if snap.generation == generation {
+            continue;
+        }
+        generation = snap.generation;
+        // Keep every listener that survives the reload (closing one would drop the
+        // connections queued on it); open new addresses, close removed ones.
+        listeners.retain(|addr, gone| {
+            let keep = snap.listens.iter().any(|l| l.addr == *addr);
+            if !keep {
+                gone.set(true);
+            }
+            keep
+        });
+        for l in &snap.listens {
+            if listeners.contains_key(&l.addr) {
+                continue;
+            }
+            match bind_std(l.addr, l.backlog).and_then(TcpListener::from_std) {
+                Ok(lst) => {
+                    let gone = Rc::new(Cell::new(false));
+                    listeners.insert(l.addr, gone.clone());
+                    monoio::spawn(accept_loop(w.clone(), Rc::new(lst), gone));
+                }
+                Err(e) => w.log(
+                    &snap,
+                    LogLevel::Emerg,
+                    0,
+                    format_args!("bind() to {} failed ({e})", l.addr),
+                ),
+            }
+        }
+        let _ = w.peer_state(&snap);
+    }
+    // QUIT: listeners are closed (accept loops ended); finish the requests in flight, then
+    // drop idle keepalive connections with the runtime. STOP: leave at once.
+    while w.shared.state.load(Ordering::Relaxed) != STOP && w.busy.get() > 0 {
+        monoio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Runs one worker on the current thread until the engine stops.
+pub fn run(
+    index: usize,
+    shared: Arc<Shared>,
+    driver: Driver,
+    listeners: Vec<std::net::TcpListener>,
+) {
+    let snap = shared.snapshot.load_full();
+    let w = Rc::new(Worker {
+        index,
+        shared: shared.clone(),
+        conns: Cell::new(0),
+        busy: Cell::new(0),
+        state: RefCell::new(Rc::new(PeerState::new(&snap))),
+    });
+    let fut = async move {
+        let mut bound = Vec::new();
+        for (l, conf) in listeners.into_iter().zip(snap.listens.iter()) {
+            match TcpListener::from_std(l) {
+                Ok(l) => bound.push((conf.addr, l)),
+                Err(e) => eprintln!("ringfront: worker {index}: listener: {e}"),
+            }
+        }
+        worker_main(w, bound).await
+    };
+    let entries = 1024;
+    match driver {
+        Driver::IoUring => {
+            match monoio::RuntimeBuilder::<monoio::IoUringDriver>::new()
+                .with_entries(entries)
+                .enable_timer()
+                .build()
+            {
+                Ok(mut rt) => rt.block_on(fut),
+                Err(e) => eprintln!("ringfront: worker {index}: io_uring runtime: {e}"),
+            }
+        }
+        Driver::Epoll => {
+            match monoio::RuntimeBuilder::<monoio::LegacyDriver>::new()
+                .enable_timer()
+                .build()
+            {
+                Ok(mut rt) => rt.block_on(fut),
+                Err(e) => eprintln!("ringfront: worker {index}: epoll runtime: {e}"),
+            }
+        }
+    }
+}

@@ -1,0 +1,104 @@
+//! Ports and unusual listeners on loopback: a free port, and a listener whose accept queue is
+//! full so that connects to it hang (the loopback way to provoke `proxy_connect_timeout`,
+//! since unroutable addresses are intercepted on the test machines).
+
+use std::io;
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpListener, TcpStream};
+use std::time::Duration;
+
+use socket2::{Domain, Socket, Type};
+
+/// A port on 127.0.0.1 that was free a moment ago (bind port 0, read it, close).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("bind 127.0.0.1:0")
+        .port()
+}
+
+/// A listener on 127.0.0.1 that never accepts and whose accept queue is full, so the kernel
+/// drops further SYNs and connects to it time out instead of being refused.
+///
+/// Linux counts the accept queue as full when it holds *more* than `backlog` connections
+/// (`sk_acceptq_is_full`), so with backlog 0 one connection completes and later SYNs are
+/// dropped (LISTENOVERFLOWS). The filler connections are kept open for the listener's life.
+pub struct FullBacklogListener {
+    addr: SocketAddr,
+    _listener: Socket,
+    _fillers: Vec<TcpStream>,
+}
+
+impl FullBacklogListener {
+    /// Binds, fills the queue and checks that a further connect really hangs; panics if the
+    /// kernel does not behave that way.
+    pub fn start() -> FullBacklogListener {
+        let listener = Socket::new(Domain::IPV4, Type::STREAM, None).expect("socket");
+        let bind_addr = SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0);
+        listener.bind(&bind_addr.into()).expect("bind 127.0.0.1:0");
+        listener.listen(0).expect("listen");
+        let addr = listener
+            .local_addr()
+            .ok()
+            .and_then(|a| a.as_socket())
+            .expect("local_addr");
+        let mut fillers = Vec::new();
+        for _ in 0..8 {
+            match TcpStream::connect_timeout(&addr, Duration::from_millis(150)) {
+                Ok(s) => fillers.push(s),
+                Err(e) if is_timeout(&e) => {
+                    return FullBacklogListener {
+                        addr,
+                        _listener: listener,
+                        _fillers: fillers,
+                    }
+                }
+                Err(e) => panic!("FullBacklogListener: filler connect to {addr} failed: {e}"),
+            }
+        }
+        panic!(
+            "FullBacklogListener: {} connects to a backlog-0 listener all succeeded; this \
+             kernel does not drop SYNs on a full accept queue",
+            fillers.len()
+        );
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+}
+
+fn is_timeout(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    #[test]
+    fn free_port_is_bindable() {
+        let port = free_port();
+        assert_ne!(port, 0);
+        TcpListener::bind(("127.0.0.1", port)).expect("free port can be bound");
+    }
+
+    #[test]
+    fn full_backlog_listener_makes_connects_time_out() {
+        let l = FullBacklogListener::start();
+        for _ in 0..2 {
+            let t = Instant::now();
+            let err = TcpStream::connect_timeout(&l.addr(), Duration::from_millis(300))
+                .expect_err("connect to a full backlog must not succeed");
+            assert!(is_timeout(&err), "expected a timeout, got {err}");
+            assert!(t.elapsed() >= Duration::from_millis(290));
+        }
+    }
+}
