@@ -1,0 +1,47 @@
+# Every CI step is one target; `make ci` runs what .ci/run runs.
+CARGO ?= cargo
+.PHONY: all build fmt fmt-check clippy test test-unit test-io_uring test-epoll bench loadtest run ci
+
+all: build
+
+build:
+	$(CARGO) build --workspace
+
+fmt:
+	$(CARGO) fmt --all
+
+fmt-check:
+	$(CARGO) fmt --all -- --check
+
+clippy:
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+# Unit tests of every crate, then the loopback integration suite under both event loops.
+test: test-unit test-io_uring test-epoll
+
+test-unit:
+	$(CARGO) build --workspace --bins
+	$(CARGO) test --workspace --lib --bins
+
+test-io_uring:
+	RINGFRONT_DRIVER=io_uring $(CARGO) test -p ringfront --tests
+
+test-epoll:
+	RINGFRONT_DRIVER=epoll $(CARGO) test -p ringfront --tests
+
+bench:
+	$(CARGO) bench -p ringfront-benches
+
+loadtest:
+	bash loadtest/run.sh
+
+# Three demo backends on 127.0.0.1:9001-9003 and ringfront on config/ringfront.conf at :8080.
+run:
+	$(CARGO) build --release -p ringfront -p ringfront-testkit
+	@bash -c 'set -m; ./target/release/demo-backend --port 9001 --port 9002 --port 9003 & \
+	  trap "kill %1 2>/dev/null" EXIT INT TERM; \
+	  echo; echo "ringfront on http://127.0.0.1:8080/ -> demo backends 9001 (weight 4), 9002 (2), 9003 (1)"; \
+	  echo "try:  for i in 1 2 3 4 5 6 7; do curl -s http://127.0.0.1:8080/; done"; echo; \
+	  ./target/release/ringfront -c config/ringfront.conf'
+
+ci: fmt-check clippy test

@@ -1,0 +1,163 @@
+//! Strings with variables (`"$host:$server_port"`), split at load time into literals and
+//! [`Variable`]s with nginx's rules (`ngx_http_script_compile`): `$name` or `${name}`, names of
+//! `[A-Za-z0-9_]`, case-insensitive; an unknown name is an error (`unknown "foo" variable`).
+
+use crate::model::{Template, TemplatePart, Variable};
+
+/// Variables known by their whole (lower-cased) name.
+const NAMED: &[(&str, Variable)] = &[
+    ("host", Variable::Host),
+    ("remote_addr", Variable::RemoteAddr),
+    ("remote_port", Variable::RemotePort),
+    ("remote_user", Variable::RemoteUser),
+    ("server_addr", Variable::ServerAddr),
+    ("server_port", Variable::ServerPort),
+    ("server_name", Variable::ServerName),
+    ("server_protocol", Variable::ServerProtocol),
+    ("scheme", Variable::Scheme),
+    ("request_method", Variable::RequestMethod),
+    ("request_uri", Variable::RequestUri),
+    ("uri", Variable::Uri),
+    ("document_uri", Variable::Uri),
+    ("args", Variable::Args),
+    ("query_string", Variable::Args),
+    ("is_args", Variable::IsArgs),
+    ("request", Variable::Request),
+    ("status", Variable::Status),
+    ("body_bytes_sent", Variable::BodyBytesSent),
+    ("bytes_sent", Variable::BytesSent),
+    ("request_length", Variable::RequestLength),
+    ("request_time", Variable::RequestTime),
+    ("time_local", Variable::TimeLocal),
+    ("time_iso8601", Variable::TimeIso8601),
+    ("msec", Variable::Msec),
+    ("pid", Variable::Pid),
+    ("connection", Variable::ConnectionId),
+    ("connection_requests", Variable::ConnectionRequests),
+    ("proxy_host", Variable::ProxyHost),
+    ("proxy_add_x_forwarded_for", Variable::ProxyAddXForwardedFor),
+    ("upstream_addr", Variable::UpstreamAddr),
+    ("upstream_status", Variable::UpstreamStatus),
+    ("upstream_response_time", Variable::UpstreamResponseTime),
+    ("upstream_connect_time", Variable::UpstreamConnectTime),
+    ("upstream_header_time", Variable::UpstreamHeaderTime),
+];
+
+/// Variable families known by a prefix; the rest of the name is the header, argument or
+/// cookie name.
+const PREFIXED: &[(&str, fn(String) -> Variable)] = &[
+    ("http_", Variable::Http),
+    ("sent_http_", Variable::SentHttp),
+    ("upstream_http_", Variable::UpstreamHttp),
+    ("cookie_", Variable::Cookie),
+    ("arg_", Variable::Arg),
+];
+
+/// The variable a name means, if ringfront knows it. `name` is matched case-insensitively.
+pub fn variable(name: &str) -> Option<Variable> {
+    let lower = name.to_ascii_lowercase();
+    if let Some((_, v)) = NAMED.iter().find(|(n, _)| *n == lower) {
+        return Some(v.clone());
+    }
+    PREFIXED.iter().find_map(|(prefix, make)| {
+        let rest = lower.strip_prefix(prefix)?;
+        (!rest.is_empty()).then(|| make(rest.to_string()))
+    })
+}
+
+fn is_name_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+/// Splits `text` into literals and variables; the error is nginx's message.
+pub fn parse_template(text: &str) -> Result<Template, String> {
+    let mut parts = Vec::new();
+    let mut literal = String::new();
+    let mut rest = text;
+    while let Some(dollar) = rest.find('$') {
+        literal.push_str(&rest[..dollar]);
+        let after = &rest[dollar + 1..];
+        let bracket = after.starts_with('{');
+        let body = if bracket { &after[1..] } else { after };
+        let len = body.bytes().take_while(|&b| is_name_byte(b)).count();
+        let name = &body[..len];
+        let mut consumed = len + usize::from(bracket);
+        if bracket {
+            if !body[len..].starts_with('}') {
+                return Err(format!("the closing bracket in \"{name}\" variable is missing"));
+            }
+            consumed += 1;
+        }
+        if name.is_empty() {
+            return Err(format!("invalid variable name in \"{text}\""));
+        }
+        if name.as_bytes()[0].is_ascii_digit() && name != "0" {
+            return Err(format!(
+                "regex captures (\"${name}\") are not supported yet in \"{text}\""
+            ));
+        }
+        let var = variable(name)
+            .ok_or_else(|| format!("unknown \"{}\" variable", name.to_ascii_lowercase()))?;
+        if !literal.is_empty() {
+            parts.push(TemplatePart::Literal(std::mem::take(&mut literal)));
+        }
+        parts.push(TemplatePart::Var(var));
+        rest = &after[consumed..];
+    }
+    literal.push_str(rest);
+    if !literal.is_empty() {
+        parts.push(TemplatePart::Literal(literal));
+    }
+    Ok(Template { parts })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use TemplatePart::{Literal, Var};
+
+    fn parts(text: &str) -> Vec<TemplatePart> {
+        parse_template(text).expect("parses").parts
+    }
+
+    #[test]
+    fn literals_and_variables() {
+        assert_eq!(parts(""), vec![]);
+        assert_eq!(parts("plain"), vec![Literal("plain".into())]);
+        assert_eq!(
+            parts("$host:$server_port"),
+            vec![Var(Variable::Host), Literal(":".into()), Var(Variable::ServerPort)]
+        );
+        assert_eq!(
+            parts("${host}x"),
+            vec![Var(Variable::Host), Literal("x".into())]
+        );
+        assert_eq!(parts("$HOST"), vec![Var(Variable::Host)]);
+        assert_eq!(parts("a-$uri-b"), vec![Literal("a-".into()), Var(Variable::Uri), Literal("-b".into())]);
+    }
+
+    #[test]
+    fn prefixed_families() {
+        assert_eq!(parts("$http_x_user"), vec![Var(Variable::Http("x_user".into()))]);
+        assert_eq!(parts("$HTTP_X_User"), vec![Var(Variable::Http("x_user".into()))]);
+        assert_eq!(parts("$arg_foo"), vec![Var(Variable::Arg("foo".into()))]);
+        assert_eq!(parts("$cookie_sid"), vec![Var(Variable::Cookie("sid".into()))]);
+        assert_eq!(parts("$sent_http_x"), vec![Var(Variable::SentHttp("x".into()))]);
+        assert_eq!(parts("$upstream_http_x"), vec![Var(Variable::UpstreamHttp("x".into()))]);
+        assert_eq!(parts("$http_referer"), vec![Var(Variable::Http("referer".into()))]);
+    }
+
+    #[test]
+    fn errors() {
+        assert_eq!(parse_template("$foo").unwrap_err(), "unknown \"foo\" variable");
+        assert_eq!(parse_template("$http_").unwrap_err(), "unknown \"http_\" variable");
+        assert_eq!(parse_template("a $ b").unwrap_err(), "invalid variable name in \"a $ b\"");
+        assert_eq!(parse_template("x$").unwrap_err(), "invalid variable name in \"x$\"");
+        assert_eq!(
+            parse_template("${host").unwrap_err(),
+            "the closing bracket in \"host\" variable is missing"
+        );
+        assert!(parse_template("$1").unwrap_err().contains("not supported"));
+        assert!(parse_template("${é}").is_err());
+    }
+}
