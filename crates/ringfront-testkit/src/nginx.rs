@@ -179,6 +179,7 @@ fn nginx_command(prefix: &Path, conf: &Path, check: bool) -> Command {
 mod tests {
     use super::*;
     use crate::{free_port, http, Backend};
+    use std::io::{Read, Write};
 
     #[test]
     fn nginx_serves_a_return() {
@@ -230,6 +231,8 @@ mod tests {
         hang.set_mode(Mode::Hang);
         let garbage = Backend::start();
         garbage.set_mode(Mode::Garbage);
+        let invalid = Backend::start();
+        invalid.set_mode(Mode::InvalidHeader);
         let reset = Backend::start();
         reset.set_mode(Mode::Reset);
         let blackhole = FullBacklogListener::start();
@@ -239,10 +242,11 @@ mod tests {
         };
         let conf = format!(
             "events {{}}\nhttp {{ access_log off; proxy_connect_timeout 200ms; \
-             proxy_read_timeout 200ms;\n server {{ listen 127.0.0.1:{port};\n{}{}{}{}{} }} }}\n",
+             proxy_read_timeout 200ms;\n server {{ listen 127.0.0.1:{port};\n{}{}{}{}{}{} }} }}\n",
             loc("refuse", refuse.port()),
             loc("hang", hang.port()),
             loc("garbage", garbage.port()),
+            loc("invalid", invalid.port()),
             loc("reset", reset.port()),
             loc("blackhole", blackhole.port()),
         );
@@ -250,7 +254,14 @@ mod tests {
         let status = |path: &str| http::get(("127.0.0.1", port), path).status;
         assert_eq!(status("/refuse"), 502);
         assert_eq!(status("/hang"), 504);
-        assert_eq!(status("/garbage"), 502);
+        assert_eq!(status("/invalid"), 502);
+        // Not HTTP at all: nginx relays it as an HTTP/0.9 response, no 502.
+        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.write_all(b"GET /garbage HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let mut relayed = Vec::new();
+        s.read_to_end(&mut relayed).unwrap();
+        assert_eq!(relayed, b"HELLO\r\n\r\n");
         assert_eq!(status("/reset"), 502);
         assert_eq!(status("/blackhole"), 504);
         assert_eq!(hang.hits(), 1);
@@ -259,6 +270,7 @@ mod tests {
             "(111: Connection refused) while connecting to upstream",
             "upstream timed out (110: Connection timed out) while reading response header",
             "upstream sent no valid HTTP/1.0 header",
+            "upstream sent invalid header",
             "(104: Connection reset by peer) while reading response header",
             "upstream timed out (110: Connection timed out) while connecting to upstream",
         ] {

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::process::{contains_word, LineLog, TempDir, Watched};
 
-/// How long [`Ringfront::start`] waits for the `ready` line.
+/// How long `Ringfront::start` waits for the `ready` line.
 pub const READY_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// A running `ringfront -c <dir>/ringfront.conf`; killed (SIGKILL) and its directory removed
@@ -25,7 +25,7 @@ pub struct Ringfront {
 
 impl Ringfront {
     /// Starts ringfront on `config_text`; panics (with the collected stderr) unless it prints
-    /// its `ready` line within [`READY_TIMEOUT`].
+    /// its `ready` line within 20 s.
     pub fn start(config_text: &str) -> Ringfront {
         Ringfront::start_with_args(config_text, &[])
     }

@@ -29,8 +29,14 @@ pub enum Mode {
     Hang,
     /// Read the request, then close without answering.
     Close,
-    /// Read the request, answer `HELLO\r\n\r\n` (not HTTP), then close.
+    /// Read the request, answer `HELLO\r\n\r\n` (not HTTP), then close. Note: nginx 1.22
+    /// does not count this as `invalid_header`: it logs "upstream sent no valid HTTP/1.0
+    /// header" and relays the bytes to the client as an HTTP/0.9 response (status 200).
     Garbage,
+    /// Read the request, answer a status line followed by a header whose name contains a
+    /// space (`Bad Header: x`), then close: what nginx rejects as "upstream sent invalid
+    /// header" (`invalid_header`, 502).
+    InvalidHeader,
     /// Read the request, then close with `SO_LINGER` 0 so the peer gets a TCP RST.
     Reset,
 }

@@ -98,6 +98,14 @@ pub(super) fn serve(shared: &Shared, conn: &mut BufStream) {
                 let _ = conn.write_all(b"HELLO\r\n\r\n");
                 return;
             }
+            Mode::InvalidHeader => {
+                let reply = format!(
+                    "HTTP/1.1 200 OK\r\nX-Backend: {}\r\nBad Header: x\r\nContent-Length: 0\r\n\r\n",
+                    shared.port()
+                );
+                let _ = conn.write_all(reply.as_bytes());
+                return;
+            }
             Mode::Reset => {
                 let _ = socket2::SockRef::from(&conn.stream).set_linger(Some(Duration::ZERO));
                 return;

@@ -169,10 +169,15 @@ fn close_garbage_reset() {
     b.set_mode(Mode::Garbage);
     let (_, r) = raw_exchange(&b, req);
     assert_eq!(r.unwrap(), b"HELLO\r\n\r\n");
+    b.set_mode(Mode::InvalidHeader);
+    let (_, r) = raw_exchange(&b, req);
+    assert!(String::from_utf8(r.unwrap())
+        .unwrap()
+        .contains("\r\nBad Header: x\r\n"));
     b.set_mode(Mode::Reset);
     let (_, r) = raw_exchange(&b, req);
     assert_eq!(r.unwrap_err().kind(), ErrorKind::ConnectionReset);
-    assert_eq!(b.hits(), 3);
+    assert_eq!(b.hits(), 4);
     b.reset_hits();
     assert_eq!((b.hits(), b.requests().len()), (0, 0));
 }

@@ -1,0 +1,178 @@
+//! Addresses as nginx's `ngx_parse_url` reads them: `host`, `host:port`, `[v6]:port`, a bare
+//! port for `listen`, and resolution of host names through the caller's resolver.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+
+/// A caller-supplied resolver: `"host:port"` to addresses (`std::net::ToSocketAddrs` in
+/// [`crate::load`], a table in tests).
+pub type Resolver<'a> = &'a dyn Fn(&str) -> std::io::Result<Vec<SocketAddr>>;
+
+/// Why an address was refused; `as_str` is nginx's `u.err` wording.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AddrError {
+    InvalidPort,
+    NoHost,
+    InvalidHost,
+    Unix,
+    HostNotFound,
+}
+
+impl AddrError {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            AddrError::InvalidPort => "invalid port",
+            AddrError::NoHost => "no host",
+            AddrError::InvalidHost => "invalid host",
+            AddrError::Unix => "unix domain sockets are not supported",
+            AddrError::HostNotFound => "host not found",
+        }
+    }
+}
+
+/// A host (brackets removed from IPv6) and the port if one was written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct HostPort {
+    pub host: String,
+    pub port: Option<u16>,
+}
+
+fn parse_port(text: &str) -> Result<u16, AddrError> {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(AddrError::InvalidPort);
+    }
+    match text.parse::<u16>() {
+        Ok(0) | Err(_) => Err(AddrError::InvalidPort),
+        Ok(port) => Ok(port),
+    }
+}
+
+/// Splits `host[:port]` / `[v6][:port]`.
+pub(crate) fn split_host_port(text: &str) -> Result<HostPort, AddrError> {
+    if text.starts_with("unix:") {
+        return Err(AddrError::Unix);
+    }
+    let (host, port) = if let Some(rest) = text.strip_prefix('[') {
+        let (inside, after) = rest.split_once(']').ok_or(AddrError::InvalidHost)?;
+        if inside.parse::<std::net::Ipv6Addr>().is_err() {
+            return Err(AddrError::InvalidHost);
+        }
+        let port = match after {
+            "" => None,
+            _ => Some(after.strip_prefix(':').ok_or(AddrError::InvalidHost)?),
+        };
+        (inside, port)
+    } else {
+        match text.rsplit_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (text, None),
+        }
+    };
+    let port = port.map(parse_port).transpose()?;
+    if host.is_empty() {
+        return Err(AddrError::NoHost);
+    }
+    let bad = |c: char| c.is_whitespace() || matches!(c, '/' | '?' | '#' | '@' | ':' | '[' | ']' | '\\');
+    if !text.starts_with('[') && host.contains(bad) {
+        return Err(AddrError::InvalidHost);
+    }
+    Ok(HostPort { host: host.to_string(), port })
+}
+
+/// `host:port` with IPv6 hosts in brackets, the form resolvers and messages use.
+pub(crate) fn join_host_port(host: &str, port: u16) -> String {
+    if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    }
+}
+
+/// Resolves a host; literal addresses never reach the resolver.
+pub(crate) fn resolve(host: &str, port: u16, resolver: Resolver<'_>) -> Result<Vec<SocketAddr>, AddrError> {
+    if let Ok(ip) = host.parse::<IpAddr>() {
+        return Ok(vec![SocketAddr::new(ip, port)]);
+    }
+    match resolver(&join_host_port(host, port)) {
+        Ok(addrs) if !addrs.is_empty() => {
+            let mut unique: Vec<SocketAddr> = Vec::with_capacity(addrs.len());
+            for addr in addrs {
+                if !unique.contains(&addr) {
+                    unique.push(addr);
+                }
+            }
+            Ok(unique)
+        }
+        _ => Err(AddrError::HostNotFound),
+    }
+}
+
+/// A `listen` address: `8080` (all IPv4 addresses), `*:8080`, `127.0.0.1` (port 80),
+/// `127.0.0.1:8080`, `[::]:8080`, `localhost:8080`.
+pub(crate) fn listen_addrs(text: &str, resolver: Resolver<'_>) -> Result<Vec<SocketAddr>, AddrError> {
+    let any = IpAddr::V4(Ipv4Addr::UNSPECIFIED);
+    if text.bytes().all(|b| b.is_ascii_digit()) {
+        return Ok(vec![SocketAddr::new(any, parse_port(text)?)]);
+    }
+    if let Some(rest) = text.strip_prefix('*') {
+        let port = match rest {
+            "" => 80,
+            _ => parse_port(rest.strip_prefix(':').ok_or(AddrError::InvalidHost)?)?,
+        };
+        return Ok(vec![SocketAddr::new(any, port)]);
+    }
+    let hp = split_host_port(text)?;
+    resolve(&hp.host, hp.port.unwrap_or(80), resolver)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_dns(_: &str) -> std::io::Result<Vec<SocketAddr>> {
+        Err(std::io::Error::other("no dns in tests"))
+    }
+
+    fn hp(host: &str, port: Option<u16>) -> Result<HostPort, AddrError> {
+        Ok(HostPort { host: host.into(), port })
+    }
+
+    #[test]
+    fn splits() {
+        assert_eq!(split_host_port("a"), hp("a", None));
+        assert_eq!(split_host_port("a:81"), hp("a", Some(81)));
+        assert_eq!(split_host_port("127.0.0.1:9001"), hp("127.0.0.1", Some(9001)));
+        assert_eq!(split_host_port("[::1]:8080"), hp("::1", Some(8080)));
+        assert_eq!(split_host_port("[::1]"), hp("::1", None));
+        assert_eq!(split_host_port("a:0"), Err(AddrError::InvalidPort));
+        assert_eq!(split_host_port("a:65536"), Err(AddrError::InvalidPort));
+        assert_eq!(split_host_port("a:x"), Err(AddrError::InvalidPort));
+        assert_eq!(split_host_port("a:"), Err(AddrError::InvalidPort));
+        assert_eq!(split_host_port(":80"), Err(AddrError::NoHost));
+        assert_eq!(split_host_port("unix:/tmp/s"), Err(AddrError::Unix));
+        assert_eq!(split_host_port("::1"), Err(AddrError::InvalidHost));
+        assert_eq!(split_host_port("[zz]:1"), Err(AddrError::InvalidHost));
+        assert_eq!(split_host_port("a/b"), Err(AddrError::InvalidHost));
+    }
+
+    #[test]
+    fn listen_forms() {
+        let one = |s: &str| listen_addrs(s, &no_dns).map(|v| v[0].to_string());
+        assert_eq!(one("8080"), Ok("0.0.0.0:8080".into()));
+        assert_eq!(one("*:8080"), Ok("0.0.0.0:8080".into()));
+        assert_eq!(one("127.0.0.1"), Ok("127.0.0.1:80".into()));
+        assert_eq!(one("127.0.0.1:8080"), Ok("127.0.0.1:8080".into()));
+        assert_eq!(one("[::]:8080"), Ok("[::]:8080".into()));
+        assert_eq!(one("70000"), Err(AddrError::InvalidPort));
+        assert_eq!(one("bad:80"), Err(AddrError::HostNotFound));
+    }
+
+    #[test]
+    fn resolver_gets_host_port_and_duplicates_go() {
+        let dns = |s: &str| -> std::io::Result<Vec<SocketAddr>> {
+            assert_eq!(s, "backend:81");
+            let a: SocketAddr = "10.0.0.1:81".parse().unwrap();
+            Ok(vec![a, a])
+        };
+        assert_eq!(resolve("backend", 81, &dns).unwrap().len(), 1);
+    }
+}

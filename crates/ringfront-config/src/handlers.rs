@@ -1,0 +1,219 @@
+//! The location-level directives (also valid at http and server level): each one read into
+//! the [`Level`] being built, with nginx's checks and messages.
+
+use std::path::Path;
+
+use crate::address::split_host_port;
+use crate::error::ConfigError;
+use crate::logs;
+use crate::model::{ErrorPage, LogFormat, NextUpstream, Return};
+use crate::settings::{Level, PassRaw};
+use crate::tree::Directive;
+use crate::units::parse_number;
+use crate::values::{err, msec, number, path, sec, set_once, size, template};
+
+/// What the handlers need to know about where they are.
+pub(crate) struct Scope<'a> {
+    /// The main configuration file's folder.
+    pub prefix: &'a Path,
+    /// `log_format`s defined so far (nginx needs them defined before `access_log` uses them).
+    pub formats: &'a [LogFormat],
+    /// Inside a regex location, where `proxy_pass` may not have a URI part.
+    pub regex_location: bool,
+}
+
+/// Reads `d` into `level` if it is a location-level directive; `Ok(false)` if it is not one.
+pub(crate) fn apply(level: &mut Level, d: &Directive, scope: &Scope<'_>) -> Result<bool, ConfigError> {
+    let arg = d.arg(0);
+    match d.name.as_str() {
+        "proxy_pass" => set_once(&mut level.proxy_pass, proxy_pass(d, scope)?, d)?,
+        "proxy_set_header" => {
+            let value = template(d, d.arg(1))?;
+            let headers = level.proxy_set_header.get_or_insert_with(Vec::new);
+            headers.push((arg.to_string(), value));
+        }
+        "proxy_http_version" => {
+            if !matches!(arg, "1.0" | "1.1") {
+                return Err(err(d, format!("invalid value \"{arg}\"")));
+            }
+            set_once(&mut level.proxy_http_version, arg.to_string(), d)?;
+        }
+        "proxy_connect_timeout" => set_once(&mut level.proxy_connect_timeout, msec(d, arg)?, d)?,
+        "proxy_read_timeout" => set_once(&mut level.proxy_read_timeout, msec(d, arg)?, d)?,
+        "proxy_send_timeout" => set_once(&mut level.proxy_send_timeout, msec(d, arg)?, d)?,
+        "proxy_next_upstream" => next_upstream(level, d)?,
+        "proxy_next_upstream_tries" => {
+            set_once(&mut level.proxy_next_upstream_tries, number(d, arg)?, d)?;
+        }
+        "proxy_next_upstream_timeout" => {
+            set_once(&mut level.proxy_next_upstream_timeout, msec(d, arg)?, d)?;
+        }
+        "return" => {
+            // Several `return`s are valid nginx; the first one runs.
+            let ret = return_(d)?;
+            level.return_.get_or_insert(ret);
+        }
+        "error_page" => level.error_pages.get_or_insert_with(Vec::new).push(error_page(d)?),
+        "root" => set_once(&mut level.root, path(scope.prefix, arg), d)?,
+        "access_log" => logs::access_log(level, d, scope)?,
+        // Only the main level's error_log is used; below it the directive is checked and
+        // ignored (ringfront has one error log).
+        "error_log" => {
+            logs::error_log(d, scope.prefix)?;
+        }
+        "keepalive_timeout" => {
+            let timeout = msec(d, arg)?;
+            if d.args.len() == 2 {
+                // The `Keep-Alive: timeout=N` header value: checked, not sent (ringfront
+                // sends no Keep-Alive header, which HTTP/1.1 clients do not need).
+                sec(d, d.arg(1))?;
+            }
+            set_once(&mut level.keepalive_timeout, timeout, d)?;
+        }
+        "keepalive_requests" => set_once(&mut level.keepalive_requests, number(d, arg)?, d)?,
+        "client_max_body_size" => set_once(&mut level.client_max_body_size, size(d, arg)?, d)?,
+        "client_header_timeout" => set_once(&mut level.client_header_timeout, msec(d, arg)?, d)?,
+        "client_body_timeout" => set_once(&mut level.client_body_timeout, msec(d, arg)?, d)?,
+        "send_timeout" => set_once(&mut level.send_timeout, msec(d, arg)?, d)?,
+        "large_client_header_buffers" => {
+            let invalid = || crate::values::directive_err(d, "invalid value");
+            let count = parse_number(arg).and_then(|n| usize::try_from(n).ok()).filter(|&n| n > 0);
+            let bytes = crate::units::parse_size(d.arg(1))
+                .and_then(|n| usize::try_from(n).ok())
+                .filter(|&n| n > 0);
+            let value = (count.ok_or_else(invalid)?, bytes.ok_or_else(invalid)?);
+            set_once(&mut level.large_client_header_buffers, value, d)?;
+        }
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// `proxy_pass http://NAME[:PORT][/URI]`.
+fn proxy_pass(d: &Directive, scope: &Scope<'_>) -> Result<PassRaw, ConfigError> {
+    let url = d.arg(0);
+    if url.contains('$') {
+        return Err(err(d, "variables in \"proxy_pass\" are not supported yet"));
+    }
+    let scheme = url.get(..8).unwrap_or(url).to_ascii_lowercase();
+    let rest = if scheme.starts_with("http://") {
+        url.get(7..).unwrap_or_default()
+    } else if scheme == "https://" {
+        return Err(err(d, "https is not supported yet in \"proxy_pass\" directive"));
+    } else {
+        return Err(err(d, format!("invalid URL prefix in \"{url}\"")));
+    };
+    let (authority, uri) = match rest.find('/') {
+        Some(i) => (&rest[..i], Some(rest[i..].to_string())),
+        None => (rest, None),
+    };
+    let hp = split_host_port(authority)
+        .map_err(|e| err(d, format!("{} in upstream \"{authority}\"", e.as_str())))?;
+    if uri.is_some() && scope.regex_location {
+        return Err(err(
+            d,
+            "\"proxy_pass\" cannot have URI part in location given by regular expression, or \
+             inside named location, or inside \"if\" statement, or inside \"limit_except\" block",
+        ));
+    }
+    Ok(PassRaw {
+        host: hp.host,
+        port: hp.port,
+        authority: authority.to_string(),
+        uri,
+        origin: d.origin.clone(),
+    })
+}
+
+/// `proxy_next_upstream FLAG...`; several lines at one level add up, and `off` anywhere
+/// means off alone (nginx's merge does the same).
+fn next_upstream(level: &mut Level, d: &Directive) -> Result<(), ConfigError> {
+    let none = NextUpstream {
+        error: false,
+        timeout: false,
+        ..NextUpstream::default()
+    };
+    let flags = level.proxy_next_upstream.get_or_insert(none);
+    for word in &d.args {
+        let slot = match word.as_str() {
+            "error" => &mut flags.error,
+            "timeout" => &mut flags.timeout,
+            "invalid_header" => &mut flags.invalid_header,
+            "http_500" => &mut flags.http_500,
+            "http_502" => &mut flags.http_502,
+            "http_503" => &mut flags.http_503,
+            "http_504" => &mut flags.http_504,
+            "http_403" => &mut flags.http_403,
+            "http_404" => &mut flags.http_404,
+            "http_429" => &mut flags.http_429,
+            "non_idempotent" => &mut flags.non_idempotent,
+            "off" => &mut flags.off,
+            // Only meaningful with proxy_cache, which ringfront does not have.
+            "updating" => continue,
+            other => return Err(err(d, format!("invalid value \"{other}\""))),
+        };
+        *slot = true;
+    }
+    if flags.off {
+        *flags = NextUpstream { off: true, ..none };
+    }
+    Ok(())
+}
+
+/// `return CODE [TEXT|URL]` or `return URL` (302).
+fn return_(d: &Directive) -> Result<Return, ConfigError> {
+    let first = d.arg(0);
+    let is_url = ["http://", "https://", "$scheme"].iter().any(|p| first.starts_with(p));
+    if d.args.len() == 1 && is_url {
+        return Ok(Return {
+            code: 302,
+            text: Some(template(d, first)?),
+        });
+    }
+    let code = parse_number(first)
+        .filter(|&n| n <= 999)
+        .and_then(|n| u16::try_from(n).ok())
+        .ok_or_else(|| err(d, format!("invalid return code \"{first}\"")))?;
+    let text = match d.args.get(1) {
+        Some(text) => Some(template(d, text)?),
+        None => None,
+    };
+    Ok(Return { code, text })
+}
+
+/// `error_page CODE... [=[CODE]] URI`.
+fn error_page(d: &Directive) -> Result<ErrorPage, ConfigError> {
+    let Some((uri, rest)) = d.args.split_last() else {
+        return Err(err(d, "invalid number of arguments in \"error_page\" directive"));
+    };
+    let (codes, overwrite) = match rest.split_last() {
+        Some((last, codes)) if last.starts_with('=') => {
+            let code = &last[1..];
+            if code.is_empty() {
+                return Err(err(d, "\"=\" without a code in \"error_page\" is not supported yet"));
+            }
+            let code = parse_number(code)
+                .filter(|&n| n <= 999)
+                .and_then(|n| u16::try_from(n).ok())
+                .ok_or_else(|| err(d, format!("invalid value \"{last}\"")))?;
+            (codes, Some(code))
+        }
+        _ => (rest, None),
+    };
+    if codes.is_empty() {
+        return Err(err(d, "invalid number of arguments in \"error_page\" directive"));
+    }
+    let mut out = Vec::with_capacity(codes.len());
+    for text in codes {
+        let code = parse_number(text).ok_or_else(|| err(d, format!("invalid value \"{text}\"")))?;
+        if !(300..=599).contains(&code) {
+            return Err(err(d, format!("value \"{text}\" must be between 300 and 599")));
+        }
+        out.push(code as u16);
+    }
+    Ok(ErrorPage {
+        codes: out,
+        overwrite,
+        uri: uri.clone(),
+    })
+}

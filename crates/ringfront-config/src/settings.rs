@@ -1,0 +1,188 @@
+//! Per-location settings as written at one level (http, server or location), and nginx's merge:
+//! a level inherits every setting it does not write from the level around it, then nginx's
+//! defaults fill what no level wrote. Lists (`proxy_set_header`, `error_page`, `access_log`)
+//! are inherited whole, or replaced whole by a level that writes any entry.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::model::{
+    AccessLog, ErrorPage, LocationSettings, NextUpstream, Origin, ProxyPass, Return, Template,
+};
+
+/// `proxy_pass http://host[:port][/uri]` before its target is looked up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct PassRaw {
+    pub host: String,
+    pub port: Option<u16>,
+    /// `host[:port]` as written, the implicit upstream's name.
+    pub authority: String,
+    pub uri: Option<String>,
+    pub origin: Origin,
+}
+
+/// What one level wrote; `None` means "not written here".
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Level {
+    pub proxy_pass: Option<PassRaw>,
+    pub proxy_set_header: Option<Vec<(String, Template)>>,
+    pub proxy_http_version: Option<String>,
+    pub proxy_connect_timeout: Option<Duration>,
+    pub proxy_read_timeout: Option<Duration>,
+    pub proxy_send_timeout: Option<Duration>,
+    pub proxy_next_upstream: Option<NextUpstream>,
+    pub proxy_next_upstream_tries: Option<u32>,
+    pub proxy_next_upstream_timeout: Option<Duration>,
+    pub return_: Option<Return>,
+    pub error_pages: Option<Vec<ErrorPage>>,
+    pub root: Option<PathBuf>,
+    pub access_log: Option<Vec<AccessLog>>,
+    pub keepalive_timeout: Option<Duration>,
+    pub keepalive_requests: Option<u64>,
+    pub client_max_body_size: Option<u64>,
+    pub client_header_timeout: Option<Duration>,
+    pub client_body_timeout: Option<Duration>,
+    pub send_timeout: Option<Duration>,
+    pub large_client_header_buffers: Option<(usize, usize)>,
+}
+
+const MINUTE: Duration = Duration::from_secs(60);
+
+/// nginx's defaults, with ringfront's choices where the model documents one: HTTP/1.1 to
+/// upstreams, and no access log unless one is written (nginx writes `logs/access.log`).
+/// `root` is `html`, which the loader makes relative to the configuration's folder.
+impl Default for LocationSettings {
+    fn default() -> Self {
+        LocationSettings {
+            proxy_pass: None,
+            proxy_set_header: Vec::new(),
+            proxy_http_version: "1.1".to_string(),
+            proxy_connect_timeout: MINUTE,
+            proxy_read_timeout: MINUTE,
+            proxy_send_timeout: MINUTE,
+            proxy_next_upstream: NextUpstream::default(),
+            proxy_next_upstream_tries: 0,
+            proxy_next_upstream_timeout: Duration::ZERO,
+            return_: None,
+            error_pages: Vec::new(),
+            root: PathBuf::from("html"),
+            access_log: Vec::new(),
+            keepalive_timeout: Duration::from_secs(75),
+            keepalive_requests: 1000,
+            client_max_body_size: 1 << 20,
+            client_header_timeout: MINUTE,
+            client_body_timeout: MINUTE,
+            send_timeout: MINUTE,
+            large_client_header_buffers: (4, 8 << 10),
+        }
+    }
+}
+
+impl Level {
+    /// This level with everything it did not write taken from `outer`. `proxy_pass` and
+    /// `return` are not inherited (nginx: the proxy handler and rewrite codes belong to the
+    /// location that wrote them); a server-level `return` is applied separately.
+    pub(crate) fn inherit(&self, outer: &Level) -> Level {
+        fn pick<T: Clone>(own: &Option<T>, outer: &Option<T>) -> Option<T> {
+            own.clone().or_else(|| outer.clone())
+        }
+        Level {
+            proxy_pass: self.proxy_pass.clone(),
+            proxy_set_header: pick(&self.proxy_set_header, &outer.proxy_set_header),
+            proxy_http_version: pick(&self.proxy_http_version, &outer.proxy_http_version),
+            proxy_connect_timeout: pick(&self.proxy_connect_timeout, &outer.proxy_connect_timeout),
+            proxy_read_timeout: pick(&self.proxy_read_timeout, &outer.proxy_read_timeout),
+            proxy_send_timeout: pick(&self.proxy_send_timeout, &outer.proxy_send_timeout),
+            proxy_next_upstream: pick(&self.proxy_next_upstream, &outer.proxy_next_upstream),
+            proxy_next_upstream_tries: pick(
+                &self.proxy_next_upstream_tries,
+                &outer.proxy_next_upstream_tries,
+            ),
+            proxy_next_upstream_timeout: pick(
+                &self.proxy_next_upstream_timeout,
+                &outer.proxy_next_upstream_timeout,
+            ),
+            return_: self.return_.clone(),
+            error_pages: pick(&self.error_pages, &outer.error_pages),
+            root: pick(&self.root, &outer.root),
+            access_log: pick(&self.access_log, &outer.access_log),
+            keepalive_timeout: pick(&self.keepalive_timeout, &outer.keepalive_timeout),
+            keepalive_requests: pick(&self.keepalive_requests, &outer.keepalive_requests),
+            client_max_body_size: pick(&self.client_max_body_size, &outer.client_max_body_size),
+            client_header_timeout: pick(&self.client_header_timeout, &outer.client_header_timeout),
+            client_body_timeout: pick(&self.client_body_timeout, &outer.client_body_timeout),
+            send_timeout: pick(&self.send_timeout, &outer.send_timeout),
+            large_client_header_buffers: pick(
+                &self.large_client_header_buffers,
+                &outer.large_client_header_buffers,
+            ),
+        }
+    }
+
+    /// The complete settings: defaults for whatever no level wrote.
+    pub(crate) fn finish(self, prefix: &Path, proxy_pass: Option<ProxyPass>) -> LocationSettings {
+        let d = LocationSettings::default();
+        LocationSettings {
+            proxy_pass,
+            proxy_set_header: self.proxy_set_header.unwrap_or(d.proxy_set_header),
+            proxy_http_version: self.proxy_http_version.unwrap_or(d.proxy_http_version),
+            proxy_connect_timeout: self.proxy_connect_timeout.unwrap_or(d.proxy_connect_timeout),
+            proxy_read_timeout: self.proxy_read_timeout.unwrap_or(d.proxy_read_timeout),
+            proxy_send_timeout: self.proxy_send_timeout.unwrap_or(d.proxy_send_timeout),
+            proxy_next_upstream: self.proxy_next_upstream.unwrap_or(d.proxy_next_upstream),
+            proxy_next_upstream_tries: self
+                .proxy_next_upstream_tries
+                .unwrap_or(d.proxy_next_upstream_tries),
+            proxy_next_upstream_timeout: self
+                .proxy_next_upstream_timeout
+                .unwrap_or(d.proxy_next_upstream_timeout),
+            return_: self.return_,
+            error_pages: self.error_pages.unwrap_or(d.error_pages),
+            root: self.root.unwrap_or_else(|| prefix.join(d.root)),
+            access_log: self.access_log.unwrap_or(d.access_log),
+            keepalive_timeout: self.keepalive_timeout.unwrap_or(d.keepalive_timeout),
+            keepalive_requests: self.keepalive_requests.unwrap_or(d.keepalive_requests),
+            client_max_body_size: self.client_max_body_size.unwrap_or(d.client_max_body_size),
+            client_header_timeout: self.client_header_timeout.unwrap_or(d.client_header_timeout),
+            client_body_timeout: self.client_body_timeout.unwrap_or(d.client_body_timeout),
+            send_timeout: self.send_timeout.unwrap_or(d.send_timeout),
+            large_client_header_buffers: self
+                .large_client_header_buffers
+                .unwrap_or(d.large_client_header_buffers),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn child_wins_parent_fills_defaults_last() {
+        let http = Level {
+            proxy_read_timeout: Some(Duration::from_secs(5)),
+            proxy_connect_timeout: Some(Duration::from_secs(1)),
+            access_log: Some(vec![AccessLog::Off]),
+            ..Level::default()
+        };
+        let server = Level {
+            proxy_read_timeout: Some(Duration::from_secs(9)),
+            ..Level::default()
+        };
+        let s = server.inherit(&http).finish(Path::new("/etc/rf"), None);
+        assert_eq!(s.proxy_read_timeout, Duration::from_secs(9));
+        assert_eq!(s.proxy_connect_timeout, Duration::from_secs(1));
+        assert_eq!(s.proxy_send_timeout, MINUTE);
+        assert_eq!(s.access_log, vec![AccessLog::Off]);
+        assert_eq!(s.root, PathBuf::from("/etc/rf/html"));
+    }
+
+    #[test]
+    fn return_is_not_inherited() {
+        let outer = Level {
+            return_: Some(Return { code: 404, text: None }),
+            ..Level::default()
+        };
+        assert!(Level::default().inherit(&outer).return_.is_none());
+    }
+}

@@ -1,0 +1,111 @@
+//! The process: `-t` messages, reload (HUP) under load, a rejected reload, graceful QUIT with
+//! a request in flight, fast TERM.
+
+mod common;
+
+use std::process::Command;
+use std::time::Duration;
+
+use common::{addr, port, proxy_config, served_by};
+use ringfront_testkit::{http, Backend, Ringfront, SIGHUP, SIGQUIT, SIGTERM};
+
+const WAIT: Duration = Duration::from_secs(10);
+
+#[test]
+fn config_test_reports_success_like_nginx() {
+    let (status, out) = Ringfront::run_check(&proxy_config(port(), &["127.0.0.1:9".into()], "", ""));
+    assert!(status.success(), "{out}");
+    assert!(out.contains("syntax is ok"), "{out}");
+    assert!(out.contains("test is successful"), "{out}");
+}
+
+#[test]
+fn config_error_names_file_and_line_and_fails() {
+    let cfg = "events {}\nhttp {\n    server {\n        listen 127.0.0.1:1;\n        foo bar;\n    }\n}\n";
+    let (status, out) = Ringfront::run_check(cfg);
+    assert!(!status.success());
+    assert!(out.contains("unknown directive \"foo\" in "), "{out}");
+    assert!(out.contains("ringfront.conf:5"), "{out}");
+    assert!(out.contains("test failed"), "{out}");
+    let (status, out) = Ringfront::run_check("events {}\nhttp {\n upstream u { server 127.0.0.1:1 weight=x; }\n}\n");
+    assert!(!status.success());
+    assert!(out.contains("ringfront.conf:3"), "{out}");
+}
+
+#[test]
+fn reload_swaps_config_and_bad_reload_keeps_the_old_one() {
+    let (a, b) = (Backend::start(), Backend::start());
+    let p = port();
+    let rf = Ringfront::start(&proxy_config(p, &[addr(&a)], "", ""));
+    assert_eq!(served_by(&http::get(("127.0.0.1", p), "/")), a.port());
+    rf.write_config(&proxy_config(p, &[addr(&b)], "", ""));
+    rf.signal(SIGHUP);
+    assert!(rf.wait_for_stderr("reconfigured", WAIT));
+    assert_eq!(served_by(&http::get(("127.0.0.1", p), "/")), b.port());
+    rf.write_config("events {}\nhttp { bogus; }\n");
+    rf.signal(SIGHUP);
+    assert!(rf.wait_for_stderr("keeping the running configuration", WAIT));
+    assert_eq!(served_by(&http::get(("127.0.0.1", p), "/")), b.port());
+}
+
+#[test]
+fn reload_under_load_loses_no_request() {
+    let (a, b) = (Backend::start(), Backend::start());
+    let p = port();
+    let rf = Ringfront::start_with_args(&proxy_config(p, &[addr(&a)], "", ""), &["--workers", "2"]);
+    let wrk = std::thread::spawn(move || {
+        Command::new("wrk")
+            .args(["-t1", "-c8", "-d3s", &format!("http://127.0.0.1:{p}/")])
+            .output()
+            .expect("wrk is installed (apt-get install wrk)")
+    });
+    // Reload several times while wrk runs; after each, wait until the new target has
+    // taken real traffic before reloading again.
+    assert!(a.wait_hits(50, WAIT));
+    for i in 0..4 {
+        let target = if i % 2 == 0 { &b } else { &a };
+        let before = target.hits();
+        rf.write_config(&proxy_config(p, &[addr(target)], "", ""));
+        rf.signal(SIGHUP);
+        assert!(rf.wait_for_stderr(&format!("reconfigured (generation {})", i + 2), WAIT));
+        assert!(target.wait_hits(before + 50, WAIT));
+    }
+    let out = wrk.join().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(!text.contains("Socket errors"), "{text}");
+    assert!(!text.contains("Non-2xx"), "{text}");
+    let total: usize = text
+        .lines()
+        .find(|l| l.contains("requests in"))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(total > 100, "{text}");
+    assert!(a.hits() > 0 && b.hits() > 0);
+}
+
+#[test]
+fn graceful_quit_finishes_the_request_in_flight() {
+    let be = Backend::start();
+    let p = port();
+    let rf = Ringfront::start(&proxy_config(p, &[addr(&be)], "", ""));
+    let slow = std::thread::spawn(move || http::get(("127.0.0.1", p), "/?sleep=1"));
+    assert!(be.wait_hits(1, WAIT));
+    rf.signal(SIGQUIT);
+    let r = slow.join().unwrap();
+    assert_eq!(r.status, 200);
+    let status = rf.wait_exit(WAIT).expect("ringfront exits after QUIT");
+    assert!(status.success());
+    // New connections are refused once it is gone.
+    assert!(http::try_get(("127.0.0.1", p), "/").is_err());
+}
+
+#[test]
+fn term_stops_at_once() {
+    let be = Backend::start();
+    let p = port();
+    let rf = Ringfront::start(&proxy_config(p, &[addr(&be)], "", ""));
+    rf.signal(SIGTERM);
+    assert!(rf.wait_exit(WAIT).is_some());
+}
