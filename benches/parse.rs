@@ -1,7 +1,9 @@
 //! Parsing hot paths: request heads (wrk's minimal GET, a browser-like GET), an upstream
 //! response head, and scanning a 16 KiB chunked body.
 
-use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
+use std::hint::black_box;
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use ringfront_benches::{chunked_body, BROWSER_GET, RESPONSE_HEAD, WRK_GET};
 use ringfront_http::{ChunkedDecoder, RequestHead, ResponseHead};
 
@@ -22,7 +24,10 @@ fn request(c: &mut Criterion) {
 fn response(c: &mut Criterion) {
     let mut g = c.benchmark_group("response_head");
     let mut head = ResponseHead::new();
-    assert_eq!(head.parse(RESPONSE_HEAD).unwrap(), Some(RESPONSE_HEAD.len()));
+    assert_eq!(
+        head.parse(RESPONSE_HEAD).unwrap(),
+        Some(RESPONSE_HEAD.len())
+    );
     g.throughput(Throughput::Bytes(RESPONSE_HEAD.len() as u64));
     g.bench_function("nginx_200", |b| {
         b.iter(|| head.parse(black_box(RESPONSE_HEAD)).unwrap());

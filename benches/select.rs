@@ -1,9 +1,10 @@
 //! Peer selection hot path: `select` then `free` (success) per request, nginx's smooth
 //! weighted round robin over a small weighted group and over a 64-peer group.
 
+use std::hint::black_box;
 use std::net::{Ipv4Addr, SocketAddr};
 
-use criterion::{black_box, criterion_group, criterion_main, Criterion};
+use criterion::{criterion_group, criterion_main, Criterion};
 use ringfront_upstream::{
     free, select, Attempt, Board, PeerSpec, Selection, Topology, UpstreamSpec, WorkerPeers,
 };
@@ -23,7 +24,11 @@ fn peer(i: usize, weight: u32) -> PeerSpec {
 fn topology(weights: &[u32]) -> Topology {
     Topology::new(vec![UpstreamSpec {
         name: "b".into(),
-        primary: weights.iter().enumerate().map(|(i, &w)| peer(i, w)).collect(),
+        primary: weights
+            .iter()
+            .enumerate()
+            .map(|(i, &w)| peer(i, w))
+            .collect(),
         backup: Vec::new(),
     }])
 }

@@ -71,11 +71,15 @@ pub(crate) fn split_host_port(text: &str) -> Result<HostPort, AddrError> {
     if host.is_empty() {
         return Err(AddrError::NoHost);
     }
-    let bad = |c: char| c.is_whitespace() || matches!(c, '/' | '?' | '#' | '@' | ':' | '[' | ']' | '\\');
+    let bad =
+        |c: char| c.is_whitespace() || matches!(c, '/' | '?' | '#' | '@' | ':' | '[' | ']' | '\\');
     if !text.starts_with('[') && host.contains(bad) {
         return Err(AddrError::InvalidHost);
     }
-    Ok(HostPort { host: host.to_string(), port })
+    Ok(HostPort {
+        host: host.to_string(),
+        port,
+    })
 }
 
 /// `host:port` with IPv6 hosts in brackets, the form resolvers and messages use.
@@ -88,7 +92,11 @@ pub(crate) fn join_host_port(host: &str, port: u16) -> String {
 }
 
 /// Resolves a host; literal addresses never reach the resolver.
-pub(crate) fn resolve(host: &str, port: u16, resolver: Resolver<'_>) -> Result<Vec<SocketAddr>, AddrError> {
+pub(crate) fn resolve(
+    host: &str,
+    port: u16,
+    resolver: Resolver<'_>,
+) -> Result<Vec<SocketAddr>, AddrError> {
     if let Ok(ip) = host.parse::<IpAddr>() {
         return Ok(vec![SocketAddr::new(ip, port)]);
     }
@@ -108,7 +116,10 @@ pub(crate) fn resolve(host: &str, port: u16, resolver: Resolver<'_>) -> Result<V
 
 /// A `listen` address: `8080` (all IPv4 addresses), `*:8080`, `127.0.0.1` (port 80),
 /// `127.0.0.1:8080`, `[::]:8080`, `localhost:8080`.
-pub(crate) fn listen_addrs(text: &str, resolver: Resolver<'_>) -> Result<Vec<SocketAddr>, AddrError> {
+pub(crate) fn listen_addrs(
+    text: &str,
+    resolver: Resolver<'_>,
+) -> Result<Vec<SocketAddr>, AddrError> {
     let any = IpAddr::V4(Ipv4Addr::UNSPECIFIED);
     if text.bytes().all(|b| b.is_ascii_digit()) {
         return Ok(vec![SocketAddr::new(any, parse_port(text)?)]);
@@ -133,14 +144,20 @@ mod tests {
     }
 
     fn hp(host: &str, port: Option<u16>) -> Result<HostPort, AddrError> {
-        Ok(HostPort { host: host.into(), port })
+        Ok(HostPort {
+            host: host.into(),
+            port,
+        })
     }
 
     #[test]
     fn splits() {
         assert_eq!(split_host_port("a"), hp("a", None));
         assert_eq!(split_host_port("a:81"), hp("a", Some(81)));
-        assert_eq!(split_host_port("127.0.0.1:9001"), hp("127.0.0.1", Some(9001)));
+        assert_eq!(
+            split_host_port("127.0.0.1:9001"),
+            hp("127.0.0.1", Some(9001))
+        );
         assert_eq!(split_host_port("[::1]:8080"), hp("::1", Some(8080)));
         assert_eq!(split_host_port("[::1]"), hp("::1", None));
         assert_eq!(split_host_port("a:0"), Err(AddrError::InvalidPort));

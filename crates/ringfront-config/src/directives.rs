@@ -1,215 +1,12 @@
-//! The directive table: every directive ringfront recognises, the contexts it may appear in,
-//! its argument count and whether it takes a block, checked in the order `ngx_conf_handler`
-//! checks them so that the errors read the same (`unknown directive`, `is not allowed here`,
-//! `has no opening "{"`, `invalid number of arguments`).
+//! Checking a directive against the [table](crate::table) in the order `ngx_conf_handler`
+//! does, so that the errors read the same (`unknown directive`, `is not allowed here`,
+//! `has no opening "{"`, `invalid number of arguments`), and walking blocks with it.
 
 use crate::error::ConfigError;
+use crate::table::{Block, Spec, MANY, TABLE};
+pub(crate) use crate::table::{Check, Kind, EVENTS, HTTP, LOCATION, MAIN, SERVER, UPSTREAM};
 use crate::tree::Directive;
 use crate::units::{parse_number, parse_size};
-
-pub(crate) const MAIN: u16 = 1;
-pub(crate) const EVENTS: u16 = 1 << 1;
-pub(crate) const HTTP: u16 = 1 << 2;
-pub(crate) const SERVER: u16 = 1 << 3;
-pub(crate) const LOCATION: u16 = 1 << 4;
-pub(crate) const UPSTREAM: u16 = 1 << 5;
-const HSL: u16 = HTTP | SERVER | LOCATION;
-const HS: u16 = HTTP | SERVER;
-const SL: u16 = SERVER | LOCATION;
-const ANY: u16 = MAIN | EVENTS | HSL | UPSTREAM;
-const MANY: u8 = u8::MAX;
-
-/// How a no-op directive's arguments are still checked (a typo stays an error).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Check {
-    Any,
-    /// `on` or `off`.
-    Flag,
-    /// Only `off` is harmless; `on` would change behaviour and is not supported yet.
-    OffOnly,
-    /// Only these words are harmless.
-    Only(&'static [&'static str]),
-    Number,
-    Size,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
-    /// Read into the model by the builder.
-    Handled,
-    /// Accepted, checked and ignored (see [`NOOP_DIRECTIVES`]).
-    NoOp(Check),
-    /// An nginx directive ringfront does not implement yet: always an error, never ignored.
-    Unsupported,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Block {
-    No,
-    Yes,
-    Either,
-}
-
-#[derive(Debug)]
-pub(crate) struct Spec {
-    pub name: &'static str,
-    ctx: u16,
-    min: u8,
-    max: u8,
-    block: Block,
-    pub kind: Kind,
-}
-
-const fn d(name: &'static str, ctx: u16, min: u8, max: u8) -> Spec {
-    Spec { name, ctx, min, max, block: Block::No, kind: Kind::Handled }
-}
-
-const fn b(name: &'static str, ctx: u16, min: u8, max: u8) -> Spec {
-    Spec { name, ctx, min, max, block: Block::Yes, kind: Kind::Handled }
-}
-
-const fn noop(name: &'static str, ctx: u16, min: u8, max: u8, check: Check) -> Spec {
-    Spec { name, ctx, min, max, block: Block::No, kind: Kind::NoOp(check) }
-}
-
-const fn unsupported(name: &'static str, ctx: u16, min: u8, max: u8) -> Spec {
-    Spec { name, ctx, min, max, block: Block::Either, kind: Kind::Unsupported }
-}
-
-/// Directives accepted and ignored because they only tune things ringfront does its own way
-/// (sendfile, buffering, MIME types, hash sizes) or, with the arguments allowed, change
-/// nothing. Keep in step with the `noop` rows of the table (a test checks).
-pub const NOOP_DIRECTIVES: &[&str] = &[
-    "user", "worker_rlimit_nofile", "use", "multi_accept", "accept_mutex",
-    "sendfile", "tcp_nopush", "tcp_nodelay", "types", "default_type", "server_tokens", "gzip",
-    "charset", "index", "autoindex", "keepalive_disable", "reset_timedout_connection",
-    "server_names_hash_bucket_size", "server_names_hash_max_size", "types_hash_max_size",
-    "types_hash_bucket_size", "proxy_buffering", "proxy_buffer_size", "proxy_buffers",
-    "proxy_busy_buffers_size", "proxy_request_buffering", "proxy_redirect",
-    "client_body_buffer_size", "client_header_buffer_size",
-];
-
-#[rustfmt::skip]
-static TABLE: &[Spec] = &[
-    // main and events
-    d("worker_processes", MAIN, 1, 1),
-    d("worker_cpu_affinity", MAIN, 1, MANY),
-    d("daemon", MAIN, 1, 1),
-    d("master_process", MAIN, 1, 1),
-    d("pid", MAIN, 1, 1),
-    d("error_log", MAIN | HSL, 1, MANY),
-    b("events", MAIN, 0, 0),
-    b("http", MAIN, 0, 0),
-    d("worker_connections", EVENTS, 1, 1),
-    // http
-    b("upstream", HTTP, 1, 1),
-    b("server", HTTP, 0, 0),
-    d("log_format", HTTP, 2, MANY),
-    d("access_log", HSL, 1, MANY),
-    // upstream
-    d("server", UPSTREAM, 1, MANY),
-    d("keepalive", UPSTREAM, 1, 1),
-    d("keepalive_timeout", UPSTREAM, 1, 1),
-    d("keepalive_requests", UPSTREAM, 1, 1),
-    // server
-    d("listen", SERVER, 1, MANY),
-    d("server_name", SERVER, 1, MANY),
-    b("location", SERVER | LOCATION, 1, 2),
-    // location-level settings, inherited http -> server -> location
-    d("proxy_pass", LOCATION, 1, 1),
-    d("proxy_set_header", HSL, 2, 2),
-    d("proxy_http_version", HSL, 1, 1),
-    d("proxy_connect_timeout", HSL, 1, 1),
-    d("proxy_read_timeout", HSL, 1, 1),
-    d("proxy_send_timeout", HSL, 1, 1),
-    d("proxy_next_upstream", HSL, 1, MANY),
-    d("proxy_next_upstream_tries", HSL, 1, 1),
-    d("proxy_next_upstream_timeout", HSL, 1, 1),
-    d("return", SL, 1, 2),
-    d("error_page", HSL, 2, MANY),
-    d("root", HSL, 1, 1),
-    d("keepalive_timeout", HSL, 1, 2),
-    d("keepalive_requests", HSL, 1, 1),
-    d("client_max_body_size", HSL, 1, 1),
-    d("client_header_timeout", HS, 1, 1),
-    d("client_body_timeout", HSL, 1, 1),
-    d("send_timeout", HSL, 1, 1),
-    d("large_client_header_buffers", HS, 2, 2),
-    // no-ops (NOOP_DIRECTIVES)
-    noop("user", MAIN, 1, 2, Check::Any),
-    noop("worker_rlimit_nofile", MAIN, 1, 1, Check::Number),
-    noop("use", EVENTS, 1, 1, Check::Any),
-    noop("multi_accept", EVENTS, 1, 1, Check::Flag),
-    noop("accept_mutex", EVENTS, 1, 1, Check::Flag),
-    noop("sendfile", HSL, 1, 1, Check::Flag),
-    noop("tcp_nopush", HSL, 1, 1, Check::Flag),
-    noop("tcp_nodelay", HSL, 1, 1, Check::Flag),
-    Spec { name: "types", ctx: HSL, min: 0, max: 0, block: Block::Yes, kind: Kind::NoOp(Check::Any) },
-    noop("default_type", HSL, 1, 1, Check::Any),
-    noop("server_tokens", HSL, 1, 1, Check::Any),
-    noop("gzip", HSL, 1, 1, Check::OffOnly),
-    noop("charset", HSL, 1, 1, Check::Any),
-    noop("index", HSL, 1, MANY, Check::Any),
-    noop("autoindex", HSL, 1, 1, Check::OffOnly),
-    noop("keepalive_disable", HSL, 1, MANY, Check::Any),
-    noop("reset_timedout_connection", HSL, 1, 1, Check::Flag),
-    noop("server_names_hash_bucket_size", HTTP, 1, 1, Check::Size),
-    noop("server_names_hash_max_size", HTTP, 1, 1, Check::Size),
-    noop("types_hash_max_size", HSL, 1, 1, Check::Size),
-    noop("types_hash_bucket_size", HSL, 1, 1, Check::Size),
-    noop("proxy_buffering", HSL, 1, 1, Check::Flag),
-    noop("proxy_buffer_size", HSL, 1, 1, Check::Size),
-    noop("proxy_buffers", HSL, 2, 2, Check::Any),
-    noop("proxy_busy_buffers_size", HSL, 1, 1, Check::Size),
-    noop("proxy_request_buffering", HSL, 1, 1, Check::Flag),
-    noop("proxy_redirect", HSL, 1, 2, Check::Only(&["default", "off"])),
-    noop("client_body_buffer_size", HSL, 1, 1, Check::Size),
-    noop("client_header_buffer_size", HS, 1, 1, Check::Size),
-    // nginx directives not implemented yet: an error, so no configuration is half-understood
-    unsupported("ip_hash", UPSTREAM, 0, 0),
-    unsupported("least_conn", UPSTREAM, 0, 0),
-    unsupported("hash", UPSTREAM, 1, 2),
-    unsupported("random", UPSTREAM, 0, 2),
-    unsupported("zone", UPSTREAM, 1, 2),
-    unsupported("least_time", UPSTREAM, 1, 2),
-    unsupported("sticky", UPSTREAM, 1, MANY),
-    unsupported("health_check", LOCATION, 0, MANY),
-    unsupported("match", HTTP, 1, 1),
-    unsupported("if", SL, 1, MANY),
-    unsupported("set", SL, 2, 2),
-    unsupported("rewrite", SL, 2, 3),
-    unsupported("limit_except", LOCATION, 1, MANY),
-    unsupported("try_files", SL, 2, MANY),
-    unsupported("alias", LOCATION, 1, 1),
-    unsupported("internal", LOCATION, 0, 0),
-    unsupported("add_header", HSL, 2, 3),
-    unsupported("proxy_hide_header", HSL, 1, 1),
-    unsupported("proxy_pass_header", HSL, 1, 1),
-    unsupported("proxy_intercept_errors", HSL, 1, 1),
-    unsupported("proxy_cache", HSL, 1, 1),
-    unsupported("proxy_cache_path", HTTP, 2, MANY),
-    unsupported("map", HTTP, 2, 2),
-    unsupported("geo", HTTP, 1, 2),
-    unsupported("split_clients", HTTP, 2, 2),
-    unsupported("limit_req_zone", HTTP, 3, 4),
-    unsupported("limit_req", HSL, 1, 3),
-    unsupported("limit_conn_zone", HTTP, 2, 2),
-    unsupported("limit_conn", HSL, 2, 2),
-    unsupported("allow", HSL, 1, 1),
-    unsupported("deny", HSL, 1, 1),
-    unsupported("resolver", HSL | UPSTREAM, 1, MANY),
-    unsupported("ssl_certificate", HS, 1, 1),
-    unsupported("ssl_certificate_key", HS, 1, 1),
-    unsupported("ssl_protocols", HS, 1, MANY),
-    unsupported("ssl_ciphers", HS, 1, 1),
-    unsupported("ssl_prefer_server_ciphers", HS, 1, 1),
-    unsupported("stub_status", SL, 0, 1),
-    unsupported("load_module", MAIN, 1, 1),
-    unsupported("stream", MAIN, 0, 0),
-    unsupported("mail", MAIN, 0, 0),
-    unsupported("env", MAIN, 1, 1),
-    unsupported("check", ANY, 0, MANY),
-];
 
 fn at(d: &Directive, message: String) -> ConfigError {
     ConfigError::at(message, &d.origin)
@@ -225,21 +22,33 @@ pub(crate) fn check(d: &Directive, ctx: u16) -> Result<&'static Spec, ConfigErro
         }
         match (spec.block, d.block.is_some()) {
             (Block::No, true) => {
-                return Err(at(d, format!("directive \"{}\" is not terminated by \";\"", d.name)));
+                return Err(at(
+                    d,
+                    format!("directive \"{}\" is not terminated by \";\"", d.name),
+                ));
             }
             (Block::Yes, false) => {
-                return Err(at(d, format!("directive \"{}\" has no opening \"{{\"", d.name)));
+                return Err(at(
+                    d,
+                    format!("directive \"{}\" has no opening \"{{\"", d.name),
+                ));
             }
             _ => {}
         }
         let n = d.args.len();
         if n < usize::from(spec.min) || (spec.max != MANY && n > usize::from(spec.max)) {
-            return Err(at(d, format!("invalid number of arguments in \"{}\" directive", d.name)));
+            return Err(at(
+                d,
+                format!("invalid number of arguments in \"{}\" directive", d.name),
+            ));
         }
         return Ok(spec);
     }
     if found {
-        Err(at(d, format!("\"{}\" directive is not allowed here", d.name)))
+        Err(at(
+            d,
+            format!("\"{}\" directive is not allowed here", d.name),
+        ))
     } else {
         Err(at(d, format!("unknown directive \"{}\"", d.name)))
     }
@@ -254,7 +63,38 @@ pub(crate) fn unsupported_error(d: &Directive) -> ConfigError {
 pub(crate) fn flag_error(d: &Directive, value: &str) -> ConfigError {
     at(
         d,
-        format!("invalid value \"{value}\" in \"{}\" directive, it must be \"on\" or \"off\"", d.name),
+        format!(
+            "invalid value \"{value}\" in \"{}\" directive, it must be \"on\" or \"off\"",
+            d.name
+        ),
+    )
+}
+
+/// Walks a block in context `ctx`: checks every directive against the table, checks and
+/// skips no-ops, refuses unsupported ones, and hands the rest to `handle`.
+pub(crate) fn for_each(
+    block: &[Directive],
+    ctx: u16,
+    mut handle: impl FnMut(&Directive) -> Result<(), ConfigError>,
+) -> Result<(), ConfigError> {
+    for d in block {
+        match check(d, ctx)?.kind {
+            Kind::Handled => handle(d)?,
+            Kind::NoOp(c) => check_noop(d, c)?,
+            Kind::Unsupported => return Err(unsupported_error(d)),
+        }
+    }
+    Ok(())
+}
+
+/// A table row with no handler in its context: a bug in this crate, reported, not panicked.
+pub(crate) fn unhandled(d: &Directive) -> ConfigError {
+    at(
+        d,
+        format!(
+            "internal error: directive \"{}\" has no handler here",
+            d.name
+        ),
     )
 }
 
@@ -270,7 +110,14 @@ pub(crate) fn check_noop(d: &Directive, check: Check) -> Result<(), ConfigError>
         Check::OffOnly => value == "off",
         Check::Only(words) if d.args.iter().all(|a| words.contains(&a.as_str())) => true,
         Check::Only(_) => {
-            return Err(at(d, format!("\"{}\" with \"{}\" is not supported yet", d.name, d.args.join(" "))));
+            return Err(at(
+                d,
+                format!(
+                    "\"{}\" with \"{}\" is not supported yet",
+                    d.name,
+                    d.args.join(" ")
+                ),
+            ));
         }
         Check::Number => parse_number(value).is_some(),
         Check::Size => parse_size(value).is_some(),
@@ -287,13 +134,17 @@ pub(crate) fn check_noop(d: &Directive, check: Check) -> Result<(), ConfigError>
 mod tests {
     use super::*;
     use crate::model::Origin;
+    use crate::table::NOOP_DIRECTIVES;
 
     fn dir(name: &str, args: &[&str], block: bool) -> Directive {
         Directive {
             name: name.into(),
             args: args.iter().map(|s| s.to_string()).collect(),
             block: block.then(Vec::new),
-            origin: Origin { file: "/c/x.conf".into(), line: 7 },
+            origin: Origin {
+                file: "/c/x.conf".into(),
+                line: 7,
+            },
         }
     }
 
@@ -316,7 +167,10 @@ mod tests {
 
     #[test]
     fn shape_errors_read_like_nginx() {
-        assert_eq!(msg("foo", &[], false, HTTP), "unknown directive \"foo\" in /c/x.conf:7");
+        assert_eq!(
+            msg("foo", &[], false, HTTP),
+            "unknown directive \"foo\" in /c/x.conf:7"
+        );
         assert_eq!(
             msg("proxy_pass", &["http://a"], false, SERVER),
             "\"proxy_pass\" directive is not allowed here in /c/x.conf:7"
@@ -325,7 +179,10 @@ mod tests {
             msg("listen", &[], false, SERVER),
             "invalid number of arguments in \"listen\" directive in /c/x.conf:7"
         );
-        assert_eq!(msg("http", &[], false, MAIN), "directive \"http\" has no opening \"{\" in /c/x.conf:7");
+        assert_eq!(
+            msg("http", &[], false, MAIN),
+            "directive \"http\" has no opening \"{\" in /c/x.conf:7"
+        );
         assert_eq!(
             msg("listen", &["80"], true, SERVER),
             "directive \"listen\" is not terminated by \";\" in /c/x.conf:7"
@@ -344,14 +201,22 @@ mod tests {
     fn noop_values_are_checked() {
         assert!(check_noop(&dir("sendfile", &["on"], false), Check::Flag).is_ok());
         assert_eq!(
-            check_noop(&dir("sendfile", &["yes"], false), Check::Flag).unwrap_err().message,
+            check_noop(&dir("sendfile", &["yes"], false), Check::Flag)
+                .unwrap_err()
+                .message,
             "invalid value \"yes\" in \"sendfile\" directive, it must be \"on\" or \"off\""
         );
         assert_eq!(
-            check_noop(&dir("gzip", &["on"], false), Check::OffOnly).unwrap_err().message,
+            check_noop(&dir("gzip", &["on"], false), Check::OffOnly)
+                .unwrap_err()
+                .message,
             "\"gzip on\" is not supported yet"
         );
-        assert!(check_noop(&dir("proxy_redirect", &["default"], false), Check::Only(&["default", "off"])).is_ok());
+        assert!(check_noop(
+            &dir("proxy_redirect", &["default"], false),
+            Check::Only(&["default", "off"])
+        )
+        .is_ok());
         assert!(check_noop(&dir("proxy_buffer_size", &["4x"], false), Check::Size).is_err());
     }
 }

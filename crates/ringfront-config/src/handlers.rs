@@ -23,7 +23,11 @@ pub(crate) struct Scope<'a> {
 }
 
 /// Reads `d` into `level` if it is a location-level directive; `Ok(false)` if it is not one.
-pub(crate) fn apply(level: &mut Level, d: &Directive, scope: &Scope<'_>) -> Result<bool, ConfigError> {
+pub(crate) fn apply(
+    level: &mut Level,
+    d: &Directive,
+    scope: &Scope<'_>,
+) -> Result<bool, ConfigError> {
     let arg = d.arg(0);
     match d.name.as_str() {
         "proxy_pass" => set_once(&mut level.proxy_pass, proxy_pass(d, scope)?, d)?,
@@ -53,7 +57,10 @@ pub(crate) fn apply(level: &mut Level, d: &Directive, scope: &Scope<'_>) -> Resu
             let ret = return_(d)?;
             level.return_.get_or_insert(ret);
         }
-        "error_page" => level.error_pages.get_or_insert_with(Vec::new).push(error_page(d)?),
+        "error_page" => level
+            .error_pages
+            .get_or_insert_with(Vec::new)
+            .push(error_page(d)?),
         "root" => set_once(&mut level.root, path(scope.prefix, arg), d)?,
         "access_log" => logs::access_log(level, d, scope)?,
         // Only the main level's error_log is used; below it the directive is checked and
@@ -77,7 +84,9 @@ pub(crate) fn apply(level: &mut Level, d: &Directive, scope: &Scope<'_>) -> Resu
         "send_timeout" => set_once(&mut level.send_timeout, msec(d, arg)?, d)?,
         "large_client_header_buffers" => {
             let invalid = || crate::values::directive_err(d, "invalid value");
-            let count = parse_number(arg).and_then(|n| usize::try_from(n).ok()).filter(|&n| n > 0);
+            let count = parse_number(arg)
+                .and_then(|n| usize::try_from(n).ok())
+                .filter(|&n| n > 0);
             let bytes = crate::units::parse_size(d.arg(1))
                 .and_then(|n| usize::try_from(n).ok())
                 .filter(|&n| n > 0);
@@ -99,7 +108,10 @@ fn proxy_pass(d: &Directive, scope: &Scope<'_>) -> Result<PassRaw, ConfigError> 
     let rest = if scheme.starts_with("http://") {
         url.get(7..).unwrap_or_default()
     } else if scheme == "https://" {
-        return Err(err(d, "https is not supported yet in \"proxy_pass\" directive"));
+        return Err(err(
+            d,
+            "https is not supported yet in \"proxy_pass\" directive",
+        ));
     } else {
         return Err(err(d, format!("invalid URL prefix in \"{url}\"")));
     };
@@ -163,7 +175,9 @@ fn next_upstream(level: &mut Level, d: &Directive) -> Result<(), ConfigError> {
 /// `return CODE [TEXT|URL]` or `return URL` (302).
 fn return_(d: &Directive) -> Result<Return, ConfigError> {
     let first = d.arg(0);
-    let is_url = ["http://", "https://", "$scheme"].iter().any(|p| first.starts_with(p));
+    let is_url = ["http://", "https://", "$scheme"]
+        .iter()
+        .any(|p| first.starts_with(p));
     if d.args.len() == 1 && is_url {
         return Ok(Return {
             code: 302,
@@ -184,13 +198,19 @@ fn return_(d: &Directive) -> Result<Return, ConfigError> {
 /// `error_page CODE... [=[CODE]] URI`.
 fn error_page(d: &Directive) -> Result<ErrorPage, ConfigError> {
     let Some((uri, rest)) = d.args.split_last() else {
-        return Err(err(d, "invalid number of arguments in \"error_page\" directive"));
+        return Err(err(
+            d,
+            "invalid number of arguments in \"error_page\" directive",
+        ));
     };
     let (codes, overwrite) = match rest.split_last() {
         Some((last, codes)) if last.starts_with('=') => {
             let code = &last[1..];
             if code.is_empty() {
-                return Err(err(d, "\"=\" without a code in \"error_page\" is not supported yet"));
+                return Err(err(
+                    d,
+                    "\"=\" without a code in \"error_page\" is not supported yet",
+                ));
             }
             let code = parse_number(code)
                 .filter(|&n| n <= 999)
@@ -201,13 +221,19 @@ fn error_page(d: &Directive) -> Result<ErrorPage, ConfigError> {
         _ => (rest, None),
     };
     if codes.is_empty() {
-        return Err(err(d, "invalid number of arguments in \"error_page\" directive"));
+        return Err(err(
+            d,
+            "invalid number of arguments in \"error_page\" directive",
+        ));
     }
     let mut out = Vec::with_capacity(codes.len());
     for text in codes {
         let code = parse_number(text).ok_or_else(|| err(d, format!("invalid value \"{text}\"")))?;
         if !(300..=599).contains(&code) {
-            return Err(err(d, format!("value \"{text}\" must be between 300 and 599")));
+            return Err(err(
+                d,
+                format!("value \"{text}\" must be between 300 and 599"),
+            ));
         }
         out.push(code as u16);
     }

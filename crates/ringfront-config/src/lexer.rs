@@ -72,7 +72,11 @@ fn unescape(raw: &[u8]) -> String {
 
 impl<'a> Lexer<'a> {
     pub(crate) fn new(src: &'a [u8]) -> Self {
-        Lexer { src, pos: 0, line: 1 }
+        Lexer {
+            src,
+            pos: 0,
+            line: 1,
+        }
     }
 
     fn error(&self, message: String) -> LexError {
@@ -101,9 +105,9 @@ impl<'a> Lexer<'a> {
         loop {
             let Some(&ch) = self.src.get(self.pos) else {
                 if !args.is_empty() || !last_space {
-                    return Err(self.error(
-                        "unexpected end of file, expecting \";\" or \"}\"".to_string(),
-                    ));
+                    return Err(
+                        self.error("unexpected end of file, expecting \";\" or \"}\"".to_string())
+                    );
                 }
                 return Ok(Step::Eof { line: self.line });
             };
@@ -297,7 +301,10 @@ mod tests {
     #[test]
     fn quotes_and_escapes() {
         assert_eq!(words(r#"x "a b" 'c d';"#), ["x", "a b", "c d"]);
-        assert_eq!(words(r#"x "q\"q" 'q\'q' "b\\s";"#), ["x", "q\"q", "q'q", "b\\s"]);
+        assert_eq!(
+            words(r#"x "q\"q" 'q\'q' "b\\s";"#),
+            ["x", "q\"q", "q'q", "b\\s"]
+        );
         assert_eq!(words(r#"x "l\n\t\r";"#), ["x", "l\n\t\r"]);
         assert_eq!(words(r#"x "" '';"#), ["x", "", ""]);
         // Unknown escapes are kept, as nginx does (regexes need `\d`).
@@ -321,13 +328,22 @@ mod tests {
 
     #[test]
     fn syntax_errors() {
-        assert_eq!(err("a b"), ("unexpected end of file, expecting \";\" or \"}\"".into(), 1));
-        assert_eq!(err("a \"b;\n"), ("unexpected end of file, expecting \";\" or \"}\"".into(), 2));
+        assert_eq!(
+            err("a b"),
+            ("unexpected end of file, expecting \";\" or \"}\"".into(), 1)
+        );
+        assert_eq!(
+            err("a \"b;\n"),
+            ("unexpected end of file, expecting \";\" or \"}\"".into(), 2)
+        );
         assert_eq!(err("\n;"), ("unexpected \";\"".into(), 2));
         assert_eq!(err("{"), ("unexpected \"{\"".into(), 1));
         assert_eq!(err("a }"), ("unexpected \"}\"".into(), 1));
         assert_eq!(err("a \"b\"c;"), ("unexpected \"c\"".into(), 1));
-        assert_eq!(err("\\"), ("unexpected end of file, expecting \";\" or \"}\"".into(), 1));
+        assert_eq!(
+            err("\\"),
+            ("unexpected end of file, expecting \";\" or \"}\"".into(), 1)
+        );
     }
 
     #[test]

@@ -37,7 +37,10 @@ pub(crate) fn log_format(d: &Directive, formats: &mut Vec<LogFormat>) -> Result<
         }
         strings = &strings[1..];
         if strings.is_empty() {
-            return Err(err(d, "invalid number of arguments in \"log_format\" directive"));
+            return Err(err(
+                d,
+                "invalid number of arguments in \"log_format\" directive",
+            ));
         }
     }
     formats.push(LogFormat {
@@ -50,7 +53,11 @@ pub(crate) fn log_format(d: &Directive, formats: &mut Vec<LogFormat>) -> Result<
 /// `access_log off` | `access_log FILE [FORMAT [buffer=SIZE] [flush=TIME]]`. Several at one
 /// level all log; `off` at a level wins over the others there (as nginx's `off` flag does),
 /// so `Off` is always alone in the list.
-pub(crate) fn access_log(level: &mut Level, d: &Directive, scope: &Scope<'_>) -> Result<(), ConfigError> {
+pub(crate) fn access_log(
+    level: &mut Level,
+    d: &Directive,
+    scope: &Scope<'_>,
+) -> Result<(), ConfigError> {
     let first = d.arg(0);
     let logs = level.access_log.get_or_insert_with(Vec::new);
     if first == "off" {
@@ -61,7 +68,10 @@ pub(crate) fn access_log(level: &mut Level, d: &Directive, scope: &Scope<'_>) ->
         return Ok(());
     }
     if first.starts_with("syslog:") || first.contains('$') {
-        return Err(err(d, format!("access_log \"{first}\" is not supported yet")));
+        return Err(err(
+            d,
+            format!("access_log \"{first}\" is not supported yet"),
+        ));
     }
     let format = d.args.get(1).map(String::as_str).unwrap_or("combined");
     if !scope.formats.iter().any(|f| f.name == format) {
@@ -78,7 +88,10 @@ pub(crate) fn access_log(level: &mut Level, d: &Directive, scope: &Scope<'_>) ->
                 return Err(err(d, format!("invalid flush time \"{v}\"")));
             }
         } else if param == "gzip" || param.starts_with("gzip=") || param.starts_with("if=") {
-            return Err(err(d, format!("access_log parameter \"{param}\" is not supported yet")));
+            return Err(err(
+                d,
+                format!("access_log parameter \"{param}\" is not supported yet"),
+            ));
         } else {
             return Err(err(d, format!("invalid parameter \"{param}\"")));
         }
@@ -110,11 +123,16 @@ fn log_level(word: &str) -> Option<LogLevel> {
 pub(crate) fn error_log(d: &Directive, prefix: &Path) -> Result<ErrorLog, ConfigError> {
     let target = d.arg(0);
     if target.starts_with("syslog:") || target.starts_with("memory:") {
-        return Err(err(d, format!("error_log \"{target}\" is not supported yet")));
+        return Err(err(
+            d,
+            format!("error_log \"{target}\" is not supported yet"),
+        ));
     }
     let level = match d.args.get(1) {
         None => LogLevel::Error,
-        Some(word) => log_level(word).ok_or_else(|| err(d, format!("invalid log level \"{word}\"")))?,
+        Some(word) => {
+            log_level(word).ok_or_else(|| err(d, format!("invalid log level \"{word}\"")))?
+        }
     };
     if let Some(extra) = d.args.get(2) {
         return Err(err(d, format!("duplicate log level \"{extra}\"")));

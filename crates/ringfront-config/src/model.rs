@@ -289,7 +289,10 @@ pub enum AccessLog {
     Off,
     /// `access_log FILE [FORMAT]`; FORMAT defaults to `combined`. `/dev/stdout` and
     /// `/dev/stderr` are files like any other.
-    File { path: PathBuf, format: String },
+    File {
+        path: PathBuf,
+        format: String,
+    },
 }
 
 /// Every per-location setting, already merged from http and server level (nginx defaults

@@ -126,7 +126,9 @@ impl Level {
             proxy_pass,
             proxy_set_header: self.proxy_set_header.unwrap_or(d.proxy_set_header),
             proxy_http_version: self.proxy_http_version.unwrap_or(d.proxy_http_version),
-            proxy_connect_timeout: self.proxy_connect_timeout.unwrap_or(d.proxy_connect_timeout),
+            proxy_connect_timeout: self
+                .proxy_connect_timeout
+                .unwrap_or(d.proxy_connect_timeout),
             proxy_read_timeout: self.proxy_read_timeout.unwrap_or(d.proxy_read_timeout),
             proxy_send_timeout: self.proxy_send_timeout.unwrap_or(d.proxy_send_timeout),
             proxy_next_upstream: self.proxy_next_upstream.unwrap_or(d.proxy_next_upstream),
@@ -143,7 +145,9 @@ impl Level {
             keepalive_timeout: self.keepalive_timeout.unwrap_or(d.keepalive_timeout),
             keepalive_requests: self.keepalive_requests.unwrap_or(d.keepalive_requests),
             client_max_body_size: self.client_max_body_size.unwrap_or(d.client_max_body_size),
-            client_header_timeout: self.client_header_timeout.unwrap_or(d.client_header_timeout),
+            client_header_timeout: self
+                .client_header_timeout
+                .unwrap_or(d.client_header_timeout),
             client_body_timeout: self.client_body_timeout.unwrap_or(d.client_body_timeout),
             send_timeout: self.send_timeout.unwrap_or(d.send_timeout),
             large_client_header_buffers: self
@@ -180,7 +184,10 @@ mod tests {
     #[test]
     fn return_is_not_inherited() {
         let outer = Level {
-            return_: Some(Return { code: 404, text: None }),
+            return_: Some(Return {
+                code: 404,
+                text: None,
+            }),
             ..Level::default()
         };
         assert!(Level::default().inherit(&outer).return_.is_none());

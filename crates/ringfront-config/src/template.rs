@@ -45,7 +45,9 @@ const NAMED: &[(&str, Variable)] = &[
 
 /// Variable families known by a prefix; the rest of the name is the header, argument or
 /// cookie name.
-const PREFIXED: &[(&str, fn(String) -> Variable)] = &[
+type MakeVariable = fn(String) -> Variable;
+
+const PREFIXED: &[(&str, MakeVariable)] = &[
     ("http_", Variable::Http),
     ("sent_http_", Variable::SentHttp),
     ("upstream_http_", Variable::UpstreamHttp),
@@ -84,7 +86,9 @@ pub fn parse_template(text: &str) -> Result<Template, String> {
         let mut consumed = len + usize::from(bracket);
         if bracket {
             if !body[len..].starts_with('}') {
-                return Err(format!("the closing bracket in \"{name}\" variable is missing"));
+                return Err(format!(
+                    "the closing bracket in \"{name}\" variable is missing"
+                ));
             }
             consumed += 1;
         }
@@ -126,33 +130,74 @@ mod tests {
         assert_eq!(parts("plain"), vec![Literal("plain".into())]);
         assert_eq!(
             parts("$host:$server_port"),
-            vec![Var(Variable::Host), Literal(":".into()), Var(Variable::ServerPort)]
+            vec![
+                Var(Variable::Host),
+                Literal(":".into()),
+                Var(Variable::ServerPort)
+            ]
         );
         assert_eq!(
             parts("${host}x"),
             vec![Var(Variable::Host), Literal("x".into())]
         );
         assert_eq!(parts("$HOST"), vec![Var(Variable::Host)]);
-        assert_eq!(parts("a-$uri-b"), vec![Literal("a-".into()), Var(Variable::Uri), Literal("-b".into())]);
+        assert_eq!(
+            parts("a-$uri-b"),
+            vec![
+                Literal("a-".into()),
+                Var(Variable::Uri),
+                Literal("-b".into())
+            ]
+        );
     }
 
     #[test]
     fn prefixed_families() {
-        assert_eq!(parts("$http_x_user"), vec![Var(Variable::Http("x_user".into()))]);
-        assert_eq!(parts("$HTTP_X_User"), vec![Var(Variable::Http("x_user".into()))]);
+        assert_eq!(
+            parts("$http_x_user"),
+            vec![Var(Variable::Http("x_user".into()))]
+        );
+        assert_eq!(
+            parts("$HTTP_X_User"),
+            vec![Var(Variable::Http("x_user".into()))]
+        );
         assert_eq!(parts("$arg_foo"), vec![Var(Variable::Arg("foo".into()))]);
-        assert_eq!(parts("$cookie_sid"), vec![Var(Variable::Cookie("sid".into()))]);
-        assert_eq!(parts("$sent_http_x"), vec![Var(Variable::SentHttp("x".into()))]);
-        assert_eq!(parts("$upstream_http_x"), vec![Var(Variable::UpstreamHttp("x".into()))]);
-        assert_eq!(parts("$http_referer"), vec![Var(Variable::Http("referer".into()))]);
+        assert_eq!(
+            parts("$cookie_sid"),
+            vec![Var(Variable::Cookie("sid".into()))]
+        );
+        assert_eq!(
+            parts("$sent_http_x"),
+            vec![Var(Variable::SentHttp("x".into()))]
+        );
+        assert_eq!(
+            parts("$upstream_http_x"),
+            vec![Var(Variable::UpstreamHttp("x".into()))]
+        );
+        assert_eq!(
+            parts("$http_referer"),
+            vec![Var(Variable::Http("referer".into()))]
+        );
     }
 
     #[test]
     fn errors() {
-        assert_eq!(parse_template("$foo").unwrap_err(), "unknown \"foo\" variable");
-        assert_eq!(parse_template("$http_").unwrap_err(), "unknown \"http_\" variable");
-        assert_eq!(parse_template("a $ b").unwrap_err(), "invalid variable name in \"a $ b\"");
-        assert_eq!(parse_template("x$").unwrap_err(), "invalid variable name in \"x$\"");
+        assert_eq!(
+            parse_template("$foo").unwrap_err(),
+            "unknown \"foo\" variable"
+        );
+        assert_eq!(
+            parse_template("$http_").unwrap_err(),
+            "unknown \"http_\" variable"
+        );
+        assert_eq!(
+            parse_template("a $ b").unwrap_err(),
+            "invalid variable name in \"a $ b\""
+        );
+        assert_eq!(
+            parse_template("x$").unwrap_err(),
+            "invalid variable name in \"x$\""
+        );
         assert_eq!(
             parse_template("${host").unwrap_err(),
             "the closing bracket in \"host\" variable is missing"

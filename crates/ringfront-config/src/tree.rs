@@ -60,11 +60,20 @@ impl Reader {
     }
 
     /// Parses the main file's text (already read) into its top-level directives.
-    pub(crate) fn parse_main(&mut self, text: &[u8], file: &Path) -> Result<Vec<Directive>, ConfigError> {
+    pub(crate) fn parse_main(
+        &mut self,
+        text: &[u8],
+        file: &Path,
+    ) -> Result<Vec<Directive>, ConfigError> {
         self.parse_file(text, file, 0)
     }
 
-    fn parse_file(&mut self, text: &[u8], file: &Path, depth: usize) -> Result<Vec<Directive>, ConfigError> {
+    fn parse_file(
+        &mut self,
+        text: &[u8],
+        file: &Path,
+        depth: usize,
+    ) -> Result<Vec<Directive>, ConfigError> {
         self.open.push(same_file_key(file));
         let mut lexer = Lexer::new(text);
         let result = self.parse_block(&mut lexer, file, depth, false);
@@ -87,7 +96,10 @@ impl Reader {
                     if in_block {
                         return Err(ConfigError::at(
                             "unexpected end of file, expecting \"}\"",
-                            &Origin { file: file.to_path_buf(), line },
+                            &Origin {
+                                file: file.to_path_buf(),
+                                line,
+                            },
                         ));
                     }
                     return Ok(out);
@@ -96,20 +108,34 @@ impl Reader {
                     if !in_block {
                         return Err(ConfigError::at(
                             "unexpected \"}\"",
-                            &Origin { file: file.to_path_buf(), line },
+                            &Origin {
+                                file: file.to_path_buf(),
+                                line,
+                            },
                         ));
                     }
                     return Ok(out);
                 }
-                Step::Directive { mut args, block, line } => {
-                    let origin = Origin { file: file.to_path_buf(), line };
+                Step::Directive {
+                    mut args,
+                    block,
+                    line,
+                } => {
+                    let origin = Origin {
+                        file: file.to_path_buf(),
+                        line,
+                    };
                     if depth >= MAX_DEPTH {
                         return Err(ConfigError::at(
                             format!("too deep nesting of blocks and includes (over {MAX_DEPTH})"),
                             &origin,
                         ));
                     }
-                    let name = if args.is_empty() { String::new() } else { args.remove(0) };
+                    let name = if args.is_empty() {
+                        String::new()
+                    } else {
+                        args.remove(0)
+                    };
                     if name == "include" {
                         if block {
                             return Err(ConfigError::at(
@@ -131,7 +157,12 @@ impl Reader {
                     } else {
                         None
                     };
-                    out.push(Directive { name, args, block, origin });
+                    out.push(Directive {
+                        name,
+                        args,
+                        block,
+                        origin,
+                    });
                 }
             }
         }
@@ -140,7 +171,12 @@ impl Reader {
     /// `include FILE|GLOB`: a glob may match nothing; a plain file must exist, except a
     /// `mime.types` (ringfront does not use MIME types, and the Debian layout keeps that file
     /// outside the folder relative includes are read from).
-    fn include(&mut self, pattern: &str, origin: &Origin, depth: usize) -> Result<Vec<Directive>, ConfigError> {
+    fn include(
+        &mut self,
+        pattern: &str,
+        origin: &Origin,
+        depth: usize,
+    ) -> Result<Vec<Directive>, ConfigError> {
         let full = self.prefix.join(pattern);
         let files = if pattern.contains(['*', '?', '[']) {
             self.glob(&full, origin)?
@@ -151,7 +187,10 @@ impl Reader {
         for path in files {
             let text = match fs::read(&path) {
                 Ok(text) => text,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound && pattern.ends_with("mime.types") => {
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::NotFound
+                        && pattern.ends_with("mime.types") =>
+                {
                     continue;
                 }
                 Err(e) => return Err(ConfigError::at(os_failure("open()", &path, &e), origin)),
@@ -183,14 +222,20 @@ impl Reader {
             require_literal_leading_dot: true,
         };
         let paths = glob::glob_with(&pattern, options).map_err(|e| {
-            ConfigError::at(format!("invalid include pattern \"{}\": {}", full.display(), e.msg), origin)
+            ConfigError::at(
+                format!("invalid include pattern \"{}\": {}", full.display(), e.msg),
+                origin,
+            )
         })?;
         let mut files = Vec::new();
         for entry in paths {
             match entry {
                 Ok(path) => files.push(path),
                 Err(e) => {
-                    return Err(ConfigError::at(os_failure("glob()", e.path(), e.error()), origin));
+                    return Err(ConfigError::at(
+                        os_failure("glob()", e.path(), e.error()),
+                        origin,
+                    ));
                 }
             }
         }
@@ -204,7 +249,8 @@ mod tests {
     use super::*;
 
     fn parse(text: &str) -> Result<Vec<Directive>, ConfigError> {
-        Reader::new(Path::new("/nonexistent-ringfront")).parse_main(text.as_bytes(), Path::new("/c/main.conf"))
+        Reader::new(Path::new("/nonexistent-ringfront"))
+            .parse_main(text.as_bytes(), Path::new("/c/main.conf"))
     }
 
     #[test]
@@ -224,7 +270,10 @@ mod tests {
     #[test]
     fn block_errors_carry_file_and_line() {
         let e = parse("a {\n b;\n").unwrap_err();
-        assert_eq!(e.to_string(), "unexpected end of file, expecting \"}\" in /c/main.conf:3");
+        assert_eq!(
+            e.to_string(),
+            "unexpected end of file, expecting \"}\" in /c/main.conf:3"
+        );
         let e = parse("a;\n}\n").unwrap_err();
         assert_eq!(e.to_string(), "unexpected \"}\" in /c/main.conf:2");
     }
@@ -232,14 +281,21 @@ mod tests {
     #[test]
     fn include_argument_errors() {
         let e = parse("include a b;").unwrap_err();
-        assert_eq!(e.to_string(), "invalid number of arguments in \"include\" directive in /c/main.conf:1");
+        assert_eq!(
+            e.to_string(),
+            "invalid number of arguments in \"include\" directive in /c/main.conf:1"
+        );
         let e = parse("include a { }").unwrap_err();
-        assert_eq!(e.to_string(), "directive \"include\" is not terminated by \";\" in /c/main.conf:1");
+        assert_eq!(
+            e.to_string(),
+            "directive \"include\" is not terminated by \";\" in /c/main.conf:1"
+        );
     }
 
     #[test]
     fn missing_mime_types_is_skipped_and_glob_may_match_nothing() {
-        let tree = parse("include mime.types;\ninclude /nonexistent-ringfront/*.conf;\nx;").unwrap();
+        let tree =
+            parse("include mime.types;\ninclude /nonexistent-ringfront/*.conf;\nx;").unwrap();
         assert_eq!(tree.len(), 1);
         let e = parse("include missing.conf;").unwrap_err();
         assert_eq!(

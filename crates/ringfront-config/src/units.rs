@@ -137,7 +137,19 @@ mod tests {
 
     #[test]
     fn bad_times() {
-        for bad in ["", "s", "1.5s", "30s1m", "1x", "-1", "1ss", "1m1m", "99999999999999999999", "1 s", "é"] {
+        for bad in [
+            "",
+            "s",
+            "1.5s",
+            "30s1m",
+            "1x",
+            "-1",
+            "1ss",
+            "1m1m",
+            "99999999999999999999",
+            "1 s",
+            "é",
+        ] {
             assert_eq!(parse_time(bad), None, "{bad:?}");
         }
     }

@@ -22,7 +22,11 @@ pub(crate) fn directive_err(d: &Directive, what: &str) -> ConfigError {
 }
 
 /// Stores a value that may be written once per level (`"x" directive is duplicate`).
-pub(crate) fn set_once<T>(slot: &mut Option<T>, value: T, d: &Directive) -> Result<(), ConfigError> {
+pub(crate) fn set_once<T>(
+    slot: &mut Option<T>,
+    value: T,
+    d: &Directive,
+) -> Result<(), ConfigError> {
     if slot.is_some() {
         return Err(directive_err(d, "is duplicate"));
     }

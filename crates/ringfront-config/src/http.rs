@@ -1,0 +1,72 @@
+//! The `http` block: upstreams, servers, log formats and the http-level settings every server
+//! inherits, read in file order (nginx needs a `log_format` before the `access_log` using it).
+
+use crate::build::Env;
+use crate::directives::{for_each, unhandled, HTTP};
+use crate::error::ConfigError;
+use crate::handlers::{apply, Scope};
+use crate::logs::{combined, log_format};
+use crate::model::{LogFormat, Upstream};
+use crate::server::{server_block, ServerRaw};
+use crate::settings::Level;
+use crate::tree::Directive;
+use crate::upstream::upstream_block;
+use crate::values::err;
+
+/// The http block as written, before inheritance and `proxy_pass` resolution.
+#[derive(Debug, Clone)]
+pub(crate) struct HttpRaw {
+    pub settings: Level,
+    pub servers: Vec<ServerRaw>,
+    pub upstreams: Vec<Upstream>,
+    pub log_formats: Vec<LogFormat>,
+}
+
+impl HttpRaw {
+    pub(crate) fn empty() -> Self {
+        HttpRaw {
+            settings: Level::default(),
+            servers: Vec::new(),
+            upstreams: Vec::new(),
+            log_formats: vec![combined()],
+        }
+    }
+}
+
+/// Reads an `http` block.
+pub(crate) fn http_block(d: &Directive, env: &Env<'_>) -> Result<HttpRaw, ConfigError> {
+    let mut http = HttpRaw::empty();
+    for_each(d.children(), HTTP, |c| {
+        match c.name.as_str() {
+            "upstream" => {
+                // Upstream names compare case-insensitively in nginx.
+                let name = c.arg(0);
+                if http
+                    .upstreams
+                    .iter()
+                    .any(|u| u.name.eq_ignore_ascii_case(name))
+                {
+                    return Err(err(c, format!("duplicate upstream \"{name}\"")));
+                }
+                http.upstreams.push(upstream_block(c, env.resolver)?);
+            }
+            "server" => {
+                let server = server_block(c, env, &http.log_formats)?;
+                http.servers.push(server);
+            }
+            "log_format" => log_format(c, &mut http.log_formats)?,
+            _ => {
+                let scope = Scope {
+                    prefix: env.prefix,
+                    formats: &http.log_formats,
+                    regex_location: false,
+                };
+                if !apply(&mut http.settings, c, &scope)? {
+                    return Err(unhandled(c));
+                }
+            }
+        }
+        Ok(())
+    })?;
+    Ok(http)
+}

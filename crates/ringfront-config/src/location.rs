@@ -1,0 +1,161 @@
+//! `location [=|^~|~|~*] URI { ... }`, nested locations included, with nginx's checks: a
+//! valid modifier and regex, nesting rules, no duplicate locations among siblings.
+
+use crate::build::Env;
+use crate::directives::{for_each, unhandled, LOCATION};
+use crate::error::ConfigError;
+use crate::handlers::{apply, Scope};
+use crate::model::{LocationMatch, LogFormat, Origin};
+use crate::settings::Level;
+use crate::tree::Directive;
+use crate::values::err;
+
+/// A location as written, before inheritance.
+#[derive(Debug, Clone)]
+pub(crate) struct LocRaw {
+    pub matcher: LocationMatch,
+    pub settings: Level,
+    pub locations: Vec<LocRaw>,
+    pub origin: Origin,
+}
+
+/// The URI (or regex) a matcher is written with, as nginx names locations in messages.
+fn name(m: &LocationMatch) -> &str {
+    match m {
+        LocationMatch::Exact(u) | LocationMatch::PrefixNoRegex(u) | LocationMatch::Prefix(u) => u,
+        LocationMatch::Regex { pattern, .. } => pattern,
+    }
+}
+
+fn regex(
+    d: &Directive,
+    pattern: &str,
+    case_insensitive: bool,
+) -> Result<LocationMatch, ConfigError> {
+    if let Err(e) = regex::RegexBuilder::new(pattern)
+        .case_insensitive(case_insensitive)
+        .build()
+    {
+        let text = e.to_string();
+        let reason = text
+            .lines()
+            .find_map(|l| l.strip_prefix("error: "))
+            .unwrap_or(text.lines().last().unwrap_or_default());
+        return Err(err(
+            d,
+            format!("invalid regular expression \"{pattern}\": {reason}"),
+        ));
+    }
+    Ok(LocationMatch::Regex {
+        pattern: pattern.to_string(),
+        case_insensitive,
+    })
+}
+
+fn matcher(d: &Directive) -> Result<LocationMatch, ConfigError> {
+    if d.args.len() == 2 {
+        let uri = d.arg(1);
+        return match d.arg(0) {
+            "=" => Ok(LocationMatch::Exact(uri.to_string())),
+            "^~" => Ok(LocationMatch::PrefixNoRegex(uri.to_string())),
+            "~" => regex(d, uri, false),
+            "~*" => regex(d, uri, true),
+            other => Err(err(d, format!("invalid location modifier \"{other}\""))),
+        };
+    }
+    let written = d.arg(0);
+    if let Some(uri) = written.strip_prefix('=') {
+        Ok(LocationMatch::Exact(uri.to_string()))
+    } else if let Some(pattern) = written.strip_prefix("~*") {
+        regex(d, pattern, true)
+    } else if let Some(pattern) = written.strip_prefix('~') {
+        regex(d, pattern, false)
+    } else if written.starts_with('@') {
+        Err(err(
+            d,
+            format!("named locations (\"{written}\") are not supported yet"),
+        ))
+    } else {
+        Ok(LocationMatch::Prefix(written.to_string()))
+    }
+}
+
+/// nginx's nesting rules (`ngx_http_core_location`).
+fn check_nesting(
+    d: &Directive,
+    own: &LocationMatch,
+    parent: &LocationMatch,
+) -> Result<(), ConfigError> {
+    let (child, outer) = (name(own), name(parent));
+    if matches!(parent, LocationMatch::Exact(_)) {
+        return Err(err(
+            d,
+            format!("location \"{child}\" cannot be inside the exact location \"{outer}\""),
+        ));
+    }
+    let is_regex = matches!(own, LocationMatch::Regex { .. });
+    if !is_regex && !child.starts_with(outer) {
+        return Err(err(
+            d,
+            format!("location \"{child}\" is outside location \"{outer}\""),
+        ));
+    }
+    Ok(())
+}
+
+/// Two exact, or two prefix (`^~` or not), locations with the same URI among siblings.
+pub(crate) fn check_duplicates(locations: &[LocRaw]) -> Result<(), ConfigError> {
+    let key = |l: &LocRaw| match &l.matcher {
+        LocationMatch::Exact(u) => Some((true, u.clone())),
+        LocationMatch::Prefix(u) | LocationMatch::PrefixNoRegex(u) => Some((false, u.clone())),
+        LocationMatch::Regex { .. } => None,
+    };
+    for (i, loc) in locations.iter().enumerate() {
+        let Some(k) = key(loc) else { continue };
+        if locations[..i]
+            .iter()
+            .any(|other| key(other).as_ref() == Some(&k))
+        {
+            return Err(ConfigError::at(
+                format!("duplicate location \"{}\"", k.1),
+                &loc.origin,
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Reads a `location` block (and its nested ones).
+pub(crate) fn location_block(
+    d: &Directive,
+    parent: Option<&LocationMatch>,
+    env: &Env<'_>,
+    formats: &[LogFormat],
+) -> Result<LocRaw, ConfigError> {
+    let matcher = matcher(d)?;
+    if let Some(parent) = parent {
+        check_nesting(d, &matcher, parent)?;
+    }
+    let scope = Scope {
+        prefix: env.prefix,
+        formats,
+        regex_location: matches!(matcher, LocationMatch::Regex { .. }),
+    };
+    let mut settings = Level::default();
+    let mut locations = Vec::new();
+    for_each(d.children(), LOCATION, |c| {
+        if c.name == "location" {
+            locations.push(location_block(c, Some(&matcher), env, formats)?);
+        } else if !apply(&mut settings, c, &scope)? {
+            return Err(unhandled(c));
+        }
+        Ok(())
+    })?;
+    check_duplicates(&locations)?;
+    Ok(LocRaw {
+        matcher,
+        settings,
+        locations,
+        origin: d.origin.clone(),
+    })
+}

@@ -1,0 +1,191 @@
+//! After the whole file is read: `proxy_pass` targets looked up (an upstream defined later
+//! works, an unknown `host[:port]` becomes an implicit upstream as in nginx), settings merged
+//! http -> server -> location, and `listen` addresses checked across servers.
+
+use std::net::SocketAddr;
+
+use crate::address::resolve;
+use crate::build::Env;
+use crate::error::ConfigError;
+use crate::http::HttpRaw;
+use crate::location::LocRaw;
+use crate::model::{
+    HttpConf, Location, ProxyPass, ProxyTarget, Return, Server, Upstream, UpstreamServer,
+};
+use crate::server::{ListenRaw, ServerRaw};
+use crate::settings::{Level, PassRaw};
+use crate::upstream::{
+    DEFAULT_FAIL_TIMEOUT, DEFAULT_KEEPALIVE, DEFAULT_KEEPALIVE_REQUESTS, DEFAULT_KEEPALIVE_TIMEOUT,
+};
+
+/// Upstream groups by name: the explicit blocks, then implicit ones in order of first use.
+struct Targets<'e> {
+    explicit: Vec<Upstream>,
+    implicit: Vec<Upstream>,
+    /// (lower-cased host, port) of each implicit upstream, which nginx shares between every
+    /// `proxy_pass` naming the same address.
+    implicit_keys: Vec<(String, u16)>,
+    env: &'e Env<'e>,
+}
+
+impl Targets<'_> {
+    fn target(&mut self, p: &PassRaw) -> Result<ProxyPass, ConfigError> {
+        let at = |message: String| ConfigError::at(message, &p.origin);
+        let uri = p.uri.clone();
+        if let Some(u) = self
+            .explicit
+            .iter()
+            .find(|u| u.name.eq_ignore_ascii_case(&p.host))
+        {
+            if let Some(port) = p.port {
+                return Err(at(format!(
+                    "upstream \"{}\" may not have port {port}",
+                    u.name
+                )));
+            }
+            return Ok(ProxyPass {
+                target: ProxyTarget::Upstream(u.name.clone()),
+                uri,
+            });
+        }
+        let port = p.port.unwrap_or(80);
+        let key = (p.host.to_ascii_lowercase(), port);
+        if let Some(i) = self.implicit_keys.iter().position(|k| *k == key) {
+            let name = self
+                .implicit
+                .get(i)
+                .map(|u| u.name.clone())
+                .unwrap_or_default();
+            return Ok(ProxyPass {
+                target: ProxyTarget::Upstream(name),
+                uri,
+            });
+        }
+        if self
+            .explicit
+            .iter()
+            .chain(&self.implicit)
+            .any(|u| u.name.eq_ignore_ascii_case(&p.authority))
+        {
+            return Err(at(format!("duplicate upstream \"{}\"", p.authority)));
+        }
+        // nginx resolves implicit upstreams when it initialises them and names the host only.
+        let addrs = resolve(&p.host, port, self.env.resolver)
+            .map_err(|e| at(format!("{} in upstream \"{}\"", e.as_str(), p.host)))?;
+        self.implicit_keys.push(key);
+        self.implicit.push(Upstream {
+            name: p.authority.clone(),
+            servers: vec![UpstreamServer {
+                text: p.authority.clone(),
+                addrs,
+                weight: 1,
+                max_fails: 1,
+                fail_timeout: DEFAULT_FAIL_TIMEOUT,
+                backup: false,
+                down: false,
+                origin: p.origin.clone(),
+            }],
+            keepalive: DEFAULT_KEEPALIVE,
+            keepalive_timeout: DEFAULT_KEEPALIVE_TIMEOUT,
+            keepalive_requests: DEFAULT_KEEPALIVE_REQUESTS,
+            implicit: true,
+            origin: p.origin.clone(),
+        });
+        Ok(ProxyPass {
+            target: ProxyTarget::Upstream(p.authority.clone()),
+            uri,
+        })
+    }
+
+    /// A location with everything inherited from `outer` (its enclosing location, server and
+    /// http levels, already merged). A server-level `return` runs before any location is
+    /// chosen in nginx, so it replaces the location's own.
+    fn location(
+        &mut self,
+        loc: &LocRaw,
+        outer: &Level,
+        server_return: Option<&Return>,
+    ) -> Result<Location, ConfigError> {
+        let merged = loc.settings.inherit(outer);
+        let proxy_pass = match &loc.settings.proxy_pass {
+            Some(p) => Some(self.target(p)?),
+            None => None,
+        };
+        let mut nested = Vec::with_capacity(loc.locations.len());
+        for inner in &loc.locations {
+            nested.push(self.location(inner, &merged, server_return)?);
+        }
+        let mut own = merged;
+        if let Some(ret) = server_return {
+            own.return_ = Some(ret.clone());
+        }
+        Ok(Location {
+            matcher: loc.matcher.clone(),
+            settings: own.finish(self.env.prefix, proxy_pass),
+            locations: nested,
+            origin: loc.origin.clone(),
+        })
+    }
+
+    fn server(&mut self, s: &ServerRaw, http: &Level) -> Result<Server, ConfigError> {
+        let merged = s.settings.inherit(http);
+        let mut locations = Vec::with_capacity(s.locations.len());
+        for loc in &s.locations {
+            locations.push(self.location(loc, &merged, s.settings.return_.as_ref())?);
+        }
+        Ok(Server {
+            listens: s.listens.iter().map(|l| l.listen.clone()).collect(),
+            server_names: s.names.clone(),
+            locations,
+            settings: merged.finish(self.env.prefix, None),
+            origin: s.origin.clone(),
+        })
+    }
+}
+
+/// nginx's checks when it adds listen addresses: one `default_server` per address, one
+/// server setting socket options per address, and no address twice in one server.
+fn check_listens(servers: &[ServerRaw]) -> Result<(), ConfigError> {
+    let mut seen: Vec<(SocketAddr, usize, &ListenRaw)> = Vec::new();
+    for (index, server) in servers.iter().enumerate() {
+        for l in &server.listens {
+            let addr = l.listen.addr;
+            for (_, other_server, other) in seen.iter().filter(|(a, _, _)| *a == addr) {
+                let message = if *other_server == index {
+                    format!("a duplicate listen {addr}")
+                } else if l.listen.default_server && other.listen.default_server {
+                    format!("a duplicate default server for {addr}")
+                } else if l.sockopts && other.sockopts {
+                    format!("duplicate listen options for {addr}")
+                } else {
+                    continue;
+                };
+                return Err(ConfigError::at(message, &l.origin));
+            }
+            seen.push((addr, index, l));
+        }
+    }
+    Ok(())
+}
+
+/// Turns the http block as written into the model the proxy uses.
+pub(crate) fn finish_http(raw: HttpRaw, env: &Env<'_>) -> Result<HttpConf, ConfigError> {
+    let mut targets = Targets {
+        explicit: raw.upstreams,
+        implicit: Vec::new(),
+        implicit_keys: Vec::new(),
+        env,
+    };
+    let mut servers = Vec::with_capacity(raw.servers.len());
+    for s in &raw.servers {
+        servers.push(targets.server(s, &raw.settings)?);
+    }
+    check_listens(&raw.servers)?;
+    let mut upstreams = targets.explicit;
+    upstreams.extend(targets.implicit);
+    Ok(HttpConf {
+        upstreams,
+        servers,
+        log_formats: raw.log_formats,
+    })
+}

@@ -1,0 +1,158 @@
+//! `server { listen ...; server_name ...; location ... }` inside `http`.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+
+use crate::address::{listen_addrs, Resolver};
+use crate::build::Env;
+use crate::directives::{for_each, unhandled, SERVER};
+use crate::error::ConfigError;
+use crate::handlers::{apply, Scope};
+use crate::location::{check_duplicates, location_block, LocRaw};
+use crate::model::{Listen, LogFormat, Origin};
+use crate::settings::Level;
+use crate::tree::Directive;
+use crate::units::parse_number;
+use crate::values::err;
+
+/// nginx's default `backlog` on Linux.
+pub(crate) const DEFAULT_BACKLOG: i32 = 511;
+
+/// One `listen` address; `sockopts` when it sets socket options (nginx lets only one server
+/// per address do that).
+#[derive(Debug, Clone)]
+pub(crate) struct ListenRaw {
+    pub listen: Listen,
+    pub sockopts: bool,
+    pub origin: Origin,
+}
+
+/// A server block as written, before inheritance.
+#[derive(Debug, Clone)]
+pub(crate) struct ServerRaw {
+    pub settings: Level,
+    pub listens: Vec<ListenRaw>,
+    pub names: Vec<String>,
+    pub locations: Vec<LocRaw>,
+    pub origin: Origin,
+}
+
+/// Listen parameters that would change behaviour ringfront does not have yet.
+const NOT_YET: &[&str] = &[
+    "ssl",
+    "http2",
+    "quic",
+    "spdy",
+    "proxy_protocol",
+    "ipv6only=off",
+    "so_keepalive",
+    "rcvbuf",
+    "sndbuf",
+    "fastopen",
+    "accept_filter",
+    "setfib",
+];
+
+/// `listen ADDR[:PORT]|PORT [default_server] [reuseport] [backlog=N]`; one entry per
+/// address a host name resolves to.
+fn listen(d: &Directive, resolver: Resolver<'_>) -> Result<Vec<ListenRaw>, ConfigError> {
+    let text = d.arg(0);
+    let addrs = listen_addrs(text, resolver).map_err(|e| {
+        err(
+            d,
+            format!("{} in \"{text}\" of the \"listen\" directive", e.as_str()),
+        )
+    })?;
+    let mut default_server = false;
+    let mut reuseport = false;
+    let mut backlog = DEFAULT_BACKLOG;
+    let mut sockopts = false;
+    for param in d.args.iter().skip(1) {
+        let key = param.split_once('=').map_or(param.as_str(), |(k, _)| k);
+        match param.as_str() {
+            "default_server" | "default" => default_server = true,
+            "reuseport" => {
+                reuseport = true;
+                sockopts = true;
+            }
+            // ringfront binds every address it listens on, and defers nothing.
+            "bind" | "deferred" | "ipv6only=on" => sockopts = true,
+            p if p.starts_with("backlog=") => {
+                let v = &p["backlog=".len()..];
+                backlog = parse_number(v)
+                    .and_then(|n| i32::try_from(n).ok())
+                    .filter(|&n| n > 0)
+                    .ok_or_else(|| err(d, format!("invalid backlog \"{v}\"")))?;
+                sockopts = true;
+            }
+            p if NOT_YET.contains(&p) || NOT_YET.contains(&key) => {
+                return Err(err(
+                    d,
+                    format!("\"{key}\" parameter of the \"listen\" directive is not supported yet"),
+                ));
+            }
+            p => return Err(err(d, format!("invalid parameter \"{p}\""))),
+        }
+    }
+    Ok(addrs
+        .into_iter()
+        .map(|addr| ListenRaw {
+            listen: Listen {
+                addr,
+                default_server,
+                reuseport,
+                backlog,
+            },
+            sockopts,
+            origin: d.origin.clone(),
+        })
+        .collect())
+}
+
+/// Reads a `server` block of `http`.
+pub(crate) fn server_block(
+    d: &Directive,
+    env: &Env<'_>,
+    formats: &[LogFormat],
+) -> Result<ServerRaw, ConfigError> {
+    let scope = Scope {
+        prefix: env.prefix,
+        formats,
+        regex_location: false,
+    };
+    let mut settings = Level::default();
+    let mut listens = Vec::new();
+    let mut names = Vec::new();
+    let mut locations = Vec::new();
+    for_each(d.children(), SERVER, |c| {
+        match c.name.as_str() {
+            "listen" => listens.extend(listen(c, env.resolver)?),
+            // nginx matches server names case-insensitively and stores them lower-cased.
+            "server_name" => names.extend(c.args.iter().map(|n| n.to_ascii_lowercase())),
+            "location" => locations.push(location_block(c, None, env, formats)?),
+            _ if apply(&mut settings, c, &scope)? => {}
+            _ => return Err(unhandled(c)),
+        }
+        Ok(())
+    })?;
+    check_duplicates(&locations)?;
+    if listens.is_empty() {
+        // nginx (run as root) listens on *:80 when a server has no `listen`.
+        listens.push(ListenRaw {
+            listen: Listen {
+                addr: SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 80),
+                default_server: false,
+                reuseport: false,
+                backlog: DEFAULT_BACKLOG,
+            },
+            sockopts: false,
+            origin: d.origin.clone(),
+        });
+    }
+    Ok(ServerRaw {
+        settings,
+        listens,
+        names,
+        locations,
+        origin: d.origin.clone(),
+    })
+}

@@ -1,0 +1,239 @@
+//! The directive table: every directive ringfront recognises, the contexts it may appear in,
+//! its argument count, whether it takes a block, and whether it is read, ignored (no-op) or
+//! refused (not supported yet). One row per (name, contexts), as nginx's command arrays.
+
+pub(crate) const MAIN: u16 = 1;
+pub(crate) const EVENTS: u16 = 1 << 1;
+pub(crate) const HTTP: u16 = 1 << 2;
+pub(crate) const SERVER: u16 = 1 << 3;
+pub(crate) const LOCATION: u16 = 1 << 4;
+pub(crate) const UPSTREAM: u16 = 1 << 5;
+const HSL: u16 = HTTP | SERVER | LOCATION;
+const HS: u16 = HTTP | SERVER;
+const SL: u16 = SERVER | LOCATION;
+const ANY: u16 = MAIN | EVENTS | HSL | UPSTREAM;
+pub(crate) const MANY: u8 = u8::MAX;
+
+/// How a no-op directive's arguments are still checked (a typo stays an error).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Check {
+    Any,
+    /// `on` or `off`.
+    Flag,
+    /// Only `off` is harmless; `on` would change behaviour and is not supported yet.
+    OffOnly,
+    /// Only these words are harmless.
+    Only(&'static [&'static str]),
+    Number,
+    Size,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// Read into the model by the builder.
+    Handled,
+    /// Accepted, checked and ignored (see [`NOOP_DIRECTIVES`]).
+    NoOp(Check),
+    /// An nginx directive ringfront does not implement yet: always an error, never ignored.
+    Unsupported,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Block {
+    No,
+    Yes,
+    Either,
+}
+
+#[derive(Debug)]
+pub(crate) struct Spec {
+    pub name: &'static str,
+    pub ctx: u16,
+    pub min: u8,
+    pub max: u8,
+    pub block: Block,
+    pub kind: Kind,
+}
+
+const fn d(name: &'static str, ctx: u16, min: u8, max: u8) -> Spec {
+    Spec {
+        name,
+        ctx,
+        min,
+        max,
+        block: Block::No,
+        kind: Kind::Handled,
+    }
+}
+
+const fn b(name: &'static str, ctx: u16, min: u8, max: u8) -> Spec {
+    Spec {
+        name,
+        ctx,
+        min,
+        max,
+        block: Block::Yes,
+        kind: Kind::Handled,
+    }
+}
+
+const fn noop(name: &'static str, ctx: u16, min: u8, max: u8, check: Check) -> Spec {
+    Spec {
+        name,
+        ctx,
+        min,
+        max,
+        block: Block::No,
+        kind: Kind::NoOp(check),
+    }
+}
+
+const fn unsupported(name: &'static str, ctx: u16, min: u8, max: u8) -> Spec {
+    Spec {
+        name,
+        ctx,
+        min,
+        max,
+        block: Block::Either,
+        kind: Kind::Unsupported,
+    }
+}
+
+/// Directives accepted and ignored because they only tune things ringfront does its own way
+/// (sendfile, buffering, MIME types, hash sizes) or, with the arguments allowed, change
+/// nothing. Keep in step with the `noop` rows of the table (a test checks).
+#[rustfmt::skip]
+pub const NOOP_DIRECTIVES: &[&str] = &[
+    "user", "worker_rlimit_nofile", "use", "multi_accept", "accept_mutex",
+    "sendfile", "tcp_nopush", "tcp_nodelay", "types", "default_type", "server_tokens", "gzip",
+    "charset", "index", "autoindex", "keepalive_disable", "reset_timedout_connection",
+    "server_names_hash_bucket_size", "server_names_hash_max_size", "types_hash_max_size",
+    "types_hash_bucket_size", "proxy_buffering", "proxy_buffer_size", "proxy_buffers",
+    "proxy_busy_buffers_size", "proxy_request_buffering", "proxy_redirect",
+    "client_body_buffer_size", "client_header_buffer_size", "ssl_protocols",
+    "ssl_prefer_server_ciphers",
+];
+
+#[rustfmt::skip]
+pub(crate) static TABLE: &[Spec] = &[
+    // main and events
+    d("worker_processes", MAIN, 1, 1),
+    d("worker_cpu_affinity", MAIN, 1, MANY),
+    d("daemon", MAIN, 1, 1),
+    d("master_process", MAIN, 1, 1),
+    d("pid", MAIN, 1, 1),
+    d("error_log", MAIN | HSL, 1, MANY),
+    b("events", MAIN, 0, 0),
+    b("http", MAIN, 0, 0),
+    d("worker_connections", EVENTS, 1, 1),
+    // http
+    b("upstream", HTTP, 1, 1),
+    b("server", HTTP, 0, 0),
+    d("log_format", HTTP, 2, MANY),
+    d("access_log", HSL, 1, MANY),
+    // upstream
+    d("server", UPSTREAM, 1, MANY),
+    d("keepalive", UPSTREAM, 1, 1),
+    d("keepalive_timeout", UPSTREAM, 1, 1),
+    d("keepalive_requests", UPSTREAM, 1, 1),
+    // server
+    d("listen", SERVER, 1, MANY),
+    d("server_name", SERVER, 1, MANY),
+    b("location", SERVER | LOCATION, 1, 2),
+    // location-level settings, inherited http -> server -> location
+    d("proxy_pass", LOCATION, 1, 1),
+    d("proxy_set_header", HSL, 2, 2),
+    d("proxy_http_version", HSL, 1, 1),
+    d("proxy_connect_timeout", HSL, 1, 1),
+    d("proxy_read_timeout", HSL, 1, 1),
+    d("proxy_send_timeout", HSL, 1, 1),
+    d("proxy_next_upstream", HSL, 1, MANY),
+    d("proxy_next_upstream_tries", HSL, 1, 1),
+    d("proxy_next_upstream_timeout", HSL, 1, 1),
+    d("return", SL, 1, 2),
+    d("error_page", HSL, 2, MANY),
+    d("root", HSL, 1, 1),
+    d("keepalive_timeout", HSL, 1, 2),
+    d("keepalive_requests", HSL, 1, 1),
+    d("client_max_body_size", HSL, 1, 1),
+    d("client_header_timeout", HS, 1, 1),
+    d("client_body_timeout", HSL, 1, 1),
+    d("send_timeout", HSL, 1, 1),
+    d("large_client_header_buffers", HS, 2, 2),
+    // no-ops (NOOP_DIRECTIVES)
+    noop("user", MAIN, 1, 2, Check::Any),
+    noop("worker_rlimit_nofile", MAIN, 1, 1, Check::Number),
+    noop("use", EVENTS, 1, 1, Check::Any),
+    noop("multi_accept", EVENTS, 1, 1, Check::Flag),
+    noop("accept_mutex", EVENTS, 1, 1, Check::Flag),
+    noop("sendfile", HSL, 1, 1, Check::Flag),
+    noop("tcp_nopush", HSL, 1, 1, Check::Flag),
+    noop("tcp_nodelay", HSL, 1, 1, Check::Flag),
+    Spec { name: "types", ctx: HSL, min: 0, max: 0, block: Block::Yes, kind: Kind::NoOp(Check::Any) },
+    noop("default_type", HSL, 1, 1, Check::Any),
+    noop("server_tokens", HSL, 1, 1, Check::Any),
+    noop("gzip", HSL, 1, 1, Check::OffOnly),
+    noop("charset", HSL, 1, 1, Check::Any),
+    noop("index", HSL, 1, MANY, Check::Any),
+    noop("autoindex", HSL, 1, 1, Check::OffOnly),
+    noop("keepalive_disable", HSL, 1, MANY, Check::Any),
+    noop("reset_timedout_connection", HSL, 1, 1, Check::Flag),
+    noop("server_names_hash_bucket_size", HTTP, 1, 1, Check::Size),
+    noop("server_names_hash_max_size", HTTP, 1, 1, Check::Size),
+    noop("types_hash_max_size", HSL, 1, 1, Check::Size),
+    noop("types_hash_bucket_size", HSL, 1, 1, Check::Size),
+    noop("proxy_buffering", HSL, 1, 1, Check::Flag),
+    noop("proxy_buffer_size", HSL, 1, 1, Check::Size),
+    noop("proxy_buffers", HSL, 2, 2, Check::Any),
+    noop("proxy_busy_buffers_size", HSL, 1, 1, Check::Size),
+    noop("proxy_request_buffering", HSL, 1, 1, Check::Flag),
+    noop("proxy_redirect", HSL, 1, 2, Check::Only(&["default", "off"])),
+    noop("client_body_buffer_size", HSL, 1, 1, Check::Size),
+    noop("client_header_buffer_size", HS, 1, 1, Check::Size),
+    // Inert: `listen ... ssl` is refused, so no connection they could apply to exists
+    // (Debian's stock nginx.conf sets both at http level).
+    noop("ssl_protocols", HS, 1, MANY, Check::Any),
+    noop("ssl_prefer_server_ciphers", HS, 1, 1, Check::Flag),
+    // nginx directives not implemented yet: an error, so no configuration is half-understood
+    unsupported("ip_hash", UPSTREAM, 0, 0),
+    unsupported("least_conn", UPSTREAM, 0, 0),
+    unsupported("hash", UPSTREAM, 1, 2),
+    unsupported("random", UPSTREAM, 0, 2),
+    unsupported("zone", UPSTREAM, 1, 2),
+    unsupported("least_time", UPSTREAM, 1, 2),
+    unsupported("sticky", UPSTREAM, 1, MANY),
+    unsupported("health_check", LOCATION, 0, MANY),
+    unsupported("match", HTTP, 1, 1),
+    unsupported("if", SL, 1, MANY),
+    unsupported("set", SL, 2, 2),
+    unsupported("rewrite", SL, 2, 3),
+    unsupported("limit_except", LOCATION, 1, MANY),
+    unsupported("try_files", SL, 2, MANY),
+    unsupported("alias", LOCATION, 1, 1),
+    unsupported("internal", LOCATION, 0, 0),
+    unsupported("add_header", HSL, 2, 3),
+    unsupported("proxy_hide_header", HSL, 1, 1),
+    unsupported("proxy_pass_header", HSL, 1, 1),
+    unsupported("proxy_intercept_errors", HSL, 1, 1),
+    unsupported("proxy_cache", HSL, 1, 1),
+    unsupported("proxy_cache_path", HTTP, 2, MANY),
+    unsupported("map", HTTP, 2, 2),
+    unsupported("geo", HTTP, 1, 2),
+    unsupported("split_clients", HTTP, 2, 2),
+    unsupported("limit_req_zone", HTTP, 3, 4),
+    unsupported("limit_req", HSL, 1, 3),
+    unsupported("limit_conn_zone", HTTP, 2, 2),
+    unsupported("limit_conn", HSL, 2, 2),
+    unsupported("allow", HSL, 1, 1),
+    unsupported("deny", HSL, 1, 1),
+    unsupported("resolver", HSL | UPSTREAM, 1, MANY),
+    unsupported("ssl_certificate", HS, 1, 1),
+    unsupported("ssl_certificate_key", HS, 1, 1),
+    unsupported("ssl_ciphers", HS, 1, 1),
+    unsupported("stub_status", SL, 0, 1),
+    unsupported("load_module", MAIN, 1, 1),
+    unsupported("stream", MAIN, 0, 0),
+    unsupported("mail", MAIN, 0, 0),
+    unsupported("env", MAIN, 1, 1),
+    unsupported("check", ANY, 0, MANY),
+];

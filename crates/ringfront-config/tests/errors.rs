@@ -1,0 +1,398 @@
+//! Every error message form, worded as nginx words it and placed `in FILE:LINE`.
+
+mod common;
+
+use common::{parse, FILE};
+
+/// The error for `text`, with the test file name shortened to `F`.
+fn e(text: &str) -> String {
+    match parse(text) {
+        Ok(_) => panic!("should fail:\n{text}"),
+        Err(err) => err.to_string().replace(FILE, "F"),
+    }
+}
+
+/// The error for `http { BODY }` (the body starts on line 3).
+fn h(body: &str) -> String {
+    e(&format!("events {{}}\nhttp {{\n{body}\n}}\n"))
+}
+
+#[test]
+fn syntax() {
+    assert_eq!(e("events {}\n}\n"), "unexpected \"}\" in F:2");
+    assert_eq!(
+        e("events {}\nhttp {\n  server"),
+        "unexpected end of file, expecting \";\" or \"}\" in F:3"
+    );
+    assert_eq!(
+        e("events {\n"),
+        "unexpected end of file, expecting \"}\" in F:2"
+    );
+    assert_eq!(e("events {}\n;"), "unexpected \";\" in F:2");
+    assert_eq!(
+        e("events {}\nworker_processes \"1\"x;"),
+        "unexpected \"x\" in F:2"
+    );
+}
+
+#[test]
+fn table() {
+    assert_eq!(e("events {}\nfoo bar;"), "unknown directive \"foo\" in F:2");
+    assert_eq!(
+        h("server {\n proxy_pass http://a;\n}"),
+        "\"proxy_pass\" directive is not allowed here in F:4"
+    );
+    assert_eq!(
+        h("listen 80;"),
+        "\"listen\" directive is not allowed here in F:3"
+    );
+    assert_eq!(
+        h("server {\n listen;\n}"),
+        "invalid number of arguments in \"listen\" directive in F:4"
+    );
+    assert_eq!(
+        e("events {}\nhttp;"),
+        "directive \"http\" has no opening \"{\" in F:2"
+    );
+    assert_eq!(
+        h("server_tokens off { }"),
+        "directive \"server_tokens\" is not terminated by \";\" in F:3"
+    );
+    assert_eq!(
+        e("worker_processes 1;\nworker_processes 2;\nevents {}"),
+        "\"worker_processes\" directive is duplicate in F:2"
+    );
+    assert_eq!(
+        e("events {}\nevents {}"),
+        "\"events\" directive is duplicate in F:2"
+    );
+    assert_eq!(
+        e("events {}\nhttp {}\nhttp {}"),
+        "\"http\" directive is duplicate in F:3"
+    );
+    assert_eq!(
+        h("proxy_read_timeout 1s;\nproxy_read_timeout 2s;"),
+        "\"proxy_read_timeout\" directive is duplicate in F:4"
+    );
+}
+
+#[test]
+fn no_events_section_has_no_place() {
+    assert_eq!(e("http {}"), "no \"events\" section in configuration");
+    let err = parse("").unwrap_err();
+    assert_eq!((err.file, err.line), (None, None));
+}
+
+#[test]
+fn values() {
+    assert_eq!(
+        e("daemon yes;\nevents {}"),
+        "invalid value \"yes\" in \"daemon\" directive, it must be \"on\" or \"off\" in F:1"
+    );
+    assert_eq!(
+        e("worker_processes x;\nevents {}"),
+        "\"worker_processes\" directive invalid value in F:1"
+    );
+    assert_eq!(
+        e("events {\n worker_connections x;\n}"),
+        "invalid number \"x\" in F:2"
+    );
+    assert_eq!(
+        h("proxy_read_timeout 1x;"),
+        "\"proxy_read_timeout\" directive invalid value in F:3"
+    );
+    assert_eq!(
+        h("proxy_connect_timeout 1y;"),
+        "\"proxy_connect_timeout\" directive invalid value in F:3"
+    );
+    assert_eq!(
+        h("client_max_body_size 1t;"),
+        "\"client_max_body_size\" directive invalid value in F:3"
+    );
+    assert_eq!(
+        h("keepalive_requests -1;"),
+        "\"keepalive_requests\" directive invalid number in F:3"
+    );
+    assert_eq!(h("proxy_http_version 2.0;"), "invalid value \"2.0\" in F:3");
+    assert_eq!(
+        h("proxy_next_upstream error http_418;"),
+        "invalid value \"http_418\" in F:3"
+    );
+    assert_eq!(
+        h("large_client_header_buffers 0 8k;"),
+        "\"large_client_header_buffers\" directive invalid value in F:3"
+    );
+    assert_eq!(
+        e("worker_cpu_affinity 0102;\nevents {}"),
+        "invalid character \"2\" in \"worker_cpu_affinity\" in F:1"
+    );
+    assert_eq!(
+        e("error_log stderr loud;\nevents {}"),
+        "invalid log level \"loud\" in F:1"
+    );
+    assert_eq!(
+        h("sendfile maybe;"),
+        "invalid value \"maybe\" in \"sendfile\" directive, it must be \"on\" or \"off\" in F:3"
+    );
+}
+
+#[test]
+fn upstream_servers() {
+    assert_eq!(
+        h("upstream u {\n server 127.0.0.1 weight=x;\n}"),
+        "invalid parameter \"weight=x\" in F:4"
+    );
+    assert_eq!(
+        h("upstream u {\n server 127.0.0.1 weight=0;\n}"),
+        "invalid parameter \"weight=0\" in F:4"
+    );
+    assert_eq!(
+        h("upstream u {\n server 127.0.0.1 fail_timeout=5ms;\n}"),
+        "invalid parameter \"fail_timeout=5ms\" in F:4"
+    );
+    assert_eq!(
+        h("upstream u {\n server 127.0.0.1 heavy;\n}"),
+        "invalid parameter \"heavy\" in F:4"
+    );
+    assert_eq!(
+        h("upstream u {\n server bad.invalid:80;\n}"),
+        "host not found in upstream \"bad.invalid:80\" in F:4"
+    );
+    assert_eq!(
+        h("upstream u {\n server 127.0.0.1:99999;\n}"),
+        "invalid port in upstream \"127.0.0.1:99999\" in F:4"
+    );
+    assert_eq!(
+        h("upstream u {\n server unix:/tmp/s;\n}"),
+        "unix domain sockets are not supported in upstream \"unix:/tmp/s\" in F:4"
+    );
+    assert_eq!(
+        h("upstream u {\n server 127.0.0.1 max_conns=10;\n}"),
+        "\"max_conns\" parameter is not supported yet in F:4"
+    );
+    assert_eq!(
+        h("upstream u {\n}"),
+        "no servers are inside upstream in F:3"
+    );
+    assert_eq!(
+        h("upstream u { server 127.0.0.1; }\nupstream U { server 127.0.0.1; }"),
+        "duplicate upstream \"U\" in F:4"
+    );
+    assert_eq!(
+        h("upstream u {\n ip_hash;\n server 127.0.0.1;\n}"),
+        "\"ip_hash\" directive is not supported yet in F:4"
+    );
+    assert_eq!(
+        h("upstream u {\n hash $remote_addr consistent;\n}"),
+        "\"hash\" directive is not supported yet in F:4"
+    );
+    assert_eq!(
+        h("ip_hash;"),
+        "\"ip_hash\" directive is not allowed here in F:3"
+    );
+    assert_eq!(
+        h("upstream u {\n server 127.0.0.1;\n keepalive x;\n}"),
+        "invalid value \"x\" in \"keepalive\" directive in F:5"
+    );
+}
+
+#[test]
+fn proxy_pass() {
+    assert_eq!(
+        h("server {\n location / {\n  proxy_pass http://bad.invalid;\n }\n}"),
+        "host not found in upstream \"bad.invalid\" in F:5"
+    );
+    assert_eq!(
+        h("server {\n location / {\n  proxy_pass https://a;\n }\n}"),
+        "https is not supported yet in \"proxy_pass\" directive in F:5"
+    );
+    assert_eq!(
+        h("server {\n location / {\n  proxy_pass ftp://a;\n }\n}"),
+        "invalid URL prefix in \"ftp://a\" in F:5"
+    );
+    assert_eq!(
+        h("server {\n location / {\n  proxy_pass http://a:0;\n }\n}"),
+        "invalid port in upstream \"a:0\" in F:5"
+    );
+    assert_eq!(
+        h("server {\n location / {\n  proxy_pass http://$host;\n }\n}"),
+        "variables in \"proxy_pass\" are not supported yet in F:5"
+    );
+    assert_eq!(
+        h("upstream u { server 127.0.0.1; }\nserver {\n location / {\n  proxy_pass http://u:8080;\n }\n}"),
+        "upstream \"u\" may not have port 8080 in F:6"
+    );
+    assert_eq!(
+        h("server {\n location ~ ^/a {\n  proxy_pass http://127.0.0.1/x;\n }\n}"),
+        "\"proxy_pass\" cannot have URI part in location given by regular expression, or inside named location, \
+         or inside \"if\" statement, or inside \"limit_except\" block in F:5"
+    );
+    assert_eq!(
+        h("server {\n location / {\n  proxy_pass http://127.0.0.1;\n  proxy_pass http://127.0.0.1;\n }\n}"),
+        "\"proxy_pass\" directive is duplicate in F:6"
+    );
+}
+
+#[test]
+fn listen() {
+    assert_eq!(
+        h("server {\n listen bad:80;\n}"),
+        "host not found in \"bad:80\" of the \"listen\" directive in F:4"
+    );
+    assert_eq!(
+        h("server {\n listen 127.0.0.1:99999;\n}"),
+        "invalid port in \"127.0.0.1:99999\" of the \"listen\" directive in F:4"
+    );
+    assert_eq!(
+        h("server {\n listen 0;\n}"),
+        "invalid port in \"0\" of the \"listen\" directive in F:4"
+    );
+    assert_eq!(
+        h("server {\n listen 80 fast;\n}"),
+        "invalid parameter \"fast\" in F:4"
+    );
+    assert_eq!(
+        h("server {\n listen 80 backlog=x;\n}"),
+        "invalid backlog \"x\" in F:4"
+    );
+    assert_eq!(
+        h("server {\n listen 443 ssl;\n}"),
+        "\"ssl\" parameter of the \"listen\" directive is not supported yet in F:4"
+    );
+    assert_eq!(
+        h("server {\n listen 80 default_server;\n}\nserver {\n listen 80 default_server;\n}"),
+        "a duplicate default server for 0.0.0.0:80 in F:7"
+    );
+    assert_eq!(
+        h("server {\n listen 80;\n listen 80;\n}"),
+        "a duplicate listen 0.0.0.0:80 in F:5"
+    );
+    assert_eq!(
+        h("server {\n listen 80 backlog=10;\n}\nserver {\n listen 80 reuseport;\n}"),
+        "duplicate listen options for 0.0.0.0:80 in F:7"
+    );
+}
+
+#[test]
+fn variables_and_logs() {
+    assert_eq!(
+        h("proxy_set_header X-A $foo;"),
+        "unknown \"foo\" variable in F:3"
+    );
+    assert_eq!(
+        h("proxy_set_header X-A \"${host\";"),
+        "the closing bracket in \"host\" variable is missing in F:3"
+    );
+    assert_eq!(
+        h("log_format main '$nope';"),
+        "unknown \"nope\" variable in F:3"
+    );
+    assert_eq!(
+        h("log_format combined '$host';"),
+        "duplicate \"log_format\" name \"combined\" in F:3"
+    );
+    assert_eq!(
+        h("log_format j escape=xml '$host';"),
+        "unknown log format escaping \"xml\" in F:3"
+    );
+    assert_eq!(
+        h("access_log /tmp/a.log main;"),
+        "unknown log format \"main\" in F:3"
+    );
+    // nginx needs the format defined before it is used.
+    assert_eq!(
+        h("access_log /tmp/a.log main;\nlog_format main '$host';"),
+        "unknown log format \"main\" in F:3"
+    );
+    assert_eq!(
+        h("access_log off main;"),
+        "invalid parameter \"main\" in F:3"
+    );
+    assert_eq!(
+        h("access_log /tmp/a.log combined if=$x;"),
+        "access_log parameter \"if=$x\" is not supported yet in F:3"
+    );
+}
+
+#[test]
+fn locations_return_error_page() {
+    let in_server = |body: &str| h(&format!("server {{\n{body}\n}}"));
+    assert_eq!(
+        in_server("location / {}\nlocation / {}"),
+        "duplicate location \"/\" in F:5"
+    );
+    assert_eq!(
+        in_server("location /a {}\nlocation ^~ /a {}"),
+        "duplicate location \"/a\" in F:5"
+    );
+    assert_eq!(
+        in_server("location /a {\n location /b {}\n}"),
+        "location \"/b\" is outside location \"/a\" in F:5"
+    );
+    assert_eq!(
+        in_server("location = /a {\n location /a/b {}\n}"),
+        "location \"/a/b\" cannot be inside the exact location \"/a\" in F:5"
+    );
+    assert_eq!(
+        in_server("location ~~ /a {}"),
+        "invalid location modifier \"~~\" in F:4"
+    );
+    assert!(in_server("location ~ ( {}").starts_with("invalid regular expression \"(\": "));
+    assert_eq!(
+        in_server("location @named {}"),
+        "named locations (\"@named\") are not supported yet in F:4"
+    );
+    assert_eq!(
+        in_server("return abc;"),
+        "invalid return code \"abc\" in F:4"
+    );
+    assert_eq!(
+        in_server("return 1000;"),
+        "invalid return code \"1000\" in F:4"
+    );
+    assert_eq!(
+        in_server("error_page 200 /x;"),
+        "value \"200\" must be between 300 and 599 in F:4"
+    );
+    assert_eq!(
+        in_server("error_page 5xx /x;"),
+        "invalid value \"5xx\" in F:4"
+    );
+    assert_eq!(
+        in_server("error_page 404 =x /x;"),
+        "invalid value \"=x\" in F:4"
+    );
+    assert_eq!(
+        h("return 200;"),
+        "\"return\" directive is not allowed here in F:3"
+    );
+    assert_eq!(
+        in_server("if ($host) { }"),
+        "\"if\" directive is not supported yet in F:4"
+    );
+    assert_eq!(h("gzip on;"), "\"gzip on\" is not supported yet in F:3");
+    assert_eq!(
+        h("proxy_redirect http://a/ /;"),
+        "\"proxy_redirect\" with \"http://a/ /\" is not supported yet in F:3"
+    );
+}
+
+#[test]
+fn include_of_missing_plain_file() {
+    let err = parse("events {}\ninclude missing.conf;").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "open() \"/t/conf/missing.conf\" failed (2: No such file or directory) in /t/conf/x.conf:2"
+    );
+}
+
+#[test]
+fn missing_main_file() {
+    let err = ringfront_config::load(std::path::Path::new("/nonexistent-ringfront/nginx.conf"))
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "open() \"/nonexistent-ringfront/nginx.conf\" failed (2: No such file or directory)"
+    );
+    assert_eq!(err.file, None);
+}

@@ -1,0 +1,62 @@
+//! Every configuration shipped in `config/` loads (no DNS needed: they use addresses).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use ringfront_config::{load_with, ProxyTarget, Return, Template, TemplatePart};
+
+fn config_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../config")
+}
+
+fn conf_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(conf_files(&path));
+        } else if path.extension().is_some_and(|e| e == "conf") {
+            out.push(path);
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn every_shipped_config_loads() {
+    let files = conf_files(&config_dir());
+    assert!(files.len() >= 4, "{files:?}");
+    for file in files {
+        if let Err(e) = load_with(&file, &common::dns) {
+            panic!("{} does not load: {e}", file.display());
+        }
+    }
+}
+
+#[test]
+fn default_config_is_the_wrr_demo() {
+    let cfg = load_with(&config_dir().join("ringfront.conf"), &common::dns).unwrap();
+    let demo = cfg.upstream("demo").unwrap();
+    let weights: Vec<u32> = demo.servers.iter().map(|s| s.weight).collect();
+    assert_eq!(weights, [4, 2, 1]);
+    let server = &cfg.http.servers[0];
+    assert_eq!(server.listens[0].addr.to_string(), "127.0.0.1:8080");
+    let health = &server.locations[0].settings;
+    let ok = Template {
+        parts: vec![TemplatePart::Literal("ok\n".into())],
+    };
+    assert_eq!(
+        health.return_,
+        Some(Return {
+            code: 200,
+            text: Some(ok)
+        })
+    );
+    let root = &server.locations[1].settings;
+    assert_eq!(
+        root.proxy_pass.as_ref().unwrap().target,
+        ProxyTarget::Upstream("demo".into())
+    );
+}
