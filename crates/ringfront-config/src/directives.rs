@@ -145,6 +145,7 @@ mod tests {
                 file: "/c/x.conf".into(),
                 line: 7,
             },
+            end_line: 7,
         }
     }
 

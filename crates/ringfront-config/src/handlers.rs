@@ -113,7 +113,7 @@ fn proxy_pass(d: &Directive, scope: &Scope<'_>) -> Result<PassRaw, ConfigError> 
             "https is not supported yet in \"proxy_pass\" directive",
         ));
     } else {
-        return Err(err(d, format!("invalid URL prefix in \"{url}\"")));
+        return Err(err(d, "invalid URL prefix"));
     };
     let (authority, uri) = match rest.find('/') {
         Some(i) => (&rest[..i], Some(rest[i..].to_string())),

@@ -36,12 +36,6 @@ pub(crate) fn log_format(d: &Directive, formats: &mut Vec<LogFormat>) -> Result<
             return Err(err(d, format!("unknown log format escaping \"{escape}\"")));
         }
         strings = &strings[1..];
-        if strings.is_empty() {
-            return Err(err(
-                d,
-                "invalid number of arguments in \"log_format\" directive",
-            ));
-        }
     }
     formats.push(LogFormat {
         name: name.to_string(),

@@ -81,7 +81,7 @@ fn listen(d: &Directive, resolver: Resolver<'_>) -> Result<Vec<ListenRaw>, Confi
                 backlog = parse_number(v)
                     .and_then(|n| i32::try_from(n).ok())
                     .filter(|&n| n > 0)
-                    .ok_or_else(|| err(d, format!("invalid backlog \"{v}\"")))?;
+                    .ok_or_else(|| err(d, format!("invalid backlog \"{p}\"")))?;
                 sockopts = true;
             }
             p if NOT_YET.contains(&p) || NOT_YET.contains(&key) => {

@@ -18,6 +18,9 @@ pub(crate) struct Directive {
     pub args: Vec<String>,
     pub block: Option<Vec<Directive>>,
     pub origin: Origin,
+    /// For a block, the line of its `}` (nginx reports checks made after reading a block
+    /// there); the line of the directive otherwise.
+    pub end_line: usize,
 }
 
 impl Directive {
@@ -28,6 +31,14 @@ impl Directive {
 
     pub(crate) fn children(&self) -> &[Directive] {
         self.block.as_deref().unwrap_or_default()
+    }
+
+    /// Where the block ends, for errors nginx reports after reading it.
+    pub(crate) fn end(&self) -> Origin {
+        Origin {
+            file: self.origin.file.clone(),
+            line: self.end_line,
+        }
     }
 }
 
@@ -78,7 +89,7 @@ impl Reader {
         let mut lexer = Lexer::new(text);
         let result = self.parse_block(&mut lexer, file, depth, false);
         self.open.pop();
-        result
+        result.map(|(directives, _)| directives)
     }
 
     fn parse_block(
@@ -87,7 +98,7 @@ impl Reader {
         file: &Path,
         depth: usize,
         in_block: bool,
-    ) -> Result<Vec<Directive>, ConfigError> {
+    ) -> Result<(Vec<Directive>, usize), ConfigError> {
         let mut out = Vec::new();
         loop {
             let step = lexer.next_step().map_err(|e| lex_error(e, file))?;
@@ -102,7 +113,7 @@ impl Reader {
                             },
                         ));
                     }
-                    return Ok(out);
+                    return Ok((out, line));
                 }
                 Step::BlockEnd { line } => {
                     if !in_block {
@@ -114,7 +125,7 @@ impl Reader {
                             },
                         ));
                     }
-                    return Ok(out);
+                    return Ok((out, line));
                 }
                 Step::Directive {
                     mut args,
@@ -152,16 +163,18 @@ impl Reader {
                         out.extend(self.include(&args[0], &origin, depth + 1)?);
                         continue;
                     }
-                    let block = if block {
-                        Some(self.parse_block(lexer, file, depth + 1, true)?)
+                    let (block, end_line) = if block {
+                        let (children, end) = self.parse_block(lexer, file, depth + 1, true)?;
+                        (Some(children), end)
                     } else {
-                        None
+                        (None, line)
                     };
                     out.push(Directive {
                         name,
                         args,
                         block,
                         origin,
+                        end_line,
                     });
                 }
             }

@@ -50,7 +50,7 @@ pub(crate) fn upstream_block(
         Ok(())
     })?;
     if servers.is_empty() {
-        return Err(err(d, "no servers are inside upstream"));
+        return Err(ConfigError::at("no servers are inside upstream", &d.end()));
     }
     Ok(Upstream {
         name: d.arg(0).to_string(),

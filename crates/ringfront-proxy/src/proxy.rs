@@ -97,7 +97,8 @@ fn build_request(
         out.extend_from_slice(proxy_host.as_bytes());
         out.extend_from_slice(b"\r\n");
     }
-    if !overridden(b"connection") && !(keepalive && v11) {
+    let upstream_keepalive = keepalive && v11;
+    if !upstream_keepalive && !overridden(b"connection") {
         out.extend_from_slice(b"Connection: close\r\n");
     }
     for (name, t) in set {
@@ -169,7 +170,8 @@ pub async fn run(
     let mut at = Attempt::new(&snap.topology, up, s.proxy_next_upstream_tries);
     let mut tries: Vec<TryLog> = Vec::with_capacity(1);
     let started = Instant::now();
-    let sent_method_non_idem = non_idempotent(req.head.method.get(req.buf));
+    // Once sent, POST/LOCK/PATCH go to another peer only with `non_idempotent`.
+    let resend_ok = !non_idempotent(req.head.method.get(req.buf)) || nu.non_idempotent;
     let head_only = req.head.is_head(req.buf);
     let mut rbuf = Vec::with_capacity(8192);
     loop {
@@ -263,7 +265,7 @@ pub async fn run(
                         Ft::Timeout => nu.timeout,
                         Ft::InvalidHeader => nu.invalid_header,
                     };
-                let blocked = f.request_sent && sent_method_non_idem && !nu.non_idempotent;
+                let blocked = f.request_sent && !resend_ok;
                 if at.tries == 0 || !listed || blocked || timed_out_overall {
                     return finish_error(status, loc, req, client, out, tries, head_only).await;
                 }
@@ -278,11 +280,7 @@ pub async fn run(
                     header_time: Some(got.header_time),
                 };
                 if let Some(true) = status_listed(status, nu) {
-                    if !nu.off
-                        && at.tries > 1
-                        && !(sent_method_non_idem && !nu.non_idempotent)
-                        && !timed_out_overall
-                    {
+                    if !nu.off && at.tries > 1 && resend_ok && !timed_out_overall {
                         let failed = !matches!(status, 403 | 404);
                         let mut peers = state.peers.borrow_mut();
                         free(

@@ -56,14 +56,13 @@ fn driver(cli: &cli::Args) -> Driver {
         .or_else(|| std::env::var("RINGFRONT_DRIVER").ok())
         .unwrap_or_else(|| "auto".into());
     let detected = Driver::detect();
-    match wanted.as_str() {
-        "epoll" => Driver::Epoll,
-        "io_uring" | "iouring" if detected == Driver::Epoll => {
-            eprintln!("ringfront: [warn] io_uring is not available on this kernel, using epoll");
-            Driver::Epoll
-        }
-        _ => detected,
+    if wanted == "epoll" {
+        return Driver::Epoll;
     }
+    if detected == Driver::Epoll {
+        eprintln!("ringfront: [warn] io_uring is not available on this kernel, using epoll");
+    }
+    detected
 }
 
 fn write_pid(cfg: &Config) -> Option<PathBuf> {

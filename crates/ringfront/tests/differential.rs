@@ -57,7 +57,10 @@ fn article_000_two_alive_two_refusing_matches_nginx() {
     let bs: Vec<Backend> = (0..4).map(|_| Backend::start()).collect();
     bs[1].set_mode(Mode::Refuse);
     bs[3].set_mode(Mode::Refuse);
-    let servers: Vec<String> = bs.iter().map(|b| format!("{} max_fails=0", addr(b))).collect();
+    let servers: Vec<String> = bs
+        .iter()
+        .map(|b| format!("{} max_fails=0", addr(b)))
+        .collect();
     let refs: Vec<&Backend> = bs.iter().collect();
     let paths = ["/"; 8];
     for next in ["error timeout", "error", "off"] {
@@ -87,7 +90,10 @@ fn http_504_next_upstream_matches_nginx() {
     // Article 000's `error http_504` run: a backend 504 is passed on to the next peer; the
     // last try's 504 goes to the client.
     let bs: Vec<Backend> = (0..3).map(|_| Backend::start()).collect();
-    let servers: Vec<String> = bs.iter().map(|b| format!("{} max_fails=0", addr(b))).collect();
+    let servers: Vec<String> = bs
+        .iter()
+        .map(|b| format!("{} max_fails=0", addr(b)))
+        .collect();
     let refs: Vec<&Backend> = bs.iter().collect();
     let paths = ["/?code=504", "/", "/?code=504", "/?code=500"];
     let loc = "proxy_next_upstream error http_504;";

@@ -34,7 +34,11 @@ fn hanging_backend_gives_504_after_read_timeout() {
     let t = Instant::now();
     let r = http::get(("127.0.0.1", p), "/");
     assert_eq!(r.status, 504);
-    assert!(t.elapsed() >= Duration::from_millis(900), "{:?}", t.elapsed());
+    assert!(
+        t.elapsed() >= Duration::from_millis(900),
+        "{:?}",
+        t.elapsed()
+    );
     assert!(rf.wait_for_stderr(
         "upstream timed out (110: Connection timed out) while reading response header from upstream",
         WAIT
@@ -48,13 +52,22 @@ fn garbage_and_closing_backends_give_502() {
     let p = port();
     let rf = Ringfront::start(&proxy_config(p, &[addr(&be)], "", ""));
     assert_eq!(http::get(("127.0.0.1", p), "/").status, 502);
-    assert!(rf.wait_for_stderr("upstream sent no valid HTTP/1.0 header while reading response header from upstream", WAIT));
+    assert!(rf.wait_for_stderr(
+        "upstream sent no valid HTTP/1.0 header while reading response header from upstream",
+        WAIT
+    ));
     be.set_mode(Mode::Close);
     assert_eq!(http::get(("127.0.0.1", p), "/").status, 502);
-    assert!(rf.wait_for_stderr("upstream prematurely closed connection while reading response header from upstream", WAIT));
+    assert!(rf.wait_for_stderr(
+        "upstream prematurely closed connection while reading response header from upstream",
+        WAIT
+    ));
     be.set_mode(Mode::Reset);
     assert_eq!(http::get(("127.0.0.1", p), "/").status, 502);
-    assert!(rf.wait_for_stderr("(104: Connection reset by peer) while reading response header from upstream", WAIT));
+    assert!(rf.wait_for_stderr(
+        "(104: Connection reset by peer) while reading response header from upstream",
+        WAIT
+    ));
 }
 
 #[test]
@@ -100,11 +113,16 @@ fn proxy_next_upstream_off_returns_the_failure() {
     let p = port();
     let _rf = Ringfront::start(&proxy_config(
         p,
-        &[format!("{} max_fails=0", addr(&a)), format!("{} max_fails=0", addr(&b))],
+        &[
+            format!("{} max_fails=0", addr(&a)),
+            format!("{} max_fails=0", addr(&b)),
+        ],
         "",
         "proxy_next_upstream off;",
     ));
-    let statuses: Vec<u16> = (0..4).map(|_| http::get(("127.0.0.1", p), "/").status).collect();
+    let statuses: Vec<u16> = (0..4)
+        .map(|_| http::get(("127.0.0.1", p), "/").status)
+        .collect();
     assert_eq!(statuses, [502, 200, 502, 200]);
 }
 

@@ -13,7 +13,8 @@ const WAIT: Duration = Duration::from_secs(10);
 
 #[test]
 fn config_test_reports_success_like_nginx() {
-    let (status, out) = Ringfront::run_check(&proxy_config(port(), &["127.0.0.1:9".into()], "", ""));
+    let (status, out) =
+        Ringfront::run_check(&proxy_config(port(), &["127.0.0.1:9".into()], "", ""));
     assert!(status.success(), "{out}");
     assert!(out.contains("syntax is ok"), "{out}");
     assert!(out.contains("test is successful"), "{out}");
@@ -27,7 +28,9 @@ fn config_error_names_file_and_line_and_fails() {
     assert!(out.contains("unknown directive \"foo\" in "), "{out}");
     assert!(out.contains("ringfront.conf:5"), "{out}");
     assert!(out.contains("test failed"), "{out}");
-    let (status, out) = Ringfront::run_check("events {}\nhttp {\n upstream u { server 127.0.0.1:1 weight=x; }\n}\n");
+    let (status, out) = Ringfront::run_check(
+        "events {}\nhttp {\n upstream u { server 127.0.0.1:1 weight=x; }\n}\n",
+    );
     assert!(!status.success());
     assert!(out.contains("ringfront.conf:3"), "{out}");
 }
@@ -108,4 +111,53 @@ fn term_stops_at_once() {
     let rf = Ringfront::start(&proxy_config(p, &[addr(&be)], "", ""));
     rf.signal(SIGTERM);
     assert!(rf.wait_exit(WAIT).is_some());
+}
+
+#[test]
+fn signal_flag_reaches_the_instance_named_by_the_pid_file() {
+    let (a, b) = (Backend::start(), Backend::start());
+    let p = port();
+    let with_pid = |be: &Backend| {
+        format!(
+            "pid ringfront.pid;\n{}",
+            proxy_config(p, &[addr(be)], "", "")
+        )
+    };
+    let rf = Ringfront::start(&with_pid(&a));
+    assert_eq!(served_by(&http::get(("127.0.0.1", p), "/")), a.port());
+    rf.write_config(&with_pid(&b));
+    let run = |sig: &str| {
+        let out = Command::new(ringfront_testkit::ringfront_binary())
+            .args(["-s", sig, "-c"])
+            .arg(rf.config_path())
+            .current_dir(rf.dir())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    run("reload");
+    assert!(rf.wait_for_stderr("reconfigured", WAIT));
+    assert_eq!(served_by(&http::get(("127.0.0.1", p), "/")), b.port());
+    run("quit");
+    assert!(rf.wait_exit(WAIT).expect("exits on -s quit").success());
+}
+
+#[test]
+fn ready_line_names_the_event_loop_in_use() {
+    let be = Backend::start();
+    let rf = Ringfront::start(&proxy_config(port(), &[addr(&be)], "", ""));
+    let ready = rf
+        .stderr_lines()
+        .into_iter()
+        .find(|l| l.contains("ready"))
+        .unwrap();
+    match std::env::var("RINGFRONT_DRIVER").as_deref() {
+        Ok("epoll") => assert!(ready.contains("epoll event loop"), "{ready}"),
+        Ok("io_uring") => assert!(ready.contains("io_uring event loop"), "{ready}"),
+        _ => assert!(ready.contains("event loop"), "{ready}"),
+    }
 }

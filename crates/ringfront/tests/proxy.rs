@@ -47,7 +47,10 @@ fn keepalive_and_pipelined_requests_answered_in_order() {
     assert_eq!(r.status, 200);
     assert_eq!(r.header("connection"), Some("keep-alive"));
     let targets: Vec<String> = be.requests().iter().map(|r| r.target.clone()).collect();
-    assert_eq!(targets, ["/one?code=201", "/two?code=202", "/three", "/four"]);
+    assert_eq!(
+        targets,
+        ["/one?code=201", "/two?code=202", "/three", "/four"]
+    );
 }
 
 #[test]
@@ -98,8 +101,12 @@ fn expect_100_continue() {
     let p = port();
     let _rf = Ringfront::start(&proxy_config(p, &[addr(&be)], "", ""));
     let mut c = Client::connect(("127.0.0.1", p));
-    c.send_raw(b"POST /?echo=1 HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n");
-    c.stream().set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    c.send_raw(
+        b"POST /?echo=1 HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n",
+    );
+    c.stream()
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
     let mut got = [0u8; 25];
     (&*c.stream()).read_exact(&mut got).unwrap();
     assert_eq!(&got, b"HTTP/1.1 100 Continue\r\n\r\n");
@@ -131,7 +138,12 @@ fn head_204_304_have_no_body() {
 fn hop_by_hop_headers_are_not_forwarded() {
     let be = Backend::start();
     let p = port();
-    let _rf = Ringfront::start(&proxy_config(p, &[addr(&be)], "", "proxy_set_header X-Real-IP $remote_addr;"));
+    let _rf = Ringfront::start(&proxy_config(
+        p,
+        &[addr(&be)],
+        "",
+        "proxy_set_header X-Real-IP $remote_addr;",
+    ));
     let mut c = Client::connect(("127.0.0.1", p));
     let r = c.request(
         "GET",
@@ -177,7 +189,9 @@ fn websocket_upgrade_is_tunnelled_both_ways() {
     assert_eq!(r.header("upgrade"), Some("websocket"));
     c.send_raw(b"frame-1");
     let mut buf = [0u8; 7];
-    c.stream().set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    c.stream()
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
     (&*c.stream()).read_exact(&mut buf).unwrap();
     assert_eq!(&buf, b"frame-1");
 }

@@ -14,8 +14,16 @@ pub fn fill(template: &str, vars: &[(&str, String)]) -> String {
 }
 
 /// A one-upstream config in front of `servers` (each line a full `server ...;` body).
-pub fn proxy_config(port: u16, servers: &[String], upstream_extra: &str, location_extra: &str) -> String {
-    let servers: String = servers.iter().map(|s| format!("        server {s};\n")).collect();
+pub fn proxy_config(
+    port: u16,
+    servers: &[String],
+    upstream_extra: &str,
+    location_extra: &str,
+) -> String {
+    let servers: String = servers
+        .iter()
+        .map(|s| format!("        server {s};\n"))
+        .collect();
     fill(
         "worker_processes 1;
 error_log stderr info;

@@ -1,0 +1,171 @@
+//! Locations, servers and local answers: nginx's location matching order, `return`,
+//! `error_page` with `root`, `proxy_pass` URI replacement, and the access log's per-try values.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{addr, fill, port};
+use ringfront_testkit::{http, Backend, Mode, Ringfront};
+
+#[test]
+fn location_matching_order_is_nginx_s() {
+    let p = port();
+    let cfg = fill(
+        "events {}
+http {
+    server {
+        listen 127.0.0.1:{PORT};
+        location = /exact { return 200 \"exact\"; }
+        location /static/ { return 200 \"prefix-static\"; }
+        location ^~ /assets/ { return 200 \"no-regex-assets\"; }
+        location ~ \\.php$ { return 200 \"regex-php\"; }
+        location ~* \\.PNG$ { return 200 \"regex-png-ci\"; }
+        location /static/deep/ { return 200 \"longest-prefix\"; }
+        location / { return 200 \"root\"; }
+    }
+    server {
+        listen 127.0.0.1:{PORT};
+        server_name other.example *.wild.example;
+        location / { return 200 \"other-server\"; }
+    }
+}
+",
+        &[("PORT", p.to_string())],
+    );
+    let _rf = Ringfront::start(&cfg);
+    let body = |path: &str| http::get(("127.0.0.1", p), path).text();
+    assert_eq!(body("/exact"), "exact");
+    assert_eq!(body("/exact/more"), "root");
+    assert_eq!(body("/static/x"), "prefix-static");
+    assert_eq!(body("/static/x.php"), "regex-php");
+    assert_eq!(body("/assets/x.php"), "no-regex-assets");
+    assert_eq!(body("/img/a.png"), "regex-png-ci");
+    assert_eq!(body("/static/deep/y"), "longest-prefix");
+    assert_eq!(body("/nothing"), "root");
+    let mut c = ringfront_testkit::Client::connect(("127.0.0.1", p));
+    let by_host = |c: &mut ringfront_testkit::Client, host: &str| {
+        c.request("GET", "/", &[("Host", host)], b"").text()
+    };
+    assert_eq!(by_host(&mut c, "other.example"), "other-server");
+    assert_eq!(by_host(&mut c, "a.wild.example:8080"), "other-server");
+    assert_eq!(by_host(&mut c, "unknown.example"), "root");
+}
+
+#[test]
+fn return_redirect_and_error_page_from_root() {
+    let p = port();
+    let be = Backend::start();
+    be.set_mode(Mode::Refuse);
+    let html = std::env::temp_dir().join(format!("ringfront-errpage-{p}"));
+    std::fs::create_dir_all(&html).unwrap();
+    std::fs::write(html.join("50x.html"), "<p>sorry, try later</p>\n").unwrap();
+    let cfg = fill(
+        "events {}
+http {
+    server {
+        listen 127.0.0.1:{PORT};
+        location /old { return 301 http://example.com$request_uri; }
+        location /gone { return 410; }
+        location / {
+            proxy_pass http://{BACKEND};
+            error_page 502 503 504 /50x.html;
+            root {ROOT};
+        }
+    }
+}
+",
+        &[
+            ("PORT", p.to_string()),
+            ("BACKEND", addr(&be)),
+            ("ROOT", html.display().to_string()),
+        ],
+    );
+    let _rf = Ringfront::start(&cfg);
+    let r = http::get(("127.0.0.1", p), "/old/page?x=1");
+    assert_eq!(r.status, 301);
+    assert_eq!(
+        r.header("location"),
+        Some("http://example.com/old/page?x=1")
+    );
+    assert_eq!(http::get(("127.0.0.1", p), "/gone").status, 410);
+    let r = http::get(("127.0.0.1", p), "/app");
+    assert_eq!(r.status, 502);
+    assert_eq!(r.text(), "<p>sorry, try later</p>\n");
+    let _ = std::fs::remove_dir_all(&html);
+}
+
+#[test]
+fn proxy_pass_with_uri_replaces_the_location_prefix() {
+    let p = port();
+    let be = Backend::start();
+    let cfg = fill(
+        "events {}
+http {
+    server {
+        listen 127.0.0.1:{PORT};
+        location /api/ { proxy_pass http://{BACKEND}/v2/; }
+        location / { proxy_pass http://{BACKEND}; }
+    }
+}
+",
+        &[("PORT", p.to_string()), ("BACKEND", addr(&be))],
+    );
+    let _rf = Ringfront::start(&cfg);
+    assert_eq!(http::get(("127.0.0.1", p), "/api/users?id=7").status, 200);
+    assert_eq!(http::get(("127.0.0.1", p), "/plain?q").status, 200);
+    let targets: Vec<String> = be.requests().iter().map(|r| r.target.clone()).collect();
+    assert_eq!(targets, ["/v2/users?id=7", "/plain?q"]);
+    // Implicit upstream: $proxy_host is host:port.
+    assert_eq!(be.requests()[0].header("host"), Some(addr(&be).as_str()));
+}
+
+#[test]
+fn access_log_has_one_value_per_try() {
+    let p = port();
+    let (a, b) = (Backend::start(), Backend::start());
+    a.set_mode(Mode::Refuse);
+    let log = std::env::temp_dir().join(format!("ringfront-access-{p}.log"));
+    let _ = std::fs::remove_file(&log);
+    let cfg = fill(
+        "events {}
+http {
+    log_format tries '$remote_addr \"$request\" $status $body_bytes_sent ua=\"$http_user_agent\" '
+                     'up=[$upstream_addr] st=[$upstream_status] rt=[$upstream_response_time]';
+    upstream b { server {A}; server {B}; }
+    server {
+        listen 127.0.0.1:{PORT};
+        access_log {LOG} tries;
+        location / { proxy_pass http://b; }
+    }
+}
+",
+        &[
+            ("PORT", p.to_string()),
+            ("A", addr(&a)),
+            ("B", addr(&b)),
+            ("LOG", log.display().to_string()),
+        ],
+    );
+    let rf = Ringfront::start(&cfg);
+    let mut c = ringfront_testkit::Client::connect(("127.0.0.1", p));
+    let r = c.request("GET", "/first", &[("User-Agent", "t/1")], b"");
+    assert_eq!(r.status, 200);
+    // QUIT flushes the log writer before exiting.
+    drop(c);
+    rf.signal(ringfront_testkit::SIGQUIT);
+    assert!(rf.wait_exit(Duration::from_secs(10)).is_some());
+    let text = std::fs::read_to_string(&log).unwrap();
+    let line = text.lines().next().unwrap_or_default();
+    let expect = format!(
+        "127.0.0.1 \"GET /first HTTP/1.1\" 200 {} ua=\"t/1\" up=[{}, {}] st=[502, 200] rt=[",
+        r.body.len(),
+        addr(&a),
+        addr(&b)
+    );
+    assert!(
+        line.starts_with(&expect),
+        "{line}\nexpected prefix: {expect}"
+    );
+    let _ = std::fs::remove_file(&log);
+}
