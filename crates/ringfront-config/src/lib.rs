@@ -2,6 +2,26 @@
 //! `include`, a directive table with nginx's contexts and messages, and the typed, merged
 //! [`model`] the proxy consumes. Pure: no sockets, no clock; host names are resolved through
 //! the resolver the caller passes ([`load`] uses the system's).
+//!
+//! Errors read as nginx's `[emerg]` lines (`unknown directive "foo" in /etc/x.conf:12`);
+//! checked against nginx 1.22 with the same files. Where ringfront differs on purpose:
+//!
+//! - Relative paths (`include`, `root`, `pid`, logs) start at the main file's folder.
+//! - A missing `include ...mime.types` is skipped (ringfront has no use for MIME types).
+//! - No access log unless one is written (nginx writes `logs/access.log`).
+//! - Upstreams keep 32 idle connections unless `keepalive N` says otherwise (`0` = none);
+//!   `proxy_http_version` defaults to 1.1.
+//! - Variables are checked where they are written, with a place, even if unused.
+//! - Accepted and checked, then ignored: [`NOOP_DIRECTIVES`], `error_log` below the main
+//!   level, `log_format ... escape=`, `access_log ... buffer= flush=`, the second argument of
+//!   `keepalive_timeout`, `listen ... bind deferred ipv6only=on`, `proxy_next_upstream
+//!   updating`.
+//! - Refused as "not supported yet" rather than ignored: other balancers (`ip_hash`, `hash`,
+//!   `least_conn`, `random`), `zone`, `max_conns=`, `if`/`rewrite`/`set`, named locations,
+//!   variables in `proxy_pass`, https and unix-socket upstreams, `listen ... ssl|http2`,
+//!   `gzip on`, `proxy_redirect` rules, regex captures (`$1`), `error_page ... = URI`,
+//!   `worker_cpu_affinity auto MASK`; `worker_processes 0` is refused.
+//! - Include cycles and nesting deeper than 100 levels are errors (nginx would recurse).
 
 mod address;
 mod build;
