@@ -10,7 +10,9 @@
 # Knobs (environment): DURATION=10 (s per run), ROUNDS=3, CONNS=50, WARMUP=2 (s per proxy
 # before round 1, 0 = none), PROXIES="ringfront nginx haproxy", PROXY_CPU=0, CLIENT_CPU=1,
 # SKIP_BUILD=1 (use an existing target/release/ringfront), RINGFRONT_BIN=path,
-# REQUIRE_RINGFRONT=1 (fail instead of skipping ringfront when it does not build or start).
+# REQUIRE_RINGFRONT=1 (fail instead of skipping ringfront when it does not build or start),
+# BACKEND_PORT=19000 RINGFRONT_PORT=18081 NGINX_PORT=18082 HAPROXY_PORT=18083 (all on
+# 127.0.0.1; the script refuses to start when one is taken).
 #
 # Output: the table on stdout and in loadtest/out/results.md; raw per-run numbers in
 # loadtest/out/raw.csv, every wrk report in loadtest/out/wrk-*.txt, logs in loadtest/out/*/.
@@ -32,8 +34,8 @@ NGINX=${NGINX:-/usr/sbin/nginx}
 HAPROXY=${HAPROXY:-/usr/sbin/haproxy}
 WRK=${WRK:-wrk}
 
-BACKEND_PORT=19000
-declare -A PORT=([ringfront]=18081 [nginx]=18082 [haproxy]=18083)
+BACKEND_PORT=${BACKEND_PORT:-19000}
+declare -A PORT=([ringfront]=${RINGFRONT_PORT:-18081} [nginx]=${NGINX_PORT:-18082} [haproxy]=${HAPROXY_PORT:-18083})
 declare -A PID=()
 BACKEND_PID=
 
@@ -338,8 +340,11 @@ cpu = {p: med(p, lambda r: int(r["proxy_ticks"]) / int(r["clk_tck"]) * 1e6 / max
 base = cpu.get("nginx")
 n = len({r["round"] for r in rows})
 print(f"Medians over {n} round(s).\n")
-print("| proxy | requests/s | p50 latency | p99 latency | CPU µs/request | CPU/request vs nginx | errors |")
-print("|---|---:|---:|---:|---:|---:|---:|")
+# Share of one core the proxy used during the run: near 100 % means the proxy was the
+# bottleneck; clearly lower means the client core was (or something else ran on core 0).
+busy = {p: med(p, lambda r: int(r["proxy_ticks"]) / int(r["clk_tck"]) / float(r["seconds"]) * 100) for p in order}
+print("| proxy | requests/s | p50 latency | p99 latency | CPU µs/request | CPU/request vs nginx | proxy CPU % | errors |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|")
 def lat(us):
     return f"{us:.0f} µs" if us < 1000 else f"{us / 1000:.2f} ms"
 for p in order:
@@ -348,7 +353,7 @@ for p in order:
     p99 = med(p, lambda r: float(r["p99_us"]))
     err = sum(int(r["errors"]) + int(r["non2xx"]) for r in rows if r["proxy"] == p)
     ratio = f"{cpu[p] / base:.2f}×" if base else "n/a"
-    print(f"| {p} | {rps:,.0f} | {lat(p50)} | {lat(p99)} | {cpu[p]:.2f} | {ratio} | {err} |")
+    print(f"| {p} | {rps:,.0f} | {lat(p50)} | {lat(p99)} | {cpu[p]:.2f} | {ratio} | {busy[p]:.0f} | {err} |")
 PY
 } >"$OUT/results.md"
 

@@ -203,6 +203,14 @@ fn error_page(d: &Directive) -> Result<ErrorPage, ConfigError> {
             "invalid number of arguments in \"error_page\" directive",
         ));
     };
+    if !uri.starts_with('/') {
+        // Named locations (`@name`) and redirects to URLs need internal redirects, which
+        // ringfront does not do: refuse rather than serve the built-in page silently.
+        return Err(err(
+            d,
+            format!("\"error_page\" to \"{uri}\" is not supported yet: only a file under \"root\""),
+        ));
+    }
     let (codes, overwrite) = match rest.split_last() {
         Some((last, codes)) if last.starts_with('=') => {
             let code = &last[1..];

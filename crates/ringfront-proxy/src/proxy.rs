@@ -14,7 +14,7 @@ use crate::clock::now_secs;
 use crate::respond;
 use crate::session::{Reply, Req};
 use crate::snapshot::{LocationRt, Snapshot};
-use crate::upstream::{attempt, Ft, Params};
+use crate::upstream::{attempt, Failure, Ft, Params};
 use crate::vars::{self, TryLog};
 use crate::worker::Worker;
 
@@ -214,6 +214,16 @@ pub async fn run(
         let try_start = Instant::now();
         let (res, b) = attempt(&params, &state.pool, &request, rbuf).await;
         rbuf = b;
+        // A 101 nobody asked for would leave the connection in an unknown protocol.
+        let res = match res {
+            Ok(got) if got.head.status == 101 && !req.head.upgrade => Err(Failure {
+                ft: Ft::InvalidHeader,
+                msg: "upstream sent unexpected 101 Switching Protocols while reading response header from upstream".into(),
+                request_sent: true,
+                connect_time: Some(got.connect_time),
+            }),
+            other => other,
+        };
         let timed_out_overall = !s.proxy_next_upstream_timeout.is_zero()
             && started.elapsed() >= s.proxy_next_upstream_timeout;
         match res {

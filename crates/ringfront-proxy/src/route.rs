@@ -7,25 +7,36 @@ use ringfront_config::LocationMatch;
 
 use crate::snapshot::{LocationRt, ServerRt, Snapshot};
 
-/// Picks the server for `host` (lower-cased, port stripped) among `candidates`.
+fn name_matches(pass: usize, name: &str, host: &str) -> bool {
+    match pass {
+        // `.example.com` is both `example.com` and `*.example.com`.
+        0 => name == host || name.strip_prefix('.') == Some(host),
+        1 => name
+            .strip_prefix('*')
+            .or_else(|| name.starts_with('.').then_some(name))
+            .is_some_and(|suf| suf.starts_with('.') && host.ends_with(suf)),
+        _ => name
+            .strip_suffix('*')
+            .is_some_and(|pre| pre.ends_with('.') && host.starts_with(pre)),
+    }
+}
+
+/// Picks the server for `host` (lower-cased, port stripped) among `candidates`: exact name,
+/// leading wildcard, trailing wildcard, then regex names in order, else the default server.
 pub fn server<'a>(snap: &'a Snapshot, candidates: &[usize], host: &[u8]) -> Option<&'a ServerRt> {
     let servers = candidates.iter().filter_map(|&i| snap.servers.get(i));
     let host = std::str::from_utf8(host).unwrap_or("");
     if !host.is_empty() {
         for pass in 0..3 {
             for s in servers.clone() {
-                let hit = s.names.iter().any(|n| match pass {
-                    0 => n == host,
-                    1 => n
-                        .strip_prefix('*')
-                        .is_some_and(|suf| suf.starts_with('.') && host.ends_with(suf)),
-                    _ => n
-                        .strip_suffix('*')
-                        .is_some_and(|pre| pre.ends_with('.') && host.starts_with(pre)),
-                });
-                if hit {
+                if s.names.iter().any(|n| name_matches(pass, n, host)) {
                     return Some(s);
                 }
+            }
+        }
+        for s in servers.clone() {
+            if s.name_regexes.iter().any(|re| re.is_match(host)) {
+                return Some(s);
             }
         }
     }
@@ -80,4 +91,20 @@ pub fn location<'a>(server: &'a ServerRt, path: &str) -> &'a LocationRt {
     find(&server.locations, path)
         .map(|(l, _)| l)
         .unwrap_or(&server.fallback)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::name_matches;
+
+    #[test]
+    fn server_name_forms() {
+        assert!(name_matches(0, "example.com", "example.com"));
+        assert!(name_matches(0, ".example.com", "example.com"));
+        assert!(name_matches(1, ".example.com", "www.example.com"));
+        assert!(name_matches(1, "*.example.com", "a.b.example.com"));
+        assert!(!name_matches(1, "*.example.com", "example.com"));
+        assert!(name_matches(2, "www.*", "www.example.org"));
+        assert!(!name_matches(2, "www.*", "mail.example.org"));
+    }
 }

@@ -100,11 +100,43 @@ impl Drop for Busy<'_> {
 }
 
 /// Sends a locally made error and reports it; the connection is closed after.
-async fn reject(stream: &mut TcpStream, status: u16, snap: &Snapshot, limit: std::time::Duration) {
+async fn reject(stream: &mut TcpStream, status: u16, limit: std::time::Duration) {
     let mut out = Vec::with_capacity(512);
     respond::error(&mut out, None, status, false, false);
     let _ = write_all(stream, out, limit).await;
-    let _ = snap;
+}
+
+/// nginx's `large_client_header_buffers`: a request line longer than one buffer is 414; a
+/// header line longer than one buffer, or a head larger than all of them, is 400 (nginx's
+/// internal 494, "Request Header Or Cookie Too Large").
+fn head_limits(
+    buf: &[u8],
+    head: &RequestHead,
+    complete: bool,
+    size: usize,
+    max: usize,
+) -> Option<u16> {
+    let line_end = buf.iter().take(size + 2).position(|&b| b == b'\n');
+    match line_end {
+        None if buf.len() > size => return Some(414),
+        Some(n) if n > size + 1 => return Some(414),
+        _ => {}
+    }
+    if complete {
+        let long = head
+            .headers
+            .iter()
+            .any(|h| (h.value.end.saturating_sub(h.name.start)) as usize > size);
+        if long || head.head_len > max {
+            return Some(494);
+        }
+        return None;
+    }
+    let long_line = buf
+        .split(|&b| b == b'\n')
+        .skip(1)
+        .any(|l| l.len() > size + 1);
+    (long_line || buf.len() > max).then_some(494)
 }
 
 /// Serves one client connection until it closes.
@@ -118,6 +150,7 @@ pub async fn serve(w: &Rc<Worker>, mut stream: TcpStream, client: SocketAddr, lo
     let mut head = RequestHead::new();
     let mut out: Vec<u8> = Vec::with_capacity(4096);
     let mut requests: u64 = 0;
+    let mut keepalive_wait = std::time::Duration::ZERO;
     loop {
         let snap = w.snapshot();
         let candidates = snap.servers_for(local);
@@ -127,29 +160,27 @@ pub async fn serve(w: &Rc<Worker>, mut stream: TcpStream, client: SocketAddr, lo
         let base = &default.fallback.settings;
         let (hdr_bufs, hdr_size) = base.large_client_header_buffers;
         let max_head = hdr_bufs.saturating_mul(hdr_size).max(1024);
-        // Read until a whole head is in: the first byte within keepalive_timeout (or
-        // client_header_timeout on a fresh connection), the rest within client_header_timeout.
+        // Read until a whole head is in: the first byte within keepalive_timeout (the last
+        // request's location's), then the whole head within client_header_timeout (counted
+        // from accept on a fresh connection, as nginx does).
         let mut busy = None;
+        let mut deadline: Option<Instant> = None;
         let head_len = loop {
             if !buf.is_empty() {
                 if busy.is_none() {
                     busy = Some(Busy::new(w));
                 }
-                match head.parse(&buf) {
+                let parsed = head.parse(&buf);
+                let complete = matches!(parsed, Ok(Some(_)));
+                if let Some(status) = head_limits(&buf, &head, complete, hdr_size, max_head) {
+                    reject(&mut stream, status, base.send_timeout).await;
+                    return;
+                }
+                match parsed {
                     Ok(Some(n)) => break n,
-                    Ok(None) => {
-                        let line_end = buf.iter().position(|&b| b == b'\n');
-                        if line_end.is_none() && buf.len() > hdr_size {
-                            reject(&mut stream, 414, &snap, base.send_timeout).await;
-                            return;
-                        }
-                        if buf.len() > max_head {
-                            reject(&mut stream, 494, &snap, base.send_timeout).await;
-                            return;
-                        }
-                    }
+                    Ok(None) => {}
                     Err(e) => {
-                        reject(&mut stream, e.status(), &snap, base.send_timeout).await;
+                        reject(&mut stream, e.status(), base.send_timeout).await;
                         return;
                     }
                 }
@@ -157,10 +188,15 @@ pub async fn serve(w: &Rc<Worker>, mut stream: TcpStream, client: SocketAddr, lo
                 return;
             }
             let limit = if buf.is_empty() && requests > 0 {
-                base.keepalive_timeout
+                keepalive_wait
             } else {
-                base.client_header_timeout
+                let d =
+                    *deadline.get_or_insert_with(|| Instant::now() + base.client_header_timeout);
+                d.saturating_duration_since(Instant::now())
             };
+            if limit.is_zero() {
+                return;
+            }
             let (r, b) = read_more(&mut stream, buf, 4096, limit).await;
             buf = b;
             match r {
@@ -213,7 +249,7 @@ pub async fn serve(w: &Rc<Worker>, mut stream: TcpStream, client: SocketAddr, lo
                             .log_context(None)
                         ),
                     );
-                    reject(&mut stream, 413, &snap, s.send_timeout).await;
+                    reject(&mut stream, 413, s.send_timeout).await;
                     return;
                 }
                 let Ok(n) = usize::try_from(n) else { return };
@@ -263,14 +299,14 @@ pub async fn serve(w: &Rc<Worker>, mut stream: TcpStream, client: SocketAddr, lo
                             }
                         }
                         Err(_) => {
-                            reject(&mut stream, 400, &snap, s.send_timeout).await;
+                            reject(&mut stream, 400, s.send_timeout).await;
                             return;
                         }
                     }
                     if s.client_max_body_size != 0
                         && chunked_body.len() as u64 > s.client_max_body_size
                     {
-                        reject(&mut stream, 413, &snap, s.send_timeout).await;
+                        reject(&mut stream, 413, s.send_timeout).await;
                         return;
                     }
                     let (r, b) =
@@ -300,7 +336,17 @@ pub async fn serve(w: &Rc<Worker>, mut stream: TcpStream, client: SocketAddr, lo
         );
         let req = Req { keep_alive, ..req };
         let head_only = head.is_head(&buf);
-        let (reply, back) = if let Some(ret) = &s.return_ {
+        let (reply, back) = if s.return_.as_ref().is_some_and(|r| r.code == 444) {
+            // nginx's 444: close the connection without a response.
+            let reply = Reply {
+                status: 444,
+                body_bytes_sent: 0,
+                bytes_sent: 0,
+                reusable: false,
+                tries: vec![],
+            };
+            (reply, None)
+        } else if let Some(ret) = &s.return_ {
             out.clear();
             let reply = local_return(&mut out, &req, loc, ret, head_only);
             let (r, o) = write_all(&mut stream, std::mem::take(&mut out), s.send_timeout).await;
@@ -356,6 +402,7 @@ pub async fn serve(w: &Rc<Worker>, mut stream: TcpStream, client: SocketAddr, lo
         if !reply.reusable {
             return;
         }
+        keepalive_wait = s.keepalive_timeout;
         drop(_busy);
         buf.drain(..consumed.min(buf.len()));
     }
@@ -406,6 +453,21 @@ fn local_return(
         vars::render(&mut text, t, &req.vars("", None), false);
     }
     let code = ret.code;
+    // absolute_redirect on (nginx's default): a relative URL gets scheme, host and port.
+    if respond::is_redirect(code) && text.first() == Some(&b'/') {
+        let mut abs = b"http://".to_vec();
+        let host = vars::host(req.buf, req.head);
+        abs.extend_from_slice(if host.is_empty() {
+            req.server_name.as_bytes()
+        } else {
+            host
+        });
+        if req.local.port() != 80 {
+            abs.extend_from_slice(format!(":{}", req.local.port()).as_bytes());
+        }
+        abs.extend_from_slice(&text);
+        text = abs;
+    }
     let (status, body_bytes) = if respond::is_redirect(code) {
         let page = ringfront_http::error_body(code);
         let n = respond::build(

@@ -49,6 +49,8 @@ pub struct LocationRt {
 #[derive(Debug)]
 pub struct ServerRt {
     pub names: Vec<String>,
+    /// `server_name ~regex` entries, tried after the exact and wildcard names.
+    pub name_regexes: Vec<Regex>,
     pub locations: Vec<LocationRt>,
     /// Used when no location matches (answers 404, as nginx).
     pub fallback: LocationRt,
@@ -231,10 +233,20 @@ impl Snapshot {
                 .map(|l| b.location(Some(l.matcher.clone()), &l.settings, &l.locations))
                 .collect::<Result<_, _>>()?;
             let fallback = b.location(None, &s.settings, &[])?;
+            let mut name_regexes = Vec::new();
+            for n in s.server_names.iter().filter_map(|n| n.strip_prefix('~')) {
+                let re = RegexBuilder::new(n)
+                    .case_insensitive(true)
+                    .build()
+                    .map_err(|e| BuildError::Regex(n.to_string(), e.to_string()))?;
+                name_regexes.push(re);
+            }
             servers.push(ServerRt {
+                name_regexes,
                 names: s
                     .server_names
                     .iter()
+                    .filter(|n| !n.starts_with('~'))
                     .map(|n| n.to_ascii_lowercase())
                     .collect(),
                 locations,

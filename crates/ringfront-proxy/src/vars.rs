@@ -248,12 +248,36 @@ pub fn push_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, dash: bool) {
     }
 }
 
-/// Appends a whole template. `dash` selects log semantics (empty values print as `-`).
-pub fn render(out: &mut Vec<u8>, t: &Template, v: &Vars<'_>, dash: bool) {
+/// nginx's default log escaping of a value written from `from` on: `"`, `\\` and bytes
+/// outside printable ASCII become `\xHH`. Nothing is moved when nothing needs escaping.
+fn escape_from(out: &mut Vec<u8>, from: usize) {
+    let needs = |b: u8| b == b'"' || b == b'\\' || !(0x20..0x7f).contains(&b);
+    if !out[from..].iter().any(|&b| needs(b)) {
+        return;
+    }
+    let raw = out.split_off(from);
+    for b in raw {
+        if needs(b) {
+            out.extend_from_slice(format!("\\x{b:02X}").as_bytes());
+        } else {
+            out.push(b);
+        }
+    }
+}
+
+/// Appends a whole template. `log` selects access-log semantics: empty values print as `-`
+/// and values are escaped as nginx's `escape=default`.
+pub fn render(out: &mut Vec<u8>, t: &Template, v: &Vars<'_>, log: bool) {
     for part in &t.parts {
         match part {
             TemplatePart::Literal(s) => out.extend_from_slice(s.as_bytes()),
-            TemplatePart::Var(var) => push_var(out, var, v, dash),
+            TemplatePart::Var(var) => {
+                let mark = out.len();
+                push_var(out, var, v, log);
+                if log {
+                    escape_from(out, mark);
+                }
+            }
         }
     }
 }
@@ -268,6 +292,17 @@ mod tests {
         assert_eq!(origin_path(b"http://h:1/x?y"), b"/x?y");
         assert_eq!(origin_path(b"HTTP://h"), b"/");
         assert_eq!(path_and_args(b"/p?q=1"), (&b"/p"[..], Some(&b"q=1"[..])));
+    }
+
+    #[test]
+    fn log_escaping() {
+        let mut o = b"x=".to_vec();
+        o.extend_from_slice(b"a\"b\\c\x01\xff");
+        escape_from(&mut o, 2);
+        assert_eq!(o, b"x=a\\x22b\\x5Cc\\x01\\xFF");
+        let mut o = b"plain".to_vec();
+        escape_from(&mut o, 0);
+        assert_eq!(o, b"plain");
     }
 
     #[test]

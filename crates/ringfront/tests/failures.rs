@@ -170,3 +170,77 @@ fn stale_pooled_upstream_connection_is_replaced() {
     }
     assert_eq!(be.hits(), 5);
 }
+
+#[test]
+fn client_header_timeout_bounds_the_whole_head() {
+    // A slowloris client trickling one byte every 200 ms never completes its head within
+    // the 1 s client_header_timeout, although no single read waits that long.
+    let be = Backend::start();
+    let p = port();
+    let cfg = proxy_config(p, &[addr(&be)], "", "").replace(
+        "server_name localhost;",
+        "server_name localhost; client_header_timeout 1s;",
+    );
+    let _rf = Ringfront::start(&cfg);
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", p)).unwrap();
+    let t = Instant::now();
+    use std::io::Write;
+    s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n").unwrap();
+    let mut closed = false;
+    for _ in 0..25 {
+        std::thread::sleep(Duration::from_millis(200)); // the client's pace, not a wait for ringfront
+        if s.write_all(b"X").is_err() {
+            closed = true;
+            break;
+        }
+    }
+    assert!(closed, "still open after {:?}", t.elapsed());
+    assert!(t.elapsed() < Duration::from_secs(4));
+    assert_eq!(be.hits(), 0);
+}
+
+#[test]
+fn oversized_request_line_and_header_line() {
+    let be = Backend::start();
+    let p = port();
+    let cfg = proxy_config(p, &[addr(&be)], "", "").replace(
+        "server_name localhost;",
+        "server_name localhost; large_client_header_buffers 4 1k;",
+    );
+    let _rf = Ringfront::start(&cfg);
+    let long = "a".repeat(1500);
+    let mut c = Client::connect(("127.0.0.1", p));
+    c.send_raw(format!("GET /{long} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes());
+    assert_eq!(c.read_response().status, 414);
+    let mut c = Client::connect(("127.0.0.1", p));
+    c.send_raw(format!("GET / HTTP/1.1\r\nHost: x\r\nX-Big: {long}\r\n\r\n").as_bytes());
+    let r = c.read_response();
+    assert_eq!(r.status, 400);
+    assert!(r.text().contains("Request Header Or Cookie Too Large"));
+    let mut c = Client::connect(("127.0.0.1", p));
+    let many: String = (0..6)
+        .map(|i| format!("X-H{i}: {}\r\n", "b".repeat(900)))
+        .collect();
+    c.send_raw(format!("GET / HTTP/1.1\r\nHost: x\r\n{many}\r\n").as_bytes());
+    assert_eq!(c.read_response().status, 400);
+    assert_eq!(be.hits(), 0);
+}
+
+#[test]
+fn unsolicited_101_is_an_invalid_header() {
+    use std::io::{Read, Write};
+    let lst = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let up = lst.local_addr().unwrap();
+    std::thread::spawn(move || {
+        if let Ok((mut s, _)) = lst.accept() {
+            let mut buf = [0u8; 4096];
+            let _ = s.read(&mut buf);
+            let _ = s.write_all(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\n");
+            let _ = s.read(&mut buf);
+        }
+    });
+    let p = port();
+    let rf = Ringfront::start(&proxy_config(p, &[up.to_string()], "", ""));
+    assert_eq!(http::get(("127.0.0.1", p), "/").status, 502);
+    assert!(rf.wait_for_stderr("upstream sent unexpected 101 Switching Protocols", WAIT));
+}

@@ -29,6 +29,16 @@ http {
         server_name other.example *.wild.example;
         location / { return 200 \"other-server\"; }
     }
+    server {
+        listen 127.0.0.1:{PORT};
+        server_name .example.com;
+        location / { return 200 \"dot-server\"; }
+    }
+    server {
+        listen 127.0.0.1:{PORT};
+        server_name \"~^api-(\\d+)\\.regex\\.test$\" ;
+        location / { return 200 \"regex-server\"; }
+    }
 }
 ",
         &[("PORT", p.to_string())],
@@ -44,12 +54,20 @@ http {
     assert_eq!(body("/static/deep/y"), "longest-prefix");
     assert_eq!(body("/nothing"), "root");
     let mut c = ringfront_testkit::Client::connect(("127.0.0.1", p));
+    assert_eq!(by_host_once(p, "example.com"), "dot-server");
+    assert_eq!(by_host_once(p, "www.example.com"), "dot-server");
+    assert_eq!(by_host_once(p, "api-7.regex.test"), "regex-server");
     let by_host = |c: &mut ringfront_testkit::Client, host: &str| {
         c.request("GET", "/", &[("Host", host)], b"").text()
     };
     assert_eq!(by_host(&mut c, "other.example"), "other-server");
     assert_eq!(by_host(&mut c, "a.wild.example:8080"), "other-server");
     assert_eq!(by_host(&mut c, "unknown.example"), "root");
+}
+
+fn by_host_once(p: u16, host: &str) -> String {
+    let mut c = ringfront_testkit::Client::connect(("127.0.0.1", p));
+    c.request("GET", "/", &[("Host", host)], b"").text()
 }
 
 #[test]
@@ -67,6 +85,8 @@ http {
         listen 127.0.0.1:{PORT};
         location /old { return 301 http://example.com$request_uri; }
         location /gone { return 410; }
+        location /drop { return 444; }
+        location /rel { return 302 /elsewhere; }
         location / {
             proxy_pass http://{BACKEND};
             error_page 502 503 504 /50x.html;
@@ -89,6 +109,16 @@ http {
         Some("http://example.com/old/page?x=1")
     );
     assert_eq!(http::get(("127.0.0.1", p), "/gone").status, 410);
+    let r = http::get(("127.0.0.1", p), "/rel");
+    assert_eq!(r.status, 302);
+    assert_eq!(
+        r.header("location"),
+        Some(format!("http://127.0.0.1:{p}/elsewhere").as_str())
+    );
+    // 444 closes the connection without an answer.
+    let mut c = ringfront_testkit::Client::connect(("127.0.0.1", p));
+    c.send_raw(b"GET /drop HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert!(c.try_read_response().is_err());
     let r = http::get(("127.0.0.1", p), "/app");
     assert_eq!(r.status, 502);
     assert_eq!(r.text(), "<p>sorry, try later</p>\n");
@@ -149,7 +179,7 @@ http {
     );
     let rf = Ringfront::start(&cfg);
     let mut c = ringfront_testkit::Client::connect(("127.0.0.1", p));
-    let r = c.request("GET", "/first", &[("User-Agent", "t/1")], b"");
+    let r = c.request("GET", "/first", &[("User-Agent", "t/1 \"q\"")], b"");
     assert_eq!(r.status, 200);
     // QUIT flushes the log writer before exiting.
     drop(c);
@@ -158,7 +188,7 @@ http {
     let text = std::fs::read_to_string(&log).unwrap();
     let line = text.lines().next().unwrap_or_default();
     let expect = format!(
-        "127.0.0.1 \"GET /first HTTP/1.1\" 200 {} ua=\"t/1\" up=[{}, {}] st=[502, 200] rt=[",
+        "127.0.0.1 \"GET /first HTTP/1.1\" 200 {} ua=\"t/1 \\x22q\\x22\" up=[{}, {}] st=[502, 200] rt=[",
         r.body.len(),
         addr(&a),
         addr(&b)
