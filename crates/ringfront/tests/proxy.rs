@@ -108,7 +108,7 @@ fn expect_100_continue() {
         .set_read_timeout(Some(Duration::from_secs(5)))
         .unwrap();
     let mut got = [0u8; 25];
-    (&*c.stream()).read_exact(&mut got).unwrap();
+    c.stream().read_exact(&mut got).unwrap();
     assert_eq!(&got, b"HTTP/1.1 100 Continue\r\n\r\n");
     c.send_raw(b"ping");
     let r = c.read_response();
@@ -192,7 +192,7 @@ fn websocket_upgrade_is_tunnelled_both_ways() {
     c.stream()
         .set_read_timeout(Some(Duration::from_secs(5)))
         .unwrap();
-    (&*c.stream()).read_exact(&mut buf).unwrap();
+    c.stream().read_exact(&mut buf).unwrap();
     assert_eq!(&buf, b"frame-1");
 }
 
