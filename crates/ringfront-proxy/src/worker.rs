@@ -234,11 +234,30 @@ pub fn run(
     let entries = 1024;
     match driver {
         Driver::IoUring => {
-            match monoio::RuntimeBuilder::<monoio::IoUringDriver>::new()
-                .with_entries(entries)
-                .enable_timer()
-                .build()
-            {
+            let build = |flags: RingFlags| {
+                let mut urb = io_uring::IoUring::builder();
+                match flags {
+                    RingFlags::Defer => {
+                        urb.setup_coop_taskrun()
+                            .setup_single_issuer()
+                            .setup_defer_taskrun();
+                    }
+                    RingFlags::Coop => {
+                        urb.setup_coop_taskrun().setup_taskrun_flag();
+                    }
+                    RingFlags::Plain => {}
+                }
+                monoio::RuntimeBuilder::<monoio::IoUringDriver>::new()
+                    .with_entries(entries)
+                    .uring_builder(urb)
+                    .enable_timer()
+                    .build()
+            };
+            let wanted = ring_flags();
+            let rt = build(wanted)
+                .or_else(|_| build(RingFlags::Coop))
+                .or_else(|_| build(RingFlags::Plain));
+            match rt {
                 Ok(mut rt) => rt.block_on(fut),
                 Err(e) => eprintln!("ringfront: worker {index}: io_uring runtime: {e}"),
             }
@@ -252,5 +271,24 @@ pub fn run(
                 Err(e) => eprintln!("ringfront: worker {index}: epoll runtime: {e}"),
             }
         }
+    }
+}
+
+/// io_uring setup flags, strongest first. `COOP_TASKRUN` stops the kernel interrupting the
+/// worker (an IPI, a VM exit under virtualisation) for every completion; `DEFER_TASKRUN`
+/// (Linux 6.1+) runs completion work only when the worker waits. Older kernels refuse the
+/// flags and the next weaker set is tried.
+#[derive(Clone, Copy, Debug)]
+enum RingFlags {
+    Defer,
+    Coop,
+    Plain,
+}
+
+fn ring_flags() -> RingFlags {
+    match std::env::var("RINGFRONT_URING_FLAGS").as_deref() {
+        Ok("plain") => RingFlags::Plain,
+        Ok("coop") => RingFlags::Coop,
+        _ => RingFlags::Defer,
     }
 }
