@@ -1,6 +1,6 @@
 # Every CI step is one target; `make ci` runs what .ci/run runs.
 CARGO ?= cargo
-.PHONY: all build fmt fmt-check clippy test test-unit test-io_uring test-epoll bench loadtest run ci
+.PHONY: all build deps fmt fmt-check clippy test test-unit test-io_uring test-epoll bench loadtest run ci
 
 all: build
 
@@ -16,8 +16,13 @@ fmt-check:
 clippy:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
-# Unit tests of every crate, then the loopback integration suite under both event loops.
-test: test-unit test-io_uring test-epoll
+# nginx (the differential oracle) and wrk, from Debian's packages when missing.
+deps:
+	bash .ci/deps
+
+# Every crate's tests, then the loopback integration suite under both event loops.
+test: deps
+	$(MAKE) test-unit test-io_uring test-epoll
 
 # Every crate's own tests (unit and integration) except the binary's loopback suite.
 test-unit:

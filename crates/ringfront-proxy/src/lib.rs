@@ -98,22 +98,44 @@ impl Engine {
         });
         let cores = core_affinity::get_core_ids().unwrap_or_default();
         let mut threads = Vec::with_capacity(workers);
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         for (i, listeners) in per_worker.into_iter().enumerate() {
             let shared = shared.clone();
             let driver = opts.driver;
             let cpu = (!opts.cpus.is_empty()).then(|| opts.cpus[i % opts.cpus.len()]);
             let core = cpu.and_then(|c| cores.iter().find(|id| id.id == c).copied());
+            let ready = ready_tx.clone();
             let t = std::thread::Builder::new()
                 .name(format!("ringfront-w{i}"))
                 .spawn(move || {
                     if let Some(core) = core {
-                        core_affinity::set_for_current(core);
+                        if !core_affinity::set_for_current(core) {
+                            let _ = ready
+                                .send(Err(format!("worker {i}: cannot pin to CPU {}", core.id)));
+                            return;
+                        }
                     }
-                    worker::run(i, shared, driver, listeners);
+                    worker::run(i, shared, driver, listeners, ready);
                 })?;
             threads.push(t);
         }
-        Ok(Engine { shared, threads })
+        drop(ready_tx);
+        let engine = Engine { shared, threads };
+        // Return only when every worker is pinned and serving, so "ready" means ready.
+        for _ in 0..workers {
+            match ready_rx.recv() {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    engine.stop();
+                    return Err(std::io::Error::other(e));
+                }
+                Err(_) => {
+                    engine.stop();
+                    return Err(std::io::Error::other("a worker exited while starting"));
+                }
+            }
+        }
+        Ok(engine)
     }
 
     /// Publishes a new configuration; requests in flight finish on the old one.

@@ -206,12 +206,14 @@ async fn worker_main(w: Rc<Worker>, initial: Vec<(SocketAddr, TcpListener)>) {
     }
 }
 
-/// Runs one worker on the current thread until the engine stops.
+/// Runs one worker on the current thread until the engine stops. `ready` gets one message:
+/// `Ok` once the event loop runs with every listener registered, or why it could not start.
 pub fn run(
     index: usize,
     shared: Arc<Shared>,
     driver: Driver,
     listeners: Vec<std::net::TcpListener>,
+    ready: std::sync::mpsc::Sender<Result<(), String>>,
 ) {
     let snap = shared.snapshot.load_full();
     let w = Rc::new(Worker {
@@ -221,14 +223,20 @@ pub fn run(
         busy: Cell::new(0),
         state: RefCell::new(Rc::new(PeerState::new(&snap))),
     });
+    let started = ready.clone();
     let fut = async move {
         let mut bound = Vec::new();
         for (l, conf) in listeners.into_iter().zip(snap.listens.iter()) {
             match TcpListener::from_std(l) {
                 Ok(l) => bound.push((conf.addr, l)),
-                Err(e) => eprintln!("ringfront: worker {index}: listener: {e}"),
+                Err(e) => {
+                    let _ =
+                        started.send(Err(format!("worker {index}: listener {}: {e}", conf.addr)));
+                    return;
+                }
             }
         }
+        let _ = started.send(Ok(()));
         worker_main(w, bound).await
     };
     let entries = 1024;
@@ -259,7 +267,9 @@ pub fn run(
                 .or_else(|_| build(RingFlags::Plain));
             match rt {
                 Ok(mut rt) => rt.block_on(fut),
-                Err(e) => eprintln!("ringfront: worker {index}: io_uring runtime: {e}"),
+                Err(e) => {
+                    let _ = ready.send(Err(format!("worker {index}: io_uring runtime: {e}")));
+                }
             }
         }
         Driver::Epoll => {
@@ -268,7 +278,9 @@ pub fn run(
                 .build()
             {
                 Ok(mut rt) => rt.block_on(fut),
-                Err(e) => eprintln!("ringfront: worker {index}: epoll runtime: {e}"),
+                Err(e) => {
+                    let _ = ready.send(Err(format!("worker {index}: epoll runtime: {e}")));
+                }
             }
         }
     }

@@ -159,16 +159,33 @@ fn keepalive_timeout_closes_an_idle_client() {
 
 #[test]
 fn stale_pooled_upstream_connection_is_replaced() {
-    // The backend closes its side after each response (`close=1` keeps the pool honest):
-    // ringfront must not hand the next request a dead pooled connection.
-    let be = Backend::start();
+    // A backend that answers with a reusable (keep-alive) response, then closes the
+    // connection behind ringfront's back, as servers do when their idle timeout fires.
+    use std::io::{Read, Write};
+    let lst = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let up = lst.local_addr().unwrap();
+    let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = accepted.clone();
+    std::thread::spawn(move || {
+        for s in lst.incoming() {
+            let Ok(mut s) = s else { return };
+            count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let mut buf = [0u8; 4096];
+            if s.read(&mut buf).unwrap_or(0) > 0 {
+                let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+            }
+            drop(s); // closed while idle in ringfront's pool
+        }
+    });
     let p = port();
-    let _rf = Ringfront::start(&proxy_config(p, &[addr(&be)], "", ""));
+    let rf = Ringfront::start(&proxy_config(p, &[up.to_string()], "", ""));
     for _ in 0..5 {
-        let r = http::get(("127.0.0.1", p), "/?close=1");
-        assert_eq!(r.status, 200);
+        let r = http::get(("127.0.0.1", p), "/");
+        assert_eq!((r.status, r.text().as_str()), (200, "ok"));
     }
-    assert_eq!(be.hits(), 5);
+    // Every request needed a fresh connection, and none was reported as a failure.
+    assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 5);
+    assert!(!rf.stderr_lines().iter().any(|l| l.contains("[error]")));
 }
 
 #[test]

@@ -161,3 +161,56 @@ fn ready_line_names_the_event_loop_in_use() {
         _ => assert!(ready.contains("event loop"), "{ready}"),
     }
 }
+
+/// CPUs a worker thread may run on, from /proc (`Cpus_allowed_list`), by thread name.
+fn worker_cpus(pid: u32) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for t in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .flatten()
+    {
+        let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+        let comm = comm.trim().to_string();
+        if !comm.starts_with("ringfront-w") {
+            continue;
+        }
+        let status = std::fs::read_to_string(t.path().join("status")).unwrap_or_default();
+        let cpus = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+            .unwrap_or("")
+            .trim()
+            .to_string();
+        out.push((comm, cpus));
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn workers_are_pinned_by_flag_and_by_config() {
+    let be = Backend::start();
+    let rf = Ringfront::start_with_args(
+        &proxy_config(port(), &[addr(&be)], "", ""),
+        &["--workers", "2", "--cpu-affinity", "1,0"],
+    );
+    assert_eq!(
+        worker_cpus(rf.pid()),
+        [
+            ("ringfront-w0".into(), "1".into()),
+            ("ringfront-w1".into(), "0".into())
+        ]
+    );
+    let cfg = proxy_config(port(), &[addr(&be)], "", "").replace(
+        "worker_processes 1;",
+        "worker_processes 2;\nworker_cpu_affinity 01 10;",
+    );
+    let rf = Ringfront::start(&cfg);
+    assert_eq!(
+        worker_cpus(rf.pid()),
+        [
+            ("ringfront-w0".into(), "0".into()),
+            ("ringfront-w1".into(), "1".into())
+        ]
+    );
+}
