@@ -3,6 +3,7 @@
 //! The binary builds a `Snapshot` from a configuration and hands it to `Engine::start`;
 //! reloads swap a new snapshot in; `quit`/`stop` end the workers.
 
+mod body;
 mod clock;
 mod io;
 pub mod logger;

@@ -9,8 +9,9 @@ use std::time::Instant;
 
 use monoio::net::TcpStream;
 use ringfront_config::LogLevel;
-use ringfront_http::{BodyFraming, ChunkedDecoder, RequestHead};
+use ringfront_http::RequestHead;
 
+use crate::body::{self, Body, BodyError};
 use crate::io::{read_more, write_all};
 use crate::respond;
 use crate::snapshot::{LocationRt, Snapshot};
@@ -223,103 +224,42 @@ pub async fn serve(w: &Rc<Worker>, mut stream: TcpStream, client: SocketAddr, lo
             && !s.keepalive_timeout.is_zero()
             && requests < s.keepalive_requests;
 
-        // The body: nginx reads it whole before passing the request on (proxy_request_buffering
-        // on), so a retry can resend it; chunked bodies are de-chunked and sent with a length.
-        let mut chunked_body: Vec<u8> = Vec::new();
-        let (body_range, consumed) = match head.framing {
-            BodyFraming::Length(n) => {
-                if s.client_max_body_size != 0 && n > s.client_max_body_size {
+        let mut decoded: Vec<u8> = Vec::new();
+        let (read, b) = body::read(&mut stream, buf, &head, head_len, s, &mut decoded).await;
+        buf = b;
+        let (body, consumed) = match read {
+            Ok(ok) => ok,
+            Err(BodyError::Closed) => return,
+            Err(BodyError::Reject(status)) => {
+                if status == 413 {
+                    let req = req_ctx(
+                        &buf,
+                        &head,
+                        client,
+                        local,
+                        server_name,
+                        conn_id,
+                        requests,
+                        start,
+                        "",
+                    );
+                    let size = match head.framing {
+                        ringfront_http::BodyFraming::Length(n) => format!(": {n} bytes"),
+                        _ => String::new(),
+                    };
                     w.log(
                         &snap,
                         LogLevel::Error,
                         conn_id,
                         format_args!(
-                            "client intended to send too large body: {n} bytes{}",
-                            req_ctx(
-                                &buf,
-                                &head,
-                                client,
-                                local,
-                                server_name,
-                                conn_id,
-                                requests,
-                                start,
-                                ""
-                            )
-                            .log_context(None)
+                            "client intended to send too large body{size}{}",
+                            req.log_context(None)
                         ),
                     );
-                    reject(&mut stream, 413, s.send_timeout).await;
-                    return;
                 }
-                let Ok(n) = usize::try_from(n) else { return };
-                let want = head_len.saturating_add(n);
-                if buf.len() < want && head.expect_continue {
-                    let (r, _) = write_all(
-                        &mut stream,
-                        b"HTTP/1.1 100 Continue\r\n\r\n".to_vec(),
-                        s.send_timeout,
-                    )
-                    .await;
-                    if r.is_err() {
-                        return;
-                    }
-                }
-                while buf.len() < want {
-                    let spare = (want - buf.len()).min(1 << 20);
-                    let (r, b) = read_more(&mut stream, buf, spare, s.client_body_timeout).await;
-                    buf = b;
-                    match r {
-                        Ok(0) | Err(_) => return,
-                        Ok(_) => {}
-                    }
-                }
-                (head_len..want, want)
+                reject(&mut stream, status, s.send_timeout).await;
+                return;
             }
-            BodyFraming::Chunked => {
-                let mut dec = ChunkedDecoder::new();
-                let mut pos = head_len;
-                if buf.len() == head_len && head.expect_continue {
-                    let (r, _) = write_all(
-                        &mut stream,
-                        b"HTTP/1.1 100 Continue\r\n\r\n".to_vec(),
-                        s.send_timeout,
-                    )
-                    .await;
-                    if r.is_err() {
-                        return;
-                    }
-                }
-                loop {
-                    match dec.decode(&buf[pos..], &mut chunked_body) {
-                        Ok(p) => {
-                            pos += p.consumed;
-                            if p.done {
-                                break;
-                            }
-                        }
-                        Err(_) => {
-                            reject(&mut stream, 400, s.send_timeout).await;
-                            return;
-                        }
-                    }
-                    if s.client_max_body_size != 0
-                        && chunked_body.len() as u64 > s.client_max_body_size
-                    {
-                        reject(&mut stream, 413, s.send_timeout).await;
-                        return;
-                    }
-                    let (r, b) =
-                        read_more(&mut stream, buf, 16 * 1024, s.client_body_timeout).await;
-                    buf = b;
-                    match r {
-                        Ok(0) | Err(_) => return,
-                        Ok(_) => {}
-                    }
-                }
-                (0..0, pos)
-            }
-            _ => (0..0, head_len),
         };
 
         let path = request_path(&buf, &head);
@@ -360,10 +300,9 @@ pub async fn serve(w: &Rc<Worker>, mut stream: TcpStream, client: SocketAddr, lo
                 Some(stream),
             )
         } else if let Some(up) = loc.upstream {
-            let body: &[u8] = if matches!(head.framing, BodyFraming::Chunked) {
-                &chunked_body
-            } else {
-                &buf[body_range.clone()]
+            let body: &[u8] = match &body {
+                Body::Decoded => &decoded,
+                Body::InBuffer(r) => &buf[r.clone()],
             };
             crate::proxy::run(
                 w,
