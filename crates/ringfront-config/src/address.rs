@@ -91,7 +91,8 @@ pub(crate) fn join_host_port(host: &str, port: u16) -> String {
     }
 }
 
-/// Resolves a host; literal addresses never reach the resolver.
+/// Resolves a host; literal addresses never reach the resolver. Every address is kept, once,
+/// IPv4 ones first (nginx's `ngx_inet_resolve_host` order), otherwise in the resolver's order.
 pub(crate) fn resolve(
     host: &str,
     port: u16,
@@ -108,6 +109,7 @@ pub(crate) fn resolve(
                     unique.push(addr);
                 }
             }
+            unique.sort_by_key(|a| a.is_ipv6());
             Ok(unique)
         }
         _ => Err(AddrError::HostNotFound),
@@ -191,5 +193,21 @@ mod tests {
             Ok(vec![a, a])
         };
         assert_eq!(resolve("backend", 81, &dns).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn every_address_ipv4_first() {
+        let dns = |_: &str| -> std::io::Result<Vec<SocketAddr>> {
+            Ok(["[::1]:80", "127.0.0.1:80", "[::2]:80", "10.0.0.1:80"]
+                .iter()
+                .map(|a| a.parse().unwrap())
+                .collect())
+        };
+        let got: Vec<String> = resolve("h", 80, &dns)
+            .unwrap()
+            .iter()
+            .map(|a| a.to_string())
+            .collect();
+        assert_eq!(got, ["127.0.0.1:80", "10.0.0.1:80", "[::1]:80", "[::2]:80"]);
     }
 }

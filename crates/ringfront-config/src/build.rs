@@ -10,6 +10,7 @@ use crate::main_conf::main_block;
 use crate::model::Config;
 use crate::resolve::finish_http;
 use crate::tree::Reader;
+use crate::upstream::check_zones;
 
 /// What every reader of the tree needs: where relative paths start, and how host names are
 /// resolved.
@@ -33,11 +34,15 @@ pub(crate) fn build(
     let tree = Reader::new(prefix).parse_main(text, path)?;
     let env = Env { prefix, resolver };
     let main = main_block(&tree, &env)?;
-    let http = finish_http(main.http.unwrap_or_else(HttpRaw::empty), &env)?;
-    // nginx checks this after the whole configuration was read, without a place.
+    let raw = main.http.unwrap_or_else(HttpRaw::empty);
+    let zones = raw.zones.clone();
+    let http = finish_http(raw, &env)?;
+    // nginx checks these after the whole configuration was read, without a place, and the
+    // shared memory zones last.
     if !main.events {
         return Err(ConfigError::new("no \"events\" section in configuration"));
     }
+    check_zones(&zones)?;
     Ok(Config {
         path: path.to_path_buf(),
         main: main.conf,

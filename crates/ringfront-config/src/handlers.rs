@@ -137,8 +137,9 @@ fn proxy_pass(d: &Directive, scope: &Scope<'_>) -> Result<PassRaw, ConfigError> 
     })
 }
 
-/// `proxy_next_upstream FLAG...`; several lines at one level add up, and `off` anywhere
-/// means off alone (nginx's merge does the same).
+/// `proxy_next_upstream FLAG...`; flags are case-insensitive, several lines at one level add
+/// up, a repeated flag is accepted (nginx only warns: `duplicate value "error"`), and `off`
+/// anywhere means off alone (nginx's merge does the same).
 fn next_upstream(level: &mut Level, d: &Directive) -> Result<(), ConfigError> {
     let none = NextUpstream {
         error: false,
@@ -147,7 +148,7 @@ fn next_upstream(level: &mut Level, d: &Directive) -> Result<(), ConfigError> {
     };
     let flags = level.proxy_next_upstream.get_or_insert(none);
     for word in &d.args {
-        let slot = match word.as_str() {
+        let slot = match word.to_ascii_lowercase().as_str() {
             "error" => &mut flags.error,
             "timeout" => &mut flags.timeout,
             "invalid_header" => &mut flags.invalid_header,
@@ -162,7 +163,7 @@ fn next_upstream(level: &mut Level, d: &Directive) -> Result<(), ConfigError> {
             "off" => &mut flags.off,
             // Only meaningful with proxy_cache, which ringfront does not have.
             "updating" => continue,
-            other => return Err(err(d, format!("invalid value \"{other}\""))),
+            _ => return Err(err(d, format!("invalid value \"{word}\""))),
         };
         *slot = true;
     }

@@ -10,7 +10,7 @@ use crate::model::{LogFormat, Upstream};
 use crate::server::{server_block, ServerRaw};
 use crate::settings::Level;
 use crate::tree::Directive;
-use crate::upstream::upstream_block;
+use crate::upstream::{upstream_block, Zone};
 use crate::values::err;
 
 /// The http block as written, before inheritance and `proxy_pass` resolution.
@@ -20,6 +20,8 @@ pub(crate) struct HttpRaw {
     pub servers: Vec<ServerRaw>,
     pub upstreams: Vec<Upstream>,
     pub log_formats: Vec<LogFormat>,
+    /// The upstreams' shared memory zones, checked once the whole file is read.
+    pub zones: Vec<Zone>,
 }
 
 impl HttpRaw {
@@ -29,6 +31,7 @@ impl HttpRaw {
             servers: Vec::new(),
             upstreams: Vec::new(),
             log_formats: vec![combined()],
+            zones: Vec::new(),
         }
     }
 }
@@ -48,7 +51,8 @@ pub(crate) fn http_block(d: &Directive, env: &Env<'_>) -> Result<HttpRaw, Config
                 {
                     return Err(err(c, format!("duplicate upstream \"{name}\"")));
                 }
-                http.upstreams.push(upstream_block(c, env.resolver)?);
+                let upstream = upstream_block(c, env.resolver, &mut http.zones)?;
+                http.upstreams.push(upstream);
             }
             "server" => {
                 let server = server_block(c, env, &http.log_formats)?;

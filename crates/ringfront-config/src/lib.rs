@@ -16,8 +16,11 @@
 //!   level, `log_format ... escape=`, `access_log ... buffer= flush=`, the second argument of
 //!   `keepalive_timeout`, `listen ... bind deferred ipv6only=on`, `proxy_next_upstream
 //!   updating`.
-//! - Refused as "not supported yet" rather than ignored: other balancers (`ip_hash`, `hash`,
-//!   `least_conn`, `random`), `zone`, `max_conns=`, `if`/`rewrite`/`set`, named locations,
+//! - Beyond nginx 1.22: `least_time` (nginx Plus), `fair` (third-party, read as `least_time
+//!   header`) and `all_failed reject|revive` (ringfront's own) in `upstream`. `zone` is
+//!   checked as nginx checks it and changes nothing (peer state is always shared).
+//! - Refused as "not supported yet" rather than ignored: `sticky`, `slow_start=`,
+//!   `resolve`, `service=`, `if`/`rewrite`/`set`, named locations,
 //!   variables in `proxy_pass`, https and unix-socket upstreams, `listen ... ssl|http2`,
 //!   `gzip on`, `proxy_redirect` rules, regex captures (`$1`), `error_page ... = URI`,
 //!   `worker_cpu_affinity auto MASK`; `worker_processes 0` is refused.

@@ -96,6 +96,52 @@ pub struct Upstream {
     /// True for the group nginx creates implicitly for `proxy_pass http://host:port`.
     pub implicit: bool,
     pub origin: Origin,
+    /// How a peer is chosen (`ip_hash`, `hash`, `least_conn`, `random`, `least_time`, `fair`);
+    /// round robin when none is written. When several are written the last one counts, as in
+    /// nginx (which only warns).
+    pub balancer: Balancer,
+    /// `zone NAME [SIZE]`: stored, no effect (peer state is always shared by the workers).
+    pub zone: Option<String>,
+    /// `all_failed reject | revive` (ringfront only): what happens when every peer has failed
+    /// out. Default [`AllFailed::Reject`].
+    pub all_failed: AllFailed,
+}
+
+/// The load-balancing method of an upstream group.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Balancer {
+    /// nginx's smooth weighted round robin (no directive).
+    #[default]
+    RoundRobin,
+    /// `ip_hash`: the first three bytes of a client's IPv4 address (the whole IPv6 address)
+    /// choose the peer.
+    IpHash,
+    /// `hash KEY [consistent]`: KEY (a template, e.g. `$request_uri`) chooses the peer;
+    /// `consistent` is ketama consistent hashing.
+    Hash { key: Template, consistent: bool },
+    /// `least_conn`: fewest active connections (weighted), round robin among equals.
+    LeastConn,
+    /// `random [two [least_conn]]`: a random peer (weighted), or of two random peers the one
+    /// with fewer active connections. The fields say what was written: `least_conn` is only
+    /// ever true together with `two`, and `two` alone means the same as `two least_conn`
+    /// (nginx's default and, in 1.22, only method).
+    Random { two: bool, least_conn: bool },
+    /// `least_time header | last_byte [inflight]` (nginx Plus), and the third-party `fair`
+    /// (mapped to `least_time header`): lowest average response time (to the header, or to
+    /// the last byte), then fewest active connections. `inflight` also counts requests still
+    /// in progress.
+    LeastTime { last_byte: bool, inflight: bool },
+}
+
+/// `all_failed`: what an upstream group does when every peer is failed out (or down).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AllFailed {
+    /// nginx >= 1.11.5: answer 502 ("no live upstreams") until a peer's `fail_timeout` ends
+    /// and it is probed back in, one by one.
+    #[default]
+    Reject,
+    /// nginx before 1.11.5: forget every peer's failures and try the group again at once.
+    Revive,
 }
 
 #[derive(Debug, Clone)]
@@ -110,6 +156,10 @@ pub struct UpstreamServer {
     pub fail_timeout: Duration,
     pub backup: bool,
     pub down: bool,
+    /// `max_conns=N`: most connections open to each of this server's peers at once, counted
+    /// across all workers; 0 = unlimited (the default). Values above `u32::MAX` are stored
+    /// as `u32::MAX`.
+    pub max_conns: u32,
     pub origin: Origin,
 }
 

@@ -10,12 +10,13 @@ use crate::error::ConfigError;
 use crate::http::HttpRaw;
 use crate::location::LocRaw;
 use crate::model::{
-    HttpConf, Location, ProxyPass, ProxyTarget, Return, Server, Upstream, UpstreamServer,
+    AllFailed, Balancer, HttpConf, Location, ProxyPass, ProxyTarget, Return, Server, Upstream,
 };
 use crate::server::{ListenRaw, ServerRaw};
 use crate::settings::{Level, PassRaw};
 use crate::upstream::{
-    DEFAULT_FAIL_TIMEOUT, DEFAULT_KEEPALIVE, DEFAULT_KEEPALIVE_REQUESTS, DEFAULT_KEEPALIVE_TIMEOUT,
+    check_primary, default_server, DEFAULT_KEEPALIVE, DEFAULT_KEEPALIVE_REQUESTS,
+    DEFAULT_KEEPALIVE_TIMEOUT,
 };
 
 /// Upstream groups by name: the explicit blocks, then implicit ones in order of first use.
@@ -75,21 +76,15 @@ impl Targets<'_> {
         self.implicit_keys.push(key);
         self.implicit.push(Upstream {
             name: p.authority.clone(),
-            servers: vec![UpstreamServer {
-                text: p.authority.clone(),
-                addrs,
-                weight: 1,
-                max_fails: 1,
-                fail_timeout: DEFAULT_FAIL_TIMEOUT,
-                backup: false,
-                down: false,
-                origin: p.origin.clone(),
-            }],
+            servers: vec![default_server(&p.authority, addrs, &p.origin)],
             keepalive: DEFAULT_KEEPALIVE,
             keepalive_timeout: DEFAULT_KEEPALIVE_TIMEOUT,
             keepalive_requests: DEFAULT_KEEPALIVE_REQUESTS,
             implicit: true,
             origin: p.origin.clone(),
+            balancer: Balancer::RoundRobin,
+            zone: None,
+            all_failed: AllFailed::Reject,
         });
         Ok(ProxyPass {
             target: ProxyTarget::Upstream(p.authority.clone()),
@@ -170,6 +165,9 @@ fn check_listens(servers: &[ServerRaw]) -> Result<(), ConfigError> {
 
 /// Turns the http block as written into the model the proxy uses.
 pub(crate) fn finish_http(raw: HttpRaw, env: &Env<'_>) -> Result<HttpConf, ConfigError> {
+    for u in &raw.upstreams {
+        check_primary(u)?;
+    }
     let mut targets = Targets {
         explicit: raw.upstreams,
         implicit: Vec::new(),

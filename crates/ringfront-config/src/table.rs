@@ -136,6 +136,17 @@ pub(crate) static TABLE: &[Spec] = &[
     d("keepalive", UPSTREAM, 1, 1),
     d("keepalive_timeout", UPSTREAM, 1, 1),
     d("keepalive_requests", UPSTREAM, 1, 1),
+    d("ip_hash", UPSTREAM, 0, 0),
+    d("least_conn", UPSTREAM, 0, 0),
+    d("hash", UPSTREAM, 1, 2),
+    d("random", UPSTREAM, 0, 2),
+    d("zone", UPSTREAM, 1, 2),
+    // nginx Plus
+    d("least_time", UPSTREAM, 1, 2),
+    // the third-party upstream_fair module, read as `least_time header`
+    d("fair", UPSTREAM, 0, 0),
+    // ringfront only
+    d("all_failed", UPSTREAM, 1, 1),
     // server
     d("listen", SERVER, 1, MANY),
     d("server_name", SERVER, 1, MANY),
@@ -195,12 +206,6 @@ pub(crate) static TABLE: &[Spec] = &[
     noop("ssl_protocols", HS, 1, MANY, Check::Any),
     noop("ssl_prefer_server_ciphers", HS, 1, 1, Check::Flag),
     // nginx directives not implemented yet: an error, so no configuration is half-understood
-    unsupported("ip_hash", UPSTREAM, 0, 0),
-    unsupported("least_conn", UPSTREAM, 0, 0),
-    unsupported("hash", UPSTREAM, 1, 2),
-    unsupported("random", UPSTREAM, 0, 2),
-    unsupported("zone", UPSTREAM, 1, 2),
-    unsupported("least_time", UPSTREAM, 1, 2),
     unsupported("sticky", UPSTREAM, 1, MANY),
     unsupported("health_check", LOCATION, 0, MANY),
     unsupported("match", HTTP, 1, 1),

@@ -1,4 +1,6 @@
-//! `upstream NAME { server ADDR [weight=N] [max_fails=N] [fail_timeout=T] [backup] [down];
+//! `upstream NAME { server ADDR [weight=N] [max_fails=N] [fail_timeout=T] [max_conns=N]
+//! [backup] [down]; ip_hash | hash KEY [consistent] | least_conn | random [two [least_conn]] |
+//! least_time header|last_byte [inflight] | fair; zone NAME [SIZE]; all_failed reject|revive;
 //! keepalive N; keepalive_timeout T; keepalive_requests N; }`, host names resolved as nginx
 //! does when it reads the `server` line.
 
@@ -7,10 +9,10 @@ use std::time::Duration;
 use crate::address::{resolve, split_host_port, Resolver};
 use crate::directives::{for_each, unhandled, UPSTREAM};
 use crate::error::ConfigError;
-use crate::model::{Upstream, UpstreamServer};
+use crate::model::{AllFailed, Balancer, Origin, Upstream, UpstreamServer};
 use crate::tree::Directive;
-use crate::units::{parse_number, parse_time_mode, TimeMode};
-use crate::values::{err, msec, number, set_once};
+use crate::units::{parse_number, parse_size, parse_time_mode, TimeMode};
+use crate::values::{err, msec, number, set_once, template};
 
 /// ringfront keeps idle upstream connections by default (nginx needs `keepalive N`).
 pub(crate) const DEFAULT_KEEPALIVE: usize = 32;
@@ -18,19 +20,67 @@ pub(crate) const DEFAULT_KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(60);
 pub(crate) const DEFAULT_KEEPALIVE_REQUESTS: u64 = 1000;
 pub(crate) const DEFAULT_FAIL_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Reads an `upstream` block.
+/// nginx's smallest `zone` size: 8 pages of 4 KiB.
+const MIN_ZONE_SIZE: u64 = 8 * 4096;
+
+/// A shared memory zone as nginx registers it: by exact name, size 0 until a `zone` line
+/// gives one (`zone NAME;` may use a zone sized by another upstream).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Zone {
+    pub name: String,
+    pub size: u64,
+}
+
+/// nginx's check when the configuration is complete: a zone no `zone` line gave a size to
+/// (`zero size shared memory zone "z"`, without a place, as nginx prints it).
+pub(crate) fn check_zones(zones: &[Zone]) -> Result<(), ConfigError> {
+    match zones.iter().find(|z| z.size == 0) {
+        Some(z) => Err(ConfigError::new(format!(
+            "zero size shared memory zone \"{}\"",
+            z.name
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// nginx's check when it initialises a group: at least one server that is not `backup`
+/// (`no servers in upstream "u"`, placed at the `upstream` line).
+pub(crate) fn check_primary(u: &Upstream) -> Result<(), ConfigError> {
+    if u.servers.iter().any(|s| !s.backup) {
+        return Ok(());
+    }
+    Err(ConfigError::at(
+        format!("no servers in upstream \"{}\"", u.name),
+        &u.origin,
+    ))
+}
+
+/// Whether `server ... backup` may follow this balancer (nginx's `NGX_HTTP_UPSTREAM_BACKUP`
+/// flag: not with the hash methods nor `random`; nginx Plus allows it with `least_time`).
+fn allows_backup(b: &Balancer) -> bool {
+    !matches!(
+        b,
+        Balancer::IpHash | Balancer::Hash { .. } | Balancer::Random { .. }
+    )
+}
+
+/// Reads an `upstream` block; `zones` holds the zones of the upstreams read before it.
 pub(crate) fn upstream_block(
     d: &Directive,
     resolver: Resolver<'_>,
+    zones: &mut Vec<Zone>,
 ) -> Result<Upstream, ConfigError> {
     let mut servers = Vec::new();
     let mut keepalive = None;
     let mut keepalive_timeout = None;
     let mut keepalive_requests = None;
+    let mut balancer = Balancer::RoundRobin;
+    let mut zone = None;
+    let mut all_failed = None;
     for_each(d.children(), UPSTREAM, |c| {
         let arg = c.arg(0);
         match c.name.as_str() {
-            "server" => servers.push(server(c, resolver)?),
+            "server" => servers.push(server(c, resolver, allows_backup(&balancer))?),
             "keepalive" => {
                 // 0 turns ringfront's default pool off (nginx refuses 0; it has no default).
                 let n = parse_number(arg)
@@ -45,6 +95,28 @@ pub(crate) fn upstream_block(
             }
             "keepalive_timeout" => set_once(&mut keepalive_timeout, msec(c, arg)?, c)?,
             "keepalive_requests" => set_once(&mut keepalive_requests, number(c, arg)?, c)?,
+            // A second method replaces the first: nginx warns ("load balancing method
+            // redefined") and goes on; ringfront has no warnings, so it just goes on.
+            "ip_hash" | "least_conn" | "hash" | "random" | "least_time" | "fair" => {
+                balancer = balancing_method(c)?;
+            }
+            "zone" => zone = Some(zone_line(c, zones)?),
+            "all_failed" => {
+                let policy = match arg {
+                    "reject" => AllFailed::Reject,
+                    "revive" => AllFailed::Revive,
+                    _ => {
+                        return Err(err(
+                            c,
+                            format!(
+                                "invalid value \"{arg}\" in \"all_failed\" directive, \
+                                 it must be \"reject\" or \"revive\""
+                            ),
+                        ));
+                    }
+                };
+                set_once(&mut all_failed, policy, c)?;
+            }
             _ => return Err(unhandled(c)),
         }
         Ok(())
@@ -60,27 +132,115 @@ pub(crate) fn upstream_block(
         keepalive_requests: keepalive_requests.unwrap_or(DEFAULT_KEEPALIVE_REQUESTS),
         implicit: false,
         origin: d.origin.clone(),
+        balancer,
+        zone,
+        all_failed: all_failed.unwrap_or_default(),
     })
 }
 
-/// nginx Plus and later-issue parameters: refused until implemented.
-const NOT_YET: &[&str] = &[
-    "max_conns",
-    "slow_start",
-    "resolve",
-    "service",
-    "route",
-    "drain",
-];
+/// `ip_hash`, `least_conn`, `hash KEY [consistent]`, `random [two [least_conn]]`,
+/// `least_time header|last_byte [inflight]`, `fair`; the argument counts are already checked.
+fn balancing_method(d: &Directive) -> Result<Balancer, ConfigError> {
+    let invalid = |param: &str| err(d, format!("invalid parameter \"{param}\""));
+    let param = d.args.get(1).map(String::as_str);
+    Ok(match d.name.as_str() {
+        "ip_hash" => Balancer::IpHash,
+        "least_conn" => Balancer::LeastConn,
+        "hash" => {
+            // nginx checks the parameter at once and unknown variables only at the end.
+            let consistent = match param {
+                None => false,
+                Some("consistent") => true,
+                Some(other) => return Err(invalid(other)),
+            };
+            let key = template(d, d.arg(0))?;
+            Balancer::Hash { key, consistent }
+        }
+        "random" => {
+            let two = match d.args.first().map(String::as_str) {
+                None => false,
+                Some("two") => true,
+                Some(other) => return Err(invalid(other)),
+            };
+            let least_conn = match param {
+                None => false,
+                Some("least_conn") => true,
+                Some(other) => return Err(invalid(other)),
+            };
+            Balancer::Random { two, least_conn }
+        }
+        "least_time" => {
+            let last_byte = match d.arg(0) {
+                "header" => false,
+                "last_byte" => true,
+                other => return Err(invalid(other)),
+            };
+            let inflight = match param {
+                None => false,
+                Some("inflight") => true,
+                Some(other) => return Err(invalid(other)),
+            };
+            Balancer::LeastTime {
+                last_byte,
+                inflight,
+            }
+        }
+        "fair" => Balancer::LeastTime {
+            last_byte: false,
+            inflight: false,
+        },
+        _ => return Err(unhandled(d)),
+    })
+}
 
-/// `server ADDR [params]`; the address defaults to port 80.
-fn server(d: &Directive, resolver: Resolver<'_>) -> Result<UpstreamServer, ConfigError> {
-    let text = d.arg(0);
-    let addr_err =
-        |e: crate::address::AddrError| err(d, format!("{} in upstream \"{text}\"", e.as_str()));
-    let hp = split_host_port(text).map_err(addr_err)?;
-    let addrs = resolve(&hp.host, hp.port.unwrap_or(80), resolver).map_err(addr_err)?;
-    let mut s = UpstreamServer {
+/// `zone NAME [SIZE]`, registered in `zones` with nginx's checks and messages.
+fn zone_line(d: &Directive, zones: &mut Vec<Zone>) -> Result<String, ConfigError> {
+    let name = d.arg(0);
+    if name.is_empty() {
+        return Err(err(d, "invalid zone name \"\""));
+    }
+    let size = match d.args.get(1) {
+        None => 0,
+        Some(text) => {
+            let size =
+                parse_size(text).ok_or_else(|| err(d, format!("invalid zone size \"{text}\"")))?;
+            if size < MIN_ZONE_SIZE {
+                return Err(err(d, format!("zone \"{name}\" is too small")));
+            }
+            size
+        }
+    };
+    match zones.iter_mut().find(|z| z.name == name) {
+        Some(z) if z.size == 0 => z.size = size,
+        Some(z) if size != 0 && size != z.size => {
+            return Err(err(
+                d,
+                format!(
+                    "the size {size} of shared memory zone \"{name}\" conflicts with \
+                     already declared size {}",
+                    z.size
+                ),
+            ));
+        }
+        Some(_) => {}
+        None => zones.push(Zone {
+            name: name.to_string(),
+            size,
+        }),
+    }
+    Ok(name.to_string())
+}
+
+/// nginx Plus and later-issue parameters: refused until implemented.
+const NOT_YET: &[&str] = &["slow_start", "resolve", "service", "route", "drain"];
+
+/// An upstream server with nginx's defaults (the implicit `proxy_pass` groups use it too).
+pub(crate) fn default_server(
+    text: &str,
+    addrs: Vec<std::net::SocketAddr>,
+    origin: &Origin,
+) -> UpstreamServer {
+    UpstreamServer {
         text: text.to_string(),
         addrs,
         weight: 1,
@@ -88,8 +248,24 @@ fn server(d: &Directive, resolver: Resolver<'_>) -> Result<UpstreamServer, Confi
         fail_timeout: DEFAULT_FAIL_TIMEOUT,
         backup: false,
         down: false,
-        origin: d.origin.clone(),
-    };
+        max_conns: 0,
+        origin: origin.clone(),
+    }
+}
+
+/// `server ADDR [params]`; the address defaults to port 80. `backup_ok`: whether the
+/// balancing method written so far allows `backup`.
+fn server(
+    d: &Directive,
+    resolver: Resolver<'_>,
+    backup_ok: bool,
+) -> Result<UpstreamServer, ConfigError> {
+    let text = d.arg(0);
+    let addr_err =
+        |e: crate::address::AddrError| err(d, format!("{} in upstream \"{text}\"", e.as_str()));
+    let hp = split_host_port(text).map_err(addr_err)?;
+    let addrs = resolve(&hp.host, hp.port.unwrap_or(80), resolver).map_err(addr_err)?;
+    let mut s = default_server(text, addrs, &d.origin);
     for param in d.args.iter().skip(1) {
         let invalid = || err(d, format!("invalid parameter \"{param}\""));
         let (key, value) = match param.split_once('=') {
@@ -102,6 +278,17 @@ fn server(d: &Directive, resolver: Resolver<'_>) -> Result<UpstreamServer, Confi
             ("max_fails", v) => s.max_fails = num(v).ok_or_else(invalid)?,
             ("fail_timeout", Some(v)) => {
                 s.fail_timeout = parse_time_mode(v, TimeMode::Sec).ok_or_else(invalid)?;
+            }
+            ("max_conns", v) => {
+                // nginx takes any number up to its integer size; u32::MAX is as unlimited.
+                let n = v.and_then(parse_number).ok_or_else(invalid)?;
+                s.max_conns = u32::try_from(n).unwrap_or(u32::MAX);
+            }
+            ("backup", None) if !backup_ok => {
+                return Err(err(
+                    d,
+                    "balancing method does not support parameter \"backup\"",
+                ));
             }
             ("backup", None) => s.backup = true,
             ("down", None) => s.down = true,

@@ -119,6 +119,34 @@ fn values() {
         "invalid value \"http_418\" in F:3"
     );
     assert_eq!(
+        h("proxy_next_upstream Http_418;"),
+        "invalid value \"Http_418\" in F:3"
+    );
+    assert_eq!(
+        h("proxy_next_upstream;"),
+        "invalid number of arguments in \"proxy_next_upstream\" directive in F:3"
+    );
+    assert_eq!(
+        h("proxy_next_upstream_tries x;"),
+        "\"proxy_next_upstream_tries\" directive invalid number in F:3"
+    );
+    assert_eq!(
+        h("proxy_next_upstream_tries -1;"),
+        "\"proxy_next_upstream_tries\" directive invalid number in F:3"
+    );
+    assert_eq!(
+        h("proxy_next_upstream_tries 1 2;"),
+        "invalid number of arguments in \"proxy_next_upstream_tries\" directive in F:3"
+    );
+    assert_eq!(
+        h("proxy_next_upstream_timeout 1y;"),
+        "\"proxy_next_upstream_timeout\" directive invalid value in F:3"
+    );
+    assert_eq!(
+        h("server {\n location / {\n  proxy_next_upstream_tries 4;\n  proxy_next_upstream_tries 5;\n }\n}"),
+        "\"proxy_next_upstream_tries\" directive is duplicate in F:6"
+    );
+    assert_eq!(
         h("large_client_header_buffers 0 8k;"),
         "\"large_client_header_buffers\" directive invalid value in F:3"
     );
@@ -167,8 +195,32 @@ fn upstream_servers() {
         "unix domain sockets are not supported in upstream \"unix:/tmp/s\" in F:4"
     );
     assert_eq!(
-        h("upstream u {\n server 127.0.0.1 max_conns=10;\n}"),
-        "\"max_conns\" parameter is not supported yet in F:4"
+        h("upstream u {\n server 127.0.0.1 slow_start=10s;\n}"),
+        "\"slow_start\" parameter is not supported yet in F:4"
+    );
+    assert_eq!(
+        h("upstream u {\n server 127.0.0.1 resolve;\n}"),
+        "\"resolve\" parameter is not supported yet in F:4"
+    );
+    assert_eq!(
+        h("upstream u {\n server 127.0.0.1 service=http;\n}"),
+        "\"service\" parameter is not supported yet in F:4"
+    );
+    for bad in [
+        "max_conns",
+        "max_conns=",
+        "max_conns=x",
+        "max_conns=-1",
+        "max_conns=+5",
+    ] {
+        assert_eq!(
+            h(&format!("upstream u {{\n server 127.0.0.1 {bad};\n}}")),
+            format!("invalid parameter \"{bad}\" in F:4")
+        );
+    }
+    assert_eq!(
+        h("upstream u {\n server 127.0.0.1 max_conns=9223372036854775808;\n}"),
+        "invalid parameter \"max_conns=9223372036854775808\" in F:4"
     );
     assert_eq!(
         h("upstream u {\n}"),
@@ -179,20 +231,168 @@ fn upstream_servers() {
         "duplicate upstream \"U\" in F:4"
     );
     assert_eq!(
-        h("upstream u {\n ip_hash;\n server 127.0.0.1;\n}"),
-        "\"ip_hash\" directive is not supported yet in F:4"
-    );
-    assert_eq!(
-        h("upstream u {\n hash $remote_addr consistent;\n}"),
-        "\"hash\" directive is not supported yet in F:4"
-    );
-    assert_eq!(
-        h("ip_hash;"),
-        "\"ip_hash\" directive is not allowed here in F:3"
+        h("upstream u {\n server 127.0.0.1 backup;\n server 127.0.0.2 backup;\n}"),
+        "no servers in upstream \"u\" in F:3",
+        "only backups: placed at the upstream line"
     );
     assert_eq!(
         h("upstream u {\n server 127.0.0.1;\n keepalive x;\n}"),
         "invalid value \"x\" in \"keepalive\" directive in F:5"
+    );
+}
+
+/// `upstream u {` is line 3, so its first inner line is line 4.
+fn u(body: &str) -> String {
+    h(&format!("upstream u {{\n{body}\n}}"))
+}
+
+#[test]
+fn balancing_methods() {
+    for name in [
+        "ip_hash",
+        "least_conn",
+        "hash",
+        "random",
+        "least_time",
+        "fair",
+        "zone",
+    ] {
+        assert_eq!(
+            h(&format!("{name} x;")),
+            format!("\"{name}\" directive is not allowed here in F:3")
+        );
+    }
+    assert_eq!(
+        h("all_failed revive;"),
+        "\"all_failed\" directive is not allowed here in F:3"
+    );
+    for (body, name) in [
+        ("ip_hash x;", "ip_hash"),
+        ("least_conn x;", "least_conn"),
+        ("hash;", "hash"),
+        ("hash $remote_addr consistent x;", "hash"),
+        ("random two least_conn x;", "random"),
+        ("least_time;", "least_time"),
+        ("least_time header inflight x;", "least_time"),
+        ("fair no_rr;", "fair"),
+        ("all_failed;", "all_failed"),
+        ("all_failed reject revive;", "all_failed"),
+    ] {
+        assert_eq!(
+            u(&format!("{body}\nserver 127.0.0.1;")),
+            format!("invalid number of arguments in \"{name}\" directive in F:4"),
+            "{body}"
+        );
+    }
+    for (body, param) in [
+        ("hash $remote_addr foo;", "foo"),
+        ("hash $remote_addr Consistent;", "Consistent"),
+        ("random foo;", "foo"),
+        ("random least_conn;", "least_conn"),
+        ("random two foo;", "foo"),
+        ("least_time body;", "body"),
+        ("least_time header foo;", "foo"),
+        ("least_time inflight;", "inflight"),
+    ] {
+        assert_eq!(
+            u(&format!("{body}\nserver 127.0.0.1;")),
+            format!("invalid parameter \"{param}\" in F:4"),
+            "{body}"
+        );
+    }
+    // nginx checks `consistent` at once but unknown variables only at the end; ringfront
+    // checks variables where they are written (with a place).
+    assert_eq!(
+        u("hash $foo;\nserver 127.0.0.1;"),
+        "unknown \"foo\" variable in F:4"
+    );
+    assert_eq!(
+        u("hash $foo bar;\nserver 127.0.0.1;"),
+        "invalid parameter \"bar\" in F:4"
+    );
+    assert_eq!(
+        u("all_failed retry;\nserver 127.0.0.1;"),
+        "invalid value \"retry\" in \"all_failed\" directive, it must be \"reject\" or \"revive\" in F:4"
+    );
+    assert_eq!(
+        u("all_failed reject;\nall_failed revive;\nserver 127.0.0.1;"),
+        "\"all_failed\" directive is duplicate in F:5"
+    );
+}
+
+#[test]
+fn backup_needs_a_method_that_allows_it() {
+    let message = "balancing method does not support parameter \"backup\" in F:5";
+    for method in [
+        "ip_hash;",
+        "hash $remote_addr;",
+        "hash $uri consistent;",
+        "random;",
+        "random two;",
+    ] {
+        assert_eq!(
+            u(&format!(
+                "{method}\nserver 127.0.0.1 backup;\nserver 127.0.0.2;"
+            )),
+            message,
+            "{method}"
+        );
+    }
+    // The method in force when the server line is read counts (nginx keeps the last one).
+    assert_eq!(
+        u("least_conn;\nip_hash;\nserver 127.0.0.1 backup;\nserver 127.0.0.2;"),
+        "balancing method does not support parameter \"backup\" in F:6"
+    );
+    // The parameters are read in order: an earlier bad one is reported first.
+    assert_eq!(
+        u("ip_hash;\nserver 127.0.0.1 weight=0 backup;"),
+        "invalid parameter \"weight=0\" in F:5"
+    );
+}
+
+#[test]
+fn zones() {
+    assert_eq!(
+        u("zone;\nserver 127.0.0.1;"),
+        "invalid number of arguments in \"zone\" directive in F:4"
+    );
+    assert_eq!(
+        u("zone a 64k b;\nserver 127.0.0.1;"),
+        "invalid number of arguments in \"zone\" directive in F:4"
+    );
+    assert_eq!(
+        u("zone \"\" 64k;\nserver 127.0.0.1;"),
+        "invalid zone name \"\" in F:4"
+    );
+    assert_eq!(
+        u("zone z foo;\nserver 127.0.0.1;"),
+        "invalid zone size \"foo\" in F:4"
+    );
+    assert_eq!(
+        u("zone z 0;\nserver 127.0.0.1;"),
+        "zone \"z\" is too small in F:4"
+    );
+    assert_eq!(
+        u("zone z 31k;\nserver 127.0.0.1;"),
+        "zone \"z\" is too small in F:4"
+    );
+    assert_eq!(
+        h("upstream u {\n zone z 64k;\n server 127.0.0.1;\n}\nupstream v {\n zone z 128k;\n server 127.0.0.1;\n}"),
+        "the size 131072 of shared memory zone \"z\" conflicts with already declared size 65536 in F:8"
+    );
+    // A zone no line gives a size to: found when the configuration is complete, no place.
+    assert_eq!(
+        u("zone z;\nserver 127.0.0.1;"),
+        "zero size shared memory zone \"z\""
+    );
+    assert_eq!(
+        h("upstream u {\n zone z;\n server 127.0.0.1;\n}\nupstream v {\n zone y 64k;\n zone y;\n server 127.0.0.1;\n}"),
+        "zero size shared memory zone \"z\""
+    );
+    // ...and after the missing events block, as nginx checks them.
+    assert_eq!(
+        e("http {\nupstream u {\n zone z;\n server 127.0.0.1;\n}\n}"),
+        "no \"events\" section in configuration"
     );
 }
 

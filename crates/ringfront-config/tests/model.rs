@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use common::{http, parse};
 use ringfront_config::{
-    AccessLog, Config, CpuAffinity, ErrorLog, ErrorPage, Location, LocationMatch, LocationSettings,
-    LogLevel, NextUpstream, ProxyPass, ProxyTarget, Return, Template, TemplatePart, Variable,
-    WorkerProcesses,
+    AccessLog, AllFailed, Balancer, Config, CpuAffinity, ErrorLog, ErrorPage, Location,
+    LocationMatch, LocationSettings, LogLevel, NextUpstream, ProxyPass, ProxyTarget, Return,
+    Template, TemplatePart, Variable, WorkerProcesses,
 };
 
 fn secs(n: u64) -> Duration {
@@ -304,6 +304,12 @@ fn upstreams_explicit_later_and_implicit() {
     let b = cfg.upstream("backend").unwrap();
     assert!(!b.implicit);
     assert_eq!(
+        (&b.balancer, &b.zone, b.all_failed),
+        (&Balancer::RoundRobin, &None, AllFailed::Reject),
+        "defaults"
+    );
+    assert!(b.servers.iter().all(|s| s.max_conns == 0));
+    assert_eq!(
         (b.keepalive, b.keepalive_timeout, b.keepalive_requests),
         (8, secs(5), 50)
     );
@@ -330,6 +336,10 @@ fn upstreams_explicit_later_and_implicit() {
 
     let i = cfg.upstream("127.0.0.1:9009").unwrap();
     assert!(i.implicit);
+    assert_eq!(
+        (&i.balancer, &i.zone, i.all_failed, i.servers[0].max_conns),
+        (&Balancer::RoundRobin, &None, AllFailed::Reject, 0)
+    );
     assert_eq!(
         (i.keepalive, i.keepalive_timeout, i.keepalive_requests),
         (32, secs(60), 1000)
