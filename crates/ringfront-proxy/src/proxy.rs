@@ -8,7 +8,7 @@ use std::time::Instant;
 use monoio::net::TcpStream;
 use ringfront_config::{LocationMatch, LogLevel, NextUpstream};
 use ringfront_http::BodyFraming;
-use ringfront_upstream::{free, select, Attempt, Selection, UpstreamId};
+use ringfront_upstream::{free, select, Attempt, RequestKey, Selection, UpstreamId};
 
 use crate::clock::now_secs;
 use crate::respond;
@@ -174,10 +174,26 @@ pub async fn run(
     let resend_ok = !non_idempotent(req.head.method.get(req.buf)) || nu.non_idempotent;
     let head_only = req.head.is_head(req.buf);
     let mut rbuf = Vec::with_capacity(8192);
+    // The balancer's inputs: the client address (ip_hash) and the evaluated `hash` key.
+    let mut hash_key = Vec::new();
+    if let Some(t) = &group.hash_key {
+        vars::render(&mut hash_key, t, &req.vars(&group.proxy_host, None), false);
+    }
+    let key = RequestKey {
+        client: Some(req.client.ip()),
+        hash: &hash_key,
+    };
     loop {
         let sel = {
             let mut peers = state.peers.borrow_mut();
-            select(&snap.topology, &mut peers, &snap.board, &mut at, now_secs())
+            select(
+                &snap.topology,
+                &mut peers,
+                &snap.board,
+                &mut at,
+                &key,
+                now_secs(),
+            )
         };
         let id = match sel {
             Selection::Peer(id) => id,
@@ -236,6 +252,7 @@ pub async fn run(
                         &snap.board,
                         &mut at,
                         true,
+                        None,
                         now_secs(),
                     )
                 };
@@ -299,6 +316,7 @@ pub async fn run(
                             &snap.board,
                             &mut at,
                             failed,
+                            None,
                             now_secs(),
                         );
                         this_try.response_time = Some(try_start.elapsed());
@@ -306,17 +324,7 @@ pub async fn run(
                         continue;
                     }
                 }
-                {
-                    let mut peers = state.peers.borrow_mut();
-                    free(
-                        &snap.topology,
-                        &mut peers,
-                        &snap.board,
-                        &mut at,
-                        false,
-                        now_secs(),
-                    );
-                }
+                let header_time = got.header_time;
                 tries.push(this_try);
                 let relay = crate::relay::Relay {
                     w,
@@ -330,8 +338,28 @@ pub async fn run(
                     head_only,
                 };
                 let (mut r, back) = relay.run(got, rbuf, client, out).await;
+                let last_byte = try_start.elapsed();
+                // nginx frees the peer when the request is finalised, after the body: the
+                // connection counts for max_conns/least_conn until then. Errors while relaying
+                // the body are not failures of the peer.
+                let response_time =
+                    group
+                        .least_time_last_byte
+                        .map(|lb| if lb { last_byte } else { header_time });
+                {
+                    let mut peers = state.peers.borrow_mut();
+                    free(
+                        &snap.topology,
+                        &mut peers,
+                        &snap.board,
+                        &mut at,
+                        false,
+                        response_time,
+                        now_secs(),
+                    );
+                }
                 if let Some(last) = tries.last_mut() {
-                    last.response_time = Some(try_start.elapsed());
+                    last.response_time = Some(last_byte);
                 }
                 r.tries = tries;
                 return (r, back);

@@ -8,9 +8,9 @@ use std::path::Path;
 
 use regex::{Regex, RegexBuilder};
 use ringfront_config::{
-    AccessLog, Config, LocationMatch, LocationSettings, LogLevel, ProxyTarget, Template,
+    AccessLog, AllFailed, Config, LocationMatch, LocationSettings, LogLevel, ProxyTarget, Template,
 };
-use ringfront_upstream::{Board, PeerSpec, Topology, UpstreamId, UpstreamSpec};
+use ringfront_upstream::{Balancer, Board, PeerSpec, Topology, UpstreamId, UpstreamSpec};
 
 use crate::logger::Sink;
 
@@ -22,6 +22,34 @@ pub struct GroupConf {
     pub keepalive_requests: u64,
     /// `$proxy_host`: the group name, or `host:port` for an implicit group (`:80` dropped).
     pub proxy_host: String,
+    /// `hash KEY`: the key evaluated per request.
+    pub hash_key: Option<Template>,
+    /// `least_time`: whether the response time fed back is the last byte's (else the header's).
+    pub least_time_last_byte: Option<bool>,
+}
+
+/// The balancer a configuration names, in the upstream crate's terms.
+fn balancer(b: &ringfront_config::Balancer) -> Balancer {
+    use ringfront_config::Balancer as C;
+    match b {
+        C::RoundRobin => Balancer::RoundRobin,
+        C::IpHash => Balancer::IpHash,
+        C::Hash { consistent, .. } => Balancer::Hash {
+            consistent: *consistent,
+        },
+        C::LeastConn => Balancer::LeastConn,
+        C::Random { two, least_conn } => Balancer::Random {
+            two: *two,
+            least_conn: *least_conn,
+        },
+        C::LeastTime {
+            last_byte,
+            inflight,
+        } => Balancer::LeastTime {
+            last_byte: *last_byte,
+            inflight: *inflight,
+        },
+    }
 }
 
 #[derive(Debug)]
@@ -193,6 +221,8 @@ impl Snapshot {
                         weight: s.weight.max(1),
                         max_fails: s.max_fails,
                         fail_timeout: s.fail_timeout.as_secs(),
+                        max_conns: s.max_conns,
+                        server: s.text.clone(),
                         down: s.down,
                     };
                     if s.backup {
@@ -206,12 +236,22 @@ impl Snapshot {
                 name: up.name.clone(),
                 primary,
                 backup,
+                balancer: balancer(&up.balancer),
+                revive: up.all_failed == AllFailed::Revive,
             });
             let proxy_host = match up.name.strip_suffix(":80") {
                 Some(h) if up.implicit => h.to_string(),
                 _ => up.name.clone(),
             };
             groups.push(GroupConf {
+                hash_key: match &up.balancer {
+                    ringfront_config::Balancer::Hash { key, .. } => Some(key.clone()),
+                    _ => None,
+                },
+                least_time_last_byte: match &up.balancer {
+                    ringfront_config::Balancer::LeastTime { last_byte, .. } => Some(*last_byte),
+                    _ => None,
+                },
                 keepalive: up.keepalive,
                 keepalive_timeout: up.keepalive_timeout,
                 keepalive_requests: up.keepalive_requests,

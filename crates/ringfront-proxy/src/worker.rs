@@ -31,7 +31,7 @@ impl PeerState {
     fn new(snap: &Snapshot) -> Self {
         PeerState {
             generation: snap.generation,
-            peers: RefCell::new(WorkerPeers::new(&snap.topology)),
+            peers: RefCell::new(WorkerPeers::new(&snap.topology, seed(snap.generation))),
             pool: RefCell::new(Pool::new(snap.topology.peer_count)),
         }
     }
@@ -303,4 +303,16 @@ fn ring_flags() -> RingFlags {
         Ok("coop") => RingFlags::Coop,
         _ => RingFlags::Defer,
     }
+}
+
+/// A per-worker, per-generation seed for `random`: different workers must not draw the same
+/// sequence. Not cryptographic; the pure crate takes it as input.
+fn seed(generation: u64) -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos() as u64);
+    let thread = std::thread::current().id();
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    std::hash::Hash::hash(&(thread, generation, nanos, std::process::id()), &mut h);
+    std::hash::Hasher::finish(&h)
 }

@@ -6,6 +6,7 @@
 //! Everything binds 127.0.0.1 only.
 
 mod backend;
+pub mod golden;
 pub mod http;
 mod net;
 mod nginx;

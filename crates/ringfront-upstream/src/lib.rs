@@ -1,16 +1,35 @@
-//! Upstream peers and nginx's peer machinery: the topology of groups and peers, smooth
-//! weighted round robin, passive failure accounting (`max_fails` / `fail_timeout`), backups,
-//! and the health board shared by every worker.
+//! Upstream peers and nginx's peer machinery: the topology of groups and peers, the balancers
+//! (round robin, `ip_hash`, `hash [consistent]`, `least_conn`, `random [two]`, `least_time`),
+//! passive failure accounting (`max_fails` / `fail_timeout`), `max_conns`, backups, and the
+//! health board shared by every worker.
 //!
-//! Pure: no sockets, no clock, no randomness. Callers pass `now` (whole seconds on a
-//! monotonic clock, the granularity nginx's `ngx_time()` uses for failure accounting).
+//! Pure: no sockets, no clock, no randomness source of its own, no allocation per pick, no
+//! panic on any input. Callers pass `now` (whole seconds on a monotonic clock, the
+//! granularity nginx's `ngx_time()` uses for failure accounting) and seed each worker's
+//! generator.
 
+mod attempt;
 mod board;
+mod chash;
+mod check;
+mod crc32;
+mod hash;
+mod least;
+mod random;
 mod rr;
+mod select;
 mod topology;
 mod tried;
+mod worker;
 
+#[cfg(test)]
+mod testutil;
+
+pub use attempt::{Attempt, Selection};
 pub use board::{Board, PeerHealth};
-pub use rr::{free, select, Attempt, FreeOutcome, Selection, WorkerPeers};
-pub use topology::{PeerId, PeerList, PeerSpec, Topology, Upstream, UpstreamId, UpstreamSpec};
+pub use select::{free, select, FreeOutcome, RequestKey};
+pub use topology::{
+    Balancer, PeerId, PeerList, PeerSpec, Topology, Upstream, UpstreamId, UpstreamSpec,
+};
 pub use tried::Tried;
+pub use worker::WorkerPeers;

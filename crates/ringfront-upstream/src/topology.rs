@@ -1,34 +1,97 @@
 //! The immutable shape of upstream groups: peers with stable dense ids, their configured
-//! parameters, primary and backup lists. Built once per configuration and shared by all
-//! workers behind an `ArcSwap`; everything that changes at run time lives elsewhere
+//! parameters, primary and backup lists, the balancing method and the tables it precomputes
+//! (cumulative weights, the consistent-hash ring). Built once per configuration and shared by
+//! all workers behind an `ArcSwap`; everything that changes at run time lives elsewhere
 //! (`WorkerPeers` per worker, `Board` shared).
 
+use std::fmt;
 use std::net::SocketAddr;
+
+use crate::chash::Ring;
 
 /// Dense index of a peer across the whole topology (index into the board and worker state).
 pub type PeerId = usize;
 /// Index of an upstream group in the topology.
 pub type UpstreamId = usize;
 
-/// One peer as configured (`server ADDR weight= max_fails= fail_timeout= down`).
+/// One peer as configured (`server ADDR weight= max_fails= fail_timeout= max_conns= down`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PeerSpec {
     /// As nginx names it in logs and `$upstream_addr`: the resolved address.
     pub name: String,
+    /// The `server` directive's address as written (`localhost:8081`, `10.0.0.1`): nginx's
+    /// `peer->server`, which `hash ... consistent` hashes. Every address a name resolves to
+    /// shares it. Empty means "same as `name`".
+    pub server: String,
     pub addr: SocketAddr,
+    /// nginx refuses `weight=0`; a 0 here is taken as 1.
     pub weight: u32,
     pub max_fails: u32,
     /// Whole seconds, like nginx's `fail_timeout`.
     pub fail_timeout: u64,
+    /// Active requests allowed at once across all workers; 0 = unlimited.
+    pub max_conns: u32,
     pub down: bool,
 }
 
+impl PeerSpec {
+    /// The text consistent hashing uses: `server`, or `name` when `server` is empty.
+    pub fn server_text(&self) -> &str {
+        if self.server.is_empty() {
+            &self.name
+        } else {
+            &self.server
+        }
+    }
+}
+
+/// The balancing method of a group (`ip_hash`, `hash KEY [consistent]`, `least_conn`,
+/// `random [two [least_conn]]`, `least_time header|last_byte [inflight]`; none = round robin).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Balancer {
+    #[default]
+    RoundRobin,
+    IpHash,
+    Hash {
+        consistent: bool,
+    },
+    LeastConn,
+    /// `two`: draw two peers, keep the one with fewer active requests per unit of weight.
+    /// `least_conn` is nginx's only (and default) criterion for `two`, so it changes nothing.
+    Random {
+        two: bool,
+        least_conn: bool,
+    },
+    /// `last_byte` only tells the caller which time to feed `free`; `inflight` also counts
+    /// requests still waiting for their response.
+    LeastTime {
+        last_byte: bool,
+        inflight: bool,
+    },
+}
+
+impl Balancer {
+    /// Whether `backup` servers take part. nginx refuses `backup` with `hash`, `ip_hash` and
+    /// `random` at configuration time; for those the backup list is ignored here.
+    pub fn uses_backup(self) -> bool {
+        matches!(
+            self,
+            Balancer::RoundRobin | Balancer::LeastConn | Balancer::LeastTime { .. }
+        )
+    }
+}
+
 /// Input for one group: primaries and backups in configuration order.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct UpstreamSpec {
     pub name: String,
     pub primary: Vec<PeerSpec>,
     pub backup: Vec<PeerSpec>,
+    pub balancer: Balancer,
+    /// When every peer is failed out: `false` answers "no live upstreams" (nginx >= 1.11.5);
+    /// `true` forgets every peer's failures (primaries and backups) and selects once more in
+    /// the same request, the recovery nginx < 1.11.5 had.
+    pub revive: bool,
 }
 
 /// One list of peers (the primaries or the backups) with nginx's derived fields.
@@ -39,18 +102,29 @@ pub struct PeerList {
     pub base: PeerId,
     /// Peers that are not `down`: what this list adds to a request's tries.
     pub tries: u32,
+    /// Sum of all weights, `down` peers included (as nginx's `total_weight`).
     pub total_weight: u64,
+    /// `starts[i]` = sum of the weights before peer `i`: the weight walk of `hash`, `ip_hash`
+    /// and `random` as a binary search.
+    starts: Vec<u64>,
 }
 
 impl PeerList {
-    fn new(peers: Vec<PeerSpec>, base: PeerId) -> Self {
+    fn new(mut peers: Vec<PeerSpec>, base: PeerId) -> Self {
+        let mut starts = Vec::with_capacity(peers.len());
+        let mut total_weight = 0u64;
+        for p in &mut peers {
+            p.weight = p.weight.max(1);
+            starts.push(total_weight);
+            total_weight += u64::from(p.weight);
+        }
         let tries = peers.iter().filter(|p| !p.down).count() as u32;
-        let total_weight = peers.iter().map(|p| u64::from(p.weight)).sum();
         PeerList {
             peers,
             base,
             tries,
             total_weight,
+            starts,
         }
     }
 
@@ -61,22 +135,51 @@ impl PeerList {
     pub fn is_empty(&self) -> bool {
         self.peers.is_empty()
     }
+
+    /// The peer whose weight interval holds `w` (`w < total_weight`): nginx's
+    /// `while (w >= peer->weight) { w -= peer->weight; peer = peer->next; }`.
+    pub(crate) fn walk(&self, w: u64) -> usize {
+        self.starts.partition_point(|&s| s <= w).saturating_sub(1)
+    }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Upstream {
     pub name: String,
     pub primary: PeerList,
     pub backup: PeerList,
-    /// nginx's `peers->single`: one primary and no backup. Such a peer is never failed out
-    /// and a request to it is never retried.
+    /// nginx's `peers->single`: one primary and no backup in use. Such a peer is never failed
+    /// out and a request to it is never retried.
     pub single: bool,
+    pub balancer: Balancer,
+    pub revive: bool,
+    /// The ketama ring of `hash ... consistent`, over the primaries.
+    pub(crate) ring: Option<Ring>,
+}
+
+impl fmt::Debug for Upstream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Upstream")
+            .field("name", &self.name)
+            .field("primary", &self.primary)
+            .field("backup", &self.backup)
+            .field("single", &self.single)
+            .field("balancer", &self.balancer)
+            .field("revive", &self.revive)
+            .field("ring_points", &self.ring.as_ref().map(Ring::len))
+            .finish()
+    }
 }
 
 impl Upstream {
-    /// nginx's `ngx_http_upstream_tries()`: non-down primaries plus non-down backups.
+    /// nginx's `ngx_http_upstream_tries()`: non-down primaries plus non-down backups (backups
+    /// only where the balancer uses them).
     pub fn tries(&self) -> u32 {
-        self.primary.tries + self.backup.tries
+        if self.balancer.uses_backup() {
+            self.primary.tries + self.backup.tries
+        } else {
+            self.primary.tries
+        }
     }
 
     pub fn peer(&self, id: PeerId) -> Option<&PeerSpec> {
@@ -86,6 +189,11 @@ impl Upstream {
             &self.primary
         };
         list.peers.get(id.checked_sub(list.base)?)
+    }
+
+    /// Every peer id of this group, primaries then backups.
+    pub fn ids(&self) -> std::ops::Range<PeerId> {
+        self.primary.base..self.backup.base + self.backup.len()
     }
 }
 
@@ -102,16 +210,21 @@ impl Topology {
         let upstreams = specs
             .into_iter()
             .map(|s| {
-                let single = s.primary.len() == 1 && s.backup.is_empty();
                 let primary = PeerList::new(s.primary, next);
                 next += primary.len();
                 let backup = PeerList::new(s.backup, next);
                 next += backup.len();
+                let single = primary.len() == 1 && (backup.is_empty() || !s.balancer.uses_backup());
+                let ring = (s.balancer == Balancer::Hash { consistent: true })
+                    .then(|| Ring::new(&primary.peers));
                 Upstream {
                     name: s.name,
                     primary,
                     backup,
                     single,
+                    balancer: s.balancer,
+                    revive: s.revive,
+                    ring,
                 }
             })
             .collect();

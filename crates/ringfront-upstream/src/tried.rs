@@ -10,11 +10,17 @@ pub struct Tried {
 
 impl Tried {
     pub fn new(peers: usize) -> Self {
-        let words = peers.div_ceil(64);
-        Tried {
-            inline: 0,
-            more: vec![0; words.saturating_sub(1)],
-        }
+        let mut t = Tried::default();
+        t.reset(peers);
+        t
+    }
+
+    /// Clear every bit and make room for `peers` peers, reusing the spilled words.
+    pub fn reset(&mut self, peers: usize) {
+        let words = peers.div_ceil(64).saturating_sub(1);
+        self.inline = 0;
+        self.more.clear();
+        self.more.resize(words, 0);
     }
 
     pub fn contains(&self, i: usize) -> bool {
@@ -33,7 +39,9 @@ impl Tried {
                 if self.more.len() < w {
                     self.more.resize(w, 0);
                 }
-                self.more[w - 1] |= bit;
+                if let Some(x) = self.more.get_mut(w - 1) {
+                    *x |= bit;
+                }
             }
         }
     }
@@ -67,5 +75,16 @@ mod tests {
         t.insert(200);
         assert!(t.contains(200));
         assert!(!t.contains(199));
+    }
+
+    #[test]
+    fn reset_clears_and_resizes() {
+        let mut t = Tried::new(200);
+        t.insert(150);
+        t.insert(3);
+        t.reset(200);
+        assert!(!t.contains(150) && !t.contains(3));
+        t.reset(10);
+        assert!(!t.contains(150));
     }
 }
