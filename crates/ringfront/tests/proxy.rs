@@ -220,10 +220,17 @@ fn ambiguous_framing_is_rejected_and_never_forwarded() {
 fn client_max_body_size_answers_413_before_reading_the_body() {
     let be = Backend::start();
     let p = port();
-    let rf = Ringfront::start(&proxy_config(p, &[addr(&be)], "", "client_max_body_size 1k;"));
+    let rf = Ringfront::start(&proxy_config(
+        p,
+        &[addr(&be)],
+        "",
+        "client_max_body_size 1k;",
+    ));
     let mut c = Client::connect(("127.0.0.1", p));
     // With Expect: 100-continue, no 100 is sent: the answer is 413 straight away.
-    c.send_raw(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2000\r\nExpect: 100-continue\r\n\r\n");
+    c.send_raw(
+        b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2000\r\nExpect: 100-continue\r\n\r\n",
+    );
     let r = c.read_response();
     assert_eq!(r.status, 413);
     let mut c = Client::connect(("127.0.0.1", p));
@@ -231,8 +238,14 @@ fn client_max_body_size_answers_413_before_reading_the_body() {
     c.send_raw(format!("800\r\n{}\r\n", "z".repeat(0x800)).as_bytes());
     assert_eq!(c.read_response().status, 413);
     assert_eq!(be.hits(), 0);
-    assert!(rf.wait_for_stderr("client intended to send too large body: 2000 bytes", Duration::from_secs(5)));
+    assert!(rf.wait_for_stderr(
+        "client intended to send too large body: 2000 bytes",
+        Duration::from_secs(5)
+    ));
     // Within the limit it passes.
     let mut c = Client::connect(("127.0.0.1", p));
-    assert_eq!(c.request("POST", "/?echo=1", &[], &[b'y'; 1000]).status, 200);
+    assert_eq!(
+        c.request("POST", "/?echo=1", &[], &[b'y'; 1000]).status,
+        200
+    );
 }
