@@ -65,3 +65,346 @@ pub fn served_by(r: &ringfront_testkit::Response) -> u16 {
         .and_then(|v| v.parse().ok())
         .unwrap_or(0)
 }
+
+// ---------------------------------------------------------------------------------------
+// Differential runs (the `semantics_*` suites): one scenario, replayed through real nginx
+// and then through ringfront against the same backends, recorded as lines and compared.
+// ---------------------------------------------------------------------------------------
+
+use std::net::Ipv4Addr;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use ringfront_testkit::{golden, http, Mode, Nginx, Response, Ringfront};
+
+/// Which proxy a run drives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Proxy {
+    Nginx,
+    Ringfront,
+}
+
+/// One proxy's replay of a scenario: every observation becomes a line of `lines`, and the two
+/// proxies' lines must be equal. Backends are named `b0`, `b1`, ... in the order given.
+pub struct Run<'a> {
+    pub proxy: Proxy,
+    pub port: u16,
+    backends: &'a [&'a Backend],
+    /// Elapsed times are recorded as a multiple of this many seconds (rounded), so the
+    /// comparison sees which timeouts a request went through, not scheduler noise.
+    unit: f64,
+    pub lines: Vec<String>,
+}
+
+/// A request started with [`Run::spawn`], recorded when joined.
+pub struct Pending {
+    label: String,
+    started: Instant,
+    handle: JoinHandle<std::io::Result<Response>>,
+}
+
+impl<'a> Run<'a> {
+    pub fn addr(&self) -> std::net::SocketAddr {
+        std::net::SocketAddr::from(([127, 0, 0, 1], self.port))
+    }
+
+    /// Sets every backend's mode, in order.
+    pub fn modes(&self, modes: &[Mode]) {
+        assert_eq!(modes.len(), self.backends.len());
+        for (b, m) in self.backends.iter().zip(modes) {
+            b.set_mode(*m);
+        }
+    }
+
+    /// `b3` for a response with `X-Backend` of the fourth backend, `-` for none (nginx's own
+    /// error page), `?PORT` for a port that is no backend of this run.
+    pub fn who(&self, r: &Response) -> String {
+        let p = served_by(r);
+        match self.backends.iter().position(|b| b.port() == p) {
+            Some(i) => format!("b{i}"),
+            None if p == 0 => "-".into(),
+            None => format!("?{p}"),
+        }
+    }
+
+    fn bucket(&self, d: Duration) -> String {
+        let n = (d.as_secs_f64() / self.unit).round();
+        format!("~{}s", n * self.unit)
+    }
+
+    fn record(
+        &mut self,
+        label: &str,
+        r: std::io::Result<Response>,
+        took: Duration,
+    ) -> Option<Response> {
+        let line = match &r {
+            Ok(r) => format!(
+                "{label} -> {} {} {}",
+                r.status,
+                self.who(r),
+                self.bucket(took)
+            ),
+            Err(e) => format!("{label} -> error {:?} {}", e.kind(), self.bucket(took)),
+        };
+        self.lines.push(line);
+        r.ok()
+    }
+
+    /// `GET path` on a fresh connection; records status, backend, elapsed bucket.
+    pub fn get(&mut self, path: &str) -> Option<Response> {
+        self.request("GET", path, b"")
+    }
+
+    /// Any method, on a fresh connection (`Connection: close`).
+    pub fn request(&mut self, method: &str, path: &str, body: &[u8]) -> Option<Response> {
+        let t = Instant::now();
+        let r = ringfront_testkit::Client::try_connect(self.addr())
+            .and_then(|mut c| c.try_request(method, path, &[("Connection", "close")], body));
+        self.record(&format!("{method} {path}"), r, t.elapsed())
+    }
+
+    /// `GET path` from client address `src` (any 127.x.y.z).
+    pub fn get_from(&mut self, src: Ipv4Addr, path: &str) -> Option<Response> {
+        let t = Instant::now();
+        let r = golden::get_from(src, self.addr(), path);
+        self.record(&format!("GET {path} from {src}"), r, t.elapsed())
+    }
+
+    /// Starts `GET path` in the background; [`Run::join`] records it.
+    pub fn spawn(&self, path: &str) -> Pending {
+        let addr = self.addr();
+        let p = path.to_string();
+        Pending {
+            label: format!("GET {path} (concurrent)"),
+            started: Instant::now(),
+            handle: std::thread::spawn(move || http::try_get(addr, &p)),
+        }
+    }
+
+    pub fn join(&mut self, p: Pending) -> Option<Response> {
+        let r = p.handle.join().expect("request thread");
+        self.record(&p.label, r, p.started.elapsed())
+    }
+
+    /// Waits (up to 10 s) until the backends together have received `n` requests since the
+    /// run started: how a scenario knows a background request reached its peer.
+    pub fn wait_total_hits(&self, n: usize) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.backends.iter().map(|b| b.hits()).sum::<usize>() < n {
+            assert!(
+                Instant::now() < deadline,
+                "{:?}: backends never got {n} requests",
+                self.proxy
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Records how many requests each backend received so far (and, for backends in Hang
+    /// mode, how many connections it accepted: `3+3acc`).
+    pub fn counts(&mut self, label: &str) {
+        let parts: Vec<String> = self
+            .backends
+            .iter()
+            .enumerate()
+            .map(|(i, b)| {
+                if b.mode() == Mode::Hang {
+                    format!("b{i}={}+{}acc", b.hits(), b.accepted())
+                } else {
+                    format!("b{i}={}", b.hits())
+                }
+            })
+            .collect();
+        self.lines
+            .push(format!("counts {label}: {}", parts.join(" ")));
+    }
+
+    /// Records the lines of the access log at [`access_log_path`] (waiting up to 5 s for
+    /// `n` of them: ringfront writes from a log thread), each as `log: LINE`, and removes it.
+    pub fn access_log(&mut self, n: usize) {
+        let path = access_log_path(self.port);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let text = loop {
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            if text.lines().count() >= n || Instant::now() >= deadline {
+                break text;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let _ = std::fs::remove_file(&path);
+        for l in text.lines() {
+            let mut l = l.to_string();
+            for (i, b) in self.backends.iter().enumerate() {
+                l = l.replace(&addr(b), &format!("b{i}"));
+            }
+            self.lines.push(format!("log: {l}"));
+        }
+    }
+
+    /// Zeroes every backend's counters (for phases whose earlier counts are not compared).
+    pub fn reset_counts(&self) {
+        self.backends.iter().for_each(|b| b.reset_hits());
+    }
+
+    /// Records a free-form observation.
+    pub fn note(&mut self, s: impl Into<String>) {
+        self.lines.push(s.into());
+    }
+}
+
+/// Runs `scenario` through nginx, then ringfront, both on `config(port)`, with backend
+/// counters reset after each proxy started. Returns (nginx lines, ringfront lines).
+pub fn replay(
+    backends: &[&Backend],
+    unit: f64,
+    config: impl Fn(u16) -> String,
+    scenario: impl Fn(&mut Run),
+) -> (Vec<String>, Vec<String>) {
+    let mut out = Vec::new();
+    for proxy in [Proxy::Nginx, Proxy::Ringfront] {
+        let p = port();
+        let conf = config(p);
+        let mut run = Run {
+            proxy,
+            port: p,
+            backends,
+            unit,
+            lines: Vec::new(),
+        };
+        match proxy {
+            Proxy::Nginx => {
+                let _n = Nginx::start(&conf, p);
+                backends.iter().for_each(|b| b.reset_hits());
+                scenario(&mut run);
+                // Shown with --nocapture (and on failure): what nginx did.
+                println!("== nginx:{p}\n{}", run.lines.join("\n"));
+            }
+            Proxy::Ringfront => {
+                let _r = Ringfront::start(&conf);
+                backends.iter().for_each(|b| b.reset_hits());
+                scenario(&mut run);
+            }
+        }
+        out.push(run.lines);
+    }
+    let rf = out.pop().unwrap();
+    (out.pop().unwrap(), rf)
+}
+
+/// Panics with both traces side by side unless they are equal (long traces: only the
+/// differing lines, at most 60).
+pub fn assert_same(what: &str, nginx: &[String], ringfront: &[String]) {
+    if nginx == ringfront {
+        return;
+    }
+    let n_lines = nginx.len().max(ringfront.len());
+    let differing = (0..n_lines)
+        .filter(|i| nginx.get(*i) != ringfront.get(*i))
+        .count();
+    let mut msg =
+        format!("{what}: ringfront differs from nginx on {differing} of {n_lines} lines\n");
+    let mut shown = 0;
+    for i in 0..n_lines {
+        let n = nginx.get(i).map(String::as_str).unwrap_or("<none>");
+        let r = ringfront.get(i).map(String::as_str).unwrap_or("<none>");
+        if n_lines > 60 && n == r {
+            continue;
+        }
+        shown += 1;
+        if shown > 60 {
+            msg.push_str("...\n");
+            break;
+        }
+        let mark = if n == r { "  " } else { "!!" };
+        msg.push_str(&format!(
+            "{mark} #{i:<4} nginx: {n}\n{mark} #{i:<4}    rf: {r}\n"
+        ));
+    }
+    panic!("{msg}");
+}
+
+/// [`replay`] then [`assert_same`]; returns nginx's lines for extra assertions.
+pub fn differential(
+    what: &str,
+    backends: &[&Backend],
+    unit: f64,
+    config: impl Fn(u16) -> String,
+    scenario: impl Fn(&mut Run),
+) -> Vec<String> {
+    let (n, r) = replay(backends, unit, config, scenario);
+    assert_same(what, &n, &r);
+    n
+}
+
+/// One variant for [`in_parallel`].
+pub type Variant<'a> = Box<dyn FnOnce() + Send + 'a>;
+
+/// Runs independent variants of a scenario at once (each with its own backends), so slow
+/// timeout scenarios cost wall time once; panics listing every variant that failed.
+pub fn in_parallel(variants: Vec<(&str, Variant<'_>)>) {
+    let failures: Vec<String> = std::thread::scope(|s| {
+        let handles: Vec<_> = variants
+            .into_iter()
+            .map(|(name, f)| (name, s.spawn(f)))
+            .collect();
+        handles
+            .into_iter()
+            .filter_map(|(name, h)| {
+                h.join().err().map(|e| {
+                    let msg = e
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                        .unwrap_or_default();
+                    format!("[{name}] {msg}")
+                })
+            })
+            .collect()
+    });
+    assert!(
+        failures.is_empty(),
+        "{} variant(s) failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// `n` backends.
+pub fn backends(n: usize) -> Vec<Backend> {
+    (0..n).map(|_| Backend::start()).collect()
+}
+
+/// `server` bodies: each backend's address followed by its parameters.
+pub fn servers(bs: &[&Backend], params: &[&str]) -> Vec<String> {
+    bs.iter()
+        .zip(params)
+        .map(|(b, p)| format!("{} {p}", addr(b)).trim_end().to_string())
+        .collect()
+}
+
+/// Adds directives at the `http {}` level of a config from [`proxy_config`].
+pub fn with_http(conf: String, extra: &str) -> String {
+    conf.replacen("http {\n", &format!("http {{\n    {extra}\n"), 1)
+}
+
+/// Where a config's access log goes (absolute: nginx and ringfront resolve relative paths
+/// against different prefixes); unique per listen port.
+pub fn access_log_path(port: u16) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!(
+        "ringfront-semantics-{}-{port}.log",
+        std::process::id()
+    ))
+}
+
+/// `log_format upstream ...; access_log PATH upstream;` at the http level of `conf`.
+pub fn with_upstream_log(conf: String, port: u16) -> String {
+    with_http(
+        conf,
+        &format!(
+            "log_format upstream '$status \"$upstream_addr\" \"$upstream_status\"';\n    \
+             access_log {} upstream;",
+            access_log_path(port).display()
+        ),
+    )
+}
