@@ -236,6 +236,7 @@ pub async fn run(
                 ft: Ft::InvalidHeader,
                 msg: "upstream sent unexpected 101 Switching Protocols while reading response header from upstream".into(),
                 request_sent: true,
+                cached: false,
                 connect_time: Some(got.connect_time),
             }),
             other => other,
@@ -286,6 +287,12 @@ pub async fn run(
                     connect_time: f.connect_time,
                     header_time: None,
                 });
+                // nginx gives the try back when a reused keepalive connection fails with an
+                // error (the peer may just have closed it): the request moves on to the
+                // next peer without using up a try.
+                if f.cached && f.ft == Ft::Error {
+                    at.tries += 1;
+                }
                 let listed = !nu.off
                     && match f.ft {
                         Ft::Error => nu.error,

@@ -1,8 +1,9 @@
 //! One try against one peer: take an idle pooled connection or connect, send the request,
 //! read and parse the response head. Failures come back classified the way
 //! `proxy_next_upstream` needs them (error / timeout / invalid_header), worded as nginx logs
-//! them. A pooled connection the peer already closed is replaced by a fresh one without
-//! spending a try.
+//! them. Pooled connections the peer has already closed are dropped before use (nginx
+//! watches idle connections for the same reason); one that fails after being reused is
+//! reported as `cached`, so the caller can give the try back as nginx does.
 
 use std::cell::RefCell;
 use std::io::ErrorKind;
@@ -31,6 +32,8 @@ pub struct Failure {
     pub msg: String,
     /// Some of the request was written (matters for non-idempotent methods).
     pub request_sent: bool,
+    /// The try used a reused keepalive connection (nginx's `peer.cached`).
+    pub cached: bool,
     pub connect_time: Option<Duration>,
 }
 
@@ -56,20 +59,33 @@ pub struct Params {
     pub idle_timeout: Duration,
 }
 
-fn stale(e: &std::io::Error) -> bool {
-    matches!(
-        e.kind(),
-        ErrorKind::ConnectionReset | ErrorKind::BrokenPipe | ErrorKind::ConnectionAborted
-    )
-}
-
 fn fail(ft: Ft, msg: String, request_sent: bool, connect_time: Option<Duration>) -> Failure {
     Failure {
         ft,
         msg,
         request_sent,
+        cached: false,
         connect_time,
     }
+}
+
+/// Whether an idle pooled connection can carry a request: the peer has neither closed it
+/// (FIN or RST already here) nor sent anything unasked. One non-blocking peek.
+#[allow(unsafe_code)]
+fn idle_alive(stream: &TcpStream) -> bool {
+    use std::os::fd::AsRawFd;
+    let mut byte = 0u8;
+    // SAFETY: the descriptor belongs to `stream`, which outlives the call; the buffer is one
+    // writable byte owned by this frame; MSG_DONTWAIT keeps the call from blocking.
+    let n = unsafe {
+        libc::recv(
+            stream.as_raw_fd(),
+            (&mut byte as *mut u8).cast(),
+            1,
+            libc::MSG_PEEK | libc::MSG_DONTWAIT,
+        )
+    };
+    n < 0 && std::io::Error::last_os_error().kind() == ErrorKind::WouldBlock
 }
 
 /// Runs one try. `rbuf` comes back holding the response head and whatever body bytes
@@ -81,113 +97,120 @@ pub async fn attempt(
     mut rbuf: Vec<u8>,
 ) -> (Result<Got, Failure>, Vec<u8>) {
     let started = Instant::now();
-    let mut pooled = pool.borrow_mut().take(p.peer, p.idle_timeout);
-    loop {
-        rbuf.clear();
-        let reused = pooled.is_some();
-        let (mut stream, requests) = match pooled.take() {
-            Some(Idle {
-                stream, requests, ..
-            }) => (stream, requests),
-            None => {
-                match monoio::time::timeout(p.connect_timeout, TcpStream::connect_addr(p.addr))
-                    .await
-                {
-                    Ok(Ok(s)) => {
-                        let _ = s.set_nodelay(true);
-                        (s, 0)
-                    }
-                    Ok(Err(e)) => {
-                        let msg = format!(
-                            "connect() failed {} while connecting to upstream",
-                            errno_text(&e)
-                        );
-                        return (Err(fail(Ft::Error, msg, false, None)), rbuf);
-                    }
-                    Err(_) => {
-                        let msg = "upstream timed out (110: Connection timed out) while connecting to upstream".to_string();
-                        return (Err(fail(Ft::Timeout, msg, false, None)), rbuf);
-                    }
+    let mut pooled = None;
+    while let Some(idle) = pool.borrow_mut().take(p.peer, p.idle_timeout) {
+        if idle_alive(&idle.stream) {
+            pooled = Some(idle);
+            break;
+        }
+    }
+    rbuf.clear();
+    let reused = pooled.is_some();
+    // nginx's `peer.cached`: errors on a reused connection are reported as such.
+    let fail = |ft, msg, sent, ct| Failure {
+        cached: reused,
+        ..fail(ft, msg, sent, ct)
+    };
+    let (mut stream, requests) = match pooled.take() {
+        Some(Idle {
+            stream, requests, ..
+        }) => (stream, requests),
+        None => {
+            match monoio::time::timeout(p.connect_timeout, TcpStream::connect_addr(p.addr)).await {
+                Ok(Ok(s)) => {
+                    let _ = s.set_nodelay(true);
+                    (s, 0)
+                }
+                Ok(Err(e)) => {
+                    let msg = format!(
+                        "connect() failed {} while connecting to upstream",
+                        errno_text(&e)
+                    );
+                    return (Err(fail(Ft::Error, msg, false, None)), rbuf);
+                }
+                Err(_) => {
+                    let msg = "upstream timed out (110: Connection timed out) while connecting to upstream".to_string();
+                    return (Err(fail(Ft::Timeout, msg, false, None)), rbuf);
                 }
             }
-        };
-        let connect_time = started.elapsed();
-        let ct = Some(connect_time);
-        match write_shared(&mut stream, request.clone(), p.send_timeout).await {
-            Ok(()) => {}
-            Err(IoFail::Io(e)) if reused && stale(&e) => continue,
+        }
+    };
+    let connect_time = started.elapsed();
+    let ct = Some(connect_time);
+    match write_shared(&mut stream, request.clone(), p.send_timeout).await {
+        Ok(()) => {}
+        Err(IoFail::Io(e)) => {
+            let msg = format!(
+                "writev() failed {} while sending request to upstream",
+                errno_text(&e)
+            );
+            return (Err(fail(Ft::Error, msg, true, ct)), rbuf);
+        }
+        Err(IoFail::Timeout) => {
+            let msg =
+                "upstream timed out (110: Connection timed out) while sending request to upstream"
+                    .to_string();
+            return (Err(fail(Ft::Timeout, msg, true, ct)), Vec::new());
+        }
+    }
+    let mut head = ResponseHead::new();
+    loop {
+        if !rbuf.is_empty() {
+            match head.parse(&rbuf) {
+                // Interim 1xx responses (other than 101) are skipped, as nginx does.
+                Ok(Some(n)) if (100..200).contains(&head.status) && head.status != 101 => {
+                    rbuf.drain(..n);
+                    continue;
+                }
+                Ok(Some(_)) => {
+                    let got = Got {
+                        stream,
+                        head,
+                        requests,
+                        connect_time,
+                        header_time: started.elapsed(),
+                    };
+                    return (Ok(got), rbuf);
+                }
+                Ok(None) if rbuf.len() > MAX_RESPONSE_HEAD => {
+                    let msg =
+                        "upstream sent too big header while reading response header from upstream"
+                            .to_string();
+                    return (Err(fail(Ft::InvalidHeader, msg, true, ct)), rbuf);
+                }
+                Ok(None) => {}
+                Err(_) => {
+                    let msg = if rbuf.starts_with(b"HTTP/") {
+                        "upstream sent invalid header while reading response header from upstream"
+                    } else {
+                        "upstream sent no valid HTTP/1.0 header while reading response header from upstream"
+                    };
+                    return (
+                        Err(fail(Ft::InvalidHeader, msg.to_string(), true, ct)),
+                        rbuf,
+                    );
+                }
+            }
+        }
+        let (r, b) = read_more(&mut stream, rbuf, 4096, p.read_timeout).await;
+        rbuf = b;
+        match r {
+            Ok(0) => {
+                let msg = "upstream prematurely closed connection while reading response header from upstream".to_string();
+                return (Err(fail(Ft::Error, msg, true, ct)), rbuf);
+            }
             Err(IoFail::Io(e)) => {
                 let msg = format!(
-                    "writev() failed {} while sending request to upstream",
+                    "recv() failed {} while reading response header from upstream",
                     errno_text(&e)
                 );
                 return (Err(fail(Ft::Error, msg, true, ct)), rbuf);
             }
             Err(IoFail::Timeout) => {
-                let msg = "upstream timed out (110: Connection timed out) while sending request to upstream".to_string();
+                let msg = "upstream timed out (110: Connection timed out) while reading response header from upstream".to_string();
                 return (Err(fail(Ft::Timeout, msg, true, ct)), Vec::new());
             }
+            Ok(_) => {}
         }
-        let mut head = ResponseHead::new();
-        loop {
-            if !rbuf.is_empty() {
-                match head.parse(&rbuf) {
-                    // Interim 1xx responses (other than 101) are skipped, as nginx does.
-                    Ok(Some(n)) if (100..200).contains(&head.status) && head.status != 101 => {
-                        rbuf.drain(..n);
-                        continue;
-                    }
-                    Ok(Some(_)) => {
-                        let got = Got {
-                            stream,
-                            head,
-                            requests,
-                            connect_time,
-                            header_time: started.elapsed(),
-                        };
-                        return (Ok(got), rbuf);
-                    }
-                    Ok(None) if rbuf.len() > MAX_RESPONSE_HEAD => {
-                        let msg = "upstream sent too big header while reading response header from upstream".to_string();
-                        return (Err(fail(Ft::InvalidHeader, msg, true, ct)), rbuf);
-                    }
-                    Ok(None) => {}
-                    Err(_) => {
-                        let msg = if rbuf.starts_with(b"HTTP/") {
-                            "upstream sent invalid header while reading response header from upstream"
-                        } else {
-                            "upstream sent no valid HTTP/1.0 header while reading response header from upstream"
-                        };
-                        return (
-                            Err(fail(Ft::InvalidHeader, msg.to_string(), true, ct)),
-                            rbuf,
-                        );
-                    }
-                }
-            }
-            let (r, b) = read_more(&mut stream, rbuf, 4096, p.read_timeout).await;
-            rbuf = b;
-            match r {
-                Ok(0) if reused && rbuf.is_empty() => break,
-                Ok(0) => {
-                    let msg = "upstream prematurely closed connection while reading response header from upstream".to_string();
-                    return (Err(fail(Ft::Error, msg, true, ct)), rbuf);
-                }
-                Err(IoFail::Io(e)) if reused && rbuf.is_empty() && stale(&e) => break,
-                Err(IoFail::Io(e)) => {
-                    let msg = format!(
-                        "recv() failed {} while reading response header from upstream",
-                        errno_text(&e)
-                    );
-                    return (Err(fail(Ft::Error, msg, true, ct)), rbuf);
-                }
-                Err(IoFail::Timeout) => {
-                    let msg = "upstream timed out (110: Connection timed out) while reading response header from upstream".to_string();
-                    return (Err(fail(Ft::Timeout, msg, true, ct)), Vec::new());
-                }
-                Ok(_) => {}
-            }
-        }
-        // The pooled connection was closed by the peer before answering: try a fresh one.
     }
 }

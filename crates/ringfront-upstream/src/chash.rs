@@ -143,10 +143,10 @@ pub(crate) fn pick(
 ) -> Option<PeerId> {
     let ring = match &up.ring {
         Some(r) if r.len() > 0 => r,
-        _ => return rr::pick(up, ws, board, at, now, false),
+        _ => return rr::pick(up, ws, board, at, now),
     };
     if at.bal.tries > MAX_STEPS || up.single || key.hash.is_empty() {
-        return rr::pick(up, ws, board, at, now, false);
+        return rr::pick(up, ws, board, at, now);
     }
     if !at.bal.keyed {
         // nginx finds the point when the request is set up, before the first pick.
@@ -186,7 +186,7 @@ pub(crate) fn pick(
         at.bal.hash = at.bal.hash.wrapping_add(1);
         at.bal.tries += 1;
         if at.bal.tries > MAX_STEPS {
-            return rr::pick(up, ws, board, at, now, false);
+            return rr::pick(up, ws, board, at, now);
         }
     }
 }

@@ -55,7 +55,7 @@ pub(crate) fn ip_hash(
 ) -> Option<PeerId> {
     let total = up.primary.total_weight;
     if at.bal.tries > MAX_REHASH || up.single || total == 0 {
-        return rr::pick(up, ws, board, at, now, false);
+        return rr::pick(up, ws, board, at, now);
     }
     let (bytes, len) = ip_bytes(key);
     let mut hash = at.bal.hash;
@@ -70,7 +70,7 @@ pub(crate) fn ip_hash(
         }
         at.bal.tries += 1;
         if at.bal.tries > MAX_REHASH {
-            return rr::pick(up, ws, board, at, now, false);
+            return rr::pick(up, ws, board, at, now);
         }
     }
 }
@@ -111,7 +111,7 @@ pub(crate) fn hash(
 ) -> Option<PeerId> {
     let total = up.primary.total_weight;
     if at.bal.tries > MAX_REHASH || up.single || key.hash.is_empty() || total == 0 {
-        return rr::pick(up, ws, board, at, now, false);
+        return rr::pick(up, ws, board, at, now);
     }
     loop {
         let h = step(key.hash, at.bal.rehash, at.bal.hash as u32);
@@ -123,7 +123,7 @@ pub(crate) fn hash(
         }
         at.bal.tries += 1;
         if at.bal.tries > MAX_REHASH {
-            return rr::pick(up, ws, board, at, now, false);
+            return rr::pick(up, ws, board, at, now);
         }
     }
 }

@@ -156,7 +156,7 @@ pub(crate) fn pick(
     } else {
         least(&up.primary, ws, board, &mut at.tried, now, score)
     };
-    if primary.is_some() || up.backup.is_empty() || !up.balancer.uses_backup() {
+    if primary.is_some() || up.backup.is_empty() {
         return primary;
     }
     at.in_backup = true;

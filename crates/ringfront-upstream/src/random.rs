@@ -47,7 +47,7 @@ pub(crate) fn one(
     now: u64,
 ) -> Option<PeerId> {
     if at.bal.tries > MAX_DRAWS || up.single || up.primary.is_empty() {
-        return rr::pick(up, ws, board, at, now, false);
+        return rr::pick(up, ws, board, at, now);
     }
     loop {
         let p = peek(up, ws);
@@ -56,7 +56,7 @@ pub(crate) fn one(
         }
         at.bal.tries += 1;
         if at.bal.tries > MAX_DRAWS {
-            return rr::pick(up, ws, board, at, now, false);
+            return rr::pick(up, ws, board, at, now);
         }
     }
 }
@@ -69,7 +69,7 @@ pub(crate) fn two(
     now: u64,
 ) -> Option<PeerId> {
     if at.bal.tries > MAX_DRAWS || up.single || up.primary.is_empty() {
-        return rr::pick(up, ws, board, at, now, false);
+        return rr::pick(up, ws, board, at, now);
     }
     let list = &up.primary;
     let mut prev: Option<usize> = None;
@@ -88,7 +88,7 @@ pub(crate) fn two(
         }
         at.bal.tries += 1;
         if at.bal.tries > MAX_DRAWS {
-            return rr::pick(up, ws, board, at, now, false);
+            return rr::pick(up, ws, board, at, now);
         }
     }
 }

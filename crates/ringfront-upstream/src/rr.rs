@@ -54,15 +54,15 @@ pub(crate) fn single(up: &Upstream, board: &Board) -> Option<PeerId> {
     (!spec.down && !at_max_conns(spec, h)).then_some(up.primary.base)
 }
 
-/// `ngx_http_upstream_get_round_robin_peer` on the list the request is on; with `backups`,
-/// moving to the backup list (tried bitmap reset) when no primary can be selected.
+/// `ngx_http_upstream_get_round_robin_peer` on the list the request is on, moving to the
+/// backup list (tried bitmap reset) when no primary can be selected. Every balancer's
+/// fallback comes here, so backups serve hash/ip_hash/random groups too, as in nginx.
 pub(crate) fn pick(
     up: &Upstream,
     ws: &mut WorkerPeers,
     board: &Board,
     at: &mut Attempt,
     now: u64,
-    backups: bool,
 ) -> Option<PeerId> {
     if at.in_backup {
         return get_peer(&up.backup, ws, board, &mut at.tried, now);
@@ -72,7 +72,7 @@ pub(crate) fn pick(
     } else {
         get_peer(&up.primary, ws, board, &mut at.tried, now)
     };
-    if primary.is_some() || !backups || up.backup.is_empty() {
+    if primary.is_some() || up.backup.is_empty() {
         return primary;
     }
     at.in_backup = true;

@@ -31,7 +31,7 @@ fn pick(
     now: u64,
 ) -> Option<PeerId> {
     match up.balancer {
-        Balancer::RoundRobin => rr::pick(up, ws, board, at, now, true),
+        Balancer::RoundRobin => rr::pick(up, ws, board, at, now),
         Balancer::LeastConn => least::pick(up, ws, board, at, now, Score::Conns),
         Balancer::LeastTime { inflight, .. } => {
             least::pick(up, ws, board, at, now, Score::Time { inflight })

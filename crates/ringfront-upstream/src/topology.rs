@@ -70,17 +70,6 @@ pub enum Balancer {
     },
 }
 
-impl Balancer {
-    /// Whether `backup` servers take part. nginx refuses `backup` with `hash`, `ip_hash` and
-    /// `random` at configuration time; for those the backup list is ignored here.
-    pub fn uses_backup(self) -> bool {
-        matches!(
-            self,
-            Balancer::RoundRobin | Balancer::LeastConn | Balancer::LeastTime { .. }
-        )
-    }
-}
-
 /// Input for one group: primaries and backups in configuration order.
 #[derive(Debug, Clone, Default)]
 pub struct UpstreamSpec {
@@ -172,14 +161,11 @@ impl fmt::Debug for Upstream {
 }
 
 impl Upstream {
-    /// nginx's `ngx_http_upstream_tries()`: non-down primaries plus non-down backups (backups
-    /// only where the balancer uses them).
+    /// nginx's `ngx_http_upstream_tries()`: non-down primaries plus non-down backups. Every
+    /// balancer counts backups: nginx refuses `backup` after `hash`/`ip_hash`/`random` but
+    /// accepts it before them, and their round-robin fallback then reaches the backups.
     pub fn tries(&self) -> u32 {
-        if self.balancer.uses_backup() {
-            self.primary.tries + self.backup.tries
-        } else {
-            self.primary.tries
-        }
+        self.primary.tries + self.backup.tries
     }
 
     pub fn peer(&self, id: PeerId) -> Option<&PeerSpec> {
@@ -214,7 +200,7 @@ impl Topology {
                 next += primary.len();
                 let backup = PeerList::new(s.backup, next);
                 next += backup.len();
-                let single = primary.len() == 1 && (backup.is_empty() || !s.balancer.uses_backup());
+                let single = primary.len() == 1 && backup.is_empty();
                 let ring = (s.balancer == Balancer::Hash { consistent: true })
                     .then(|| Ring::new(&primary.peers));
                 Upstream {

@@ -136,15 +136,18 @@ fn hash_fallbacks() {
 }
 
 #[test]
-fn hash_ignores_backups() {
+fn hash_falls_back_to_backups_through_round_robin() {
+    // nginx accepts `backup` written before `hash` and reaches it through the
+    // round-robin fallback once every primary is failed out (verified against nginx 1.22
+    // in tests/semantics_balancers_failures.rs).
     let t = topo_with(
         Balancer::Hash { consistent: false },
         vec![peer(1, 1), peer(2, 1)],
         vec![peer(3, 1)],
     );
-    assert_eq!(t.upstreams[0].tries(), 2);
+    assert_eq!(t.upstreams[0].tries(), 3);
     let mut g = Bench::new(t);
     g.fail(0, 0);
     g.fail(1, 0);
-    assert_eq!(g.pick(&key(b"/a"), 0), None);
+    assert_eq!(g.pick(&key(b"/a"), 0), Some(2));
 }
