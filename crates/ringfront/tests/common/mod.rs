@@ -233,13 +233,22 @@ impl<'a> Run<'a> {
             std::thread::sleep(Duration::from_millis(10));
         };
         let _ = std::fs::remove_file(&path);
-        for l in text.lines() {
-            let mut l = l.to_string();
-            for (i, b) in self.backends.iter().enumerate() {
-                l = l.replace(&addr(b), &format!("b{i}"));
-            }
-            self.lines.push(format!("log: {l}"));
-        }
+        // Sorted: a request's line is written when its response is done, and with sequential
+        // requests on separate connections two lines may land in either order (ringfront
+        // logs after its write completes, nginx as its write returns). Each line names its
+        // request, and every request's status and backend are compared in order elsewhere.
+        let mut lines: Vec<String> = text
+            .lines()
+            .map(|l| {
+                let mut l = l.to_string();
+                for (i, b) in self.backends.iter().enumerate() {
+                    l = l.replace(&addr(b), &format!("b{i}"));
+                }
+                format!("log: {l}")
+            })
+            .collect();
+        lines.sort();
+        self.lines.extend(lines);
     }
 
     /// Zeroes every backend's counters (for phases whose earlier counts are not compared).
@@ -402,7 +411,7 @@ pub fn with_upstream_log(conf: String, port: u16) -> String {
     with_http(
         conf,
         &format!(
-            "log_format upstream '$status \"$upstream_addr\" \"$upstream_status\"';\n    \
+            "log_format upstream '\"$request\" $status \"$upstream_addr\" \"$upstream_status\"';\n    \
              access_log {} upstream;",
             access_log_path(port).display()
         ),
