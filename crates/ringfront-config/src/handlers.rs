@@ -6,7 +6,7 @@ use std::path::Path;
 use crate::address::split_host_port;
 use crate::error::ConfigError;
 use crate::logs;
-use crate::model::{ErrorPage, LogFormat, NextUpstream, Return};
+use crate::model::{AccessRule, ErrorPage, LogFormat, NextUpstream, Return};
 use crate::settings::{Level, PassRaw};
 use crate::tree::Directive;
 use crate::units::parse_number;
@@ -93,9 +93,45 @@ pub(crate) fn apply(
             let value = (count.ok_or_else(invalid)?, bytes.ok_or_else(invalid)?);
             set_once(&mut level.large_client_header_buffers, value, d)?;
         }
+        "allow" | "deny" => {
+            let rules = level.access_rules.get_or_insert_with(Vec::new);
+            // `unix:` rules only ever match unix-socket clients, which ringfront has none of.
+            if arg != "unix:" {
+                rules.push(access_rule(d)?);
+            }
+        }
         _ => return Ok(false),
     }
     Ok(true)
+}
+
+/// `allow | deny ADDRESS | CIDR | all` (nginx's access module).
+fn access_rule(d: &Directive) -> Result<AccessRule, ConfigError> {
+    let arg = d.arg(0);
+    let allow = d.name == "allow";
+    if arg == "all" {
+        return Ok(AccessRule { allow, net: None });
+    }
+    let invalid = || err(d, format!("invalid parameter \"{arg}\""));
+    let (addr, bits) = match arg.split_once('/') {
+        Some((a, b)) => (a, Some(b)),
+        None => (arg, None),
+    };
+    let ip: std::net::IpAddr = addr.parse().map_err(|_| invalid())?;
+    let max = if ip.is_ipv4() { 32 } else { 128 };
+    let bits = match bits {
+        Some(b) if !b.is_empty() && b.bytes().all(|c| c.is_ascii_digit()) => b
+            .parse::<u8>()
+            .ok()
+            .filter(|&n| n <= max)
+            .ok_or_else(invalid)?,
+        Some(_) => return Err(invalid()),
+        None => max,
+    };
+    Ok(AccessRule {
+        allow,
+        net: Some((ip, bits)),
+    })
 }
 
 /// `proxy_pass http://NAME[:PORT][/URI]`.

@@ -345,6 +345,40 @@ pub enum AccessLog {
     },
 }
 
+/// One `allow` / `deny` rule (nginx's access module): the first rule matching the client
+/// address decides; no match allows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccessRule {
+    pub allow: bool,
+    /// `None` is `all`; otherwise the network address (low bits cleared) and prefix length.
+    pub net: Option<(std::net::IpAddr, u8)>,
+}
+
+impl AccessRule {
+    /// Whether the rule applies to `ip` (IPv4-mapped IPv6 addresses match IPv4 rules).
+    pub fn matches(&self, ip: std::net::IpAddr) -> bool {
+        use std::net::IpAddr;
+        let Some((net, bits)) = self.net else {
+            return true;
+        };
+        let ip = match ip {
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+            v4 => v4,
+        };
+        match (net, ip) {
+            (IpAddr::V4(n), IpAddr::V4(a)) => {
+                let mask = u32::MAX.checked_shl(32 - u32::from(bits)).unwrap_or(0);
+                u32::from(n) & mask == u32::from(a) & mask
+            }
+            (IpAddr::V6(n), IpAddr::V6(a)) => {
+                let mask = u128::MAX.checked_shl(128 - u32::from(bits)).unwrap_or(0);
+                u128::from(n) & mask == u128::from(a) & mask
+            }
+            _ => false,
+        }
+    }
+}
+
 /// Every per-location setting, already merged from http and server level (nginx defaults
 /// where never written).
 #[derive(Debug, Clone)]
@@ -378,4 +412,6 @@ pub struct LocationSettings {
     pub send_timeout: Duration,
     /// (number, size) default (4, 8k).
     pub large_client_header_buffers: (usize, usize),
+    /// `allow` / `deny` in order; empty allows everyone.
+    pub access_rules: Vec<AccessRule>,
 }

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::model::{
-    AccessLog, ErrorPage, LocationSettings, NextUpstream, Origin, ProxyPass, Return, Template,
+    AccessLog, AccessRule, ErrorPage, LocationSettings, NextUpstream, Origin, ProxyPass, Return,
+    Template,
 };
 
 /// `proxy_pass http://host[:port][/uri]` before its target is looked up.
@@ -44,6 +45,7 @@ pub(crate) struct Level {
     pub client_body_timeout: Option<Duration>,
     pub send_timeout: Option<Duration>,
     pub large_client_header_buffers: Option<(usize, usize)>,
+    pub access_rules: Option<Vec<AccessRule>>,
 }
 
 const MINUTE: Duration = Duration::from_secs(60);
@@ -74,6 +76,7 @@ impl Default for LocationSettings {
             client_body_timeout: MINUTE,
             send_timeout: MINUTE,
             large_client_header_buffers: (4, 8 << 10),
+            access_rules: Vec::new(),
         }
     }
 }
@@ -116,6 +119,7 @@ impl Level {
                 &self.large_client_header_buffers,
                 &outer.large_client_header_buffers,
             ),
+            access_rules: pick(&self.access_rules, &outer.access_rules),
         }
     }
 
@@ -153,6 +157,7 @@ impl Level {
             large_client_header_buffers: self
                 .large_client_header_buffers
                 .unwrap_or(d.large_client_header_buffers),
+            access_rules: self.access_rules.unwrap_or(d.access_rules),
         }
     }
 }

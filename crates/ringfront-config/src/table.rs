@@ -171,6 +171,8 @@ pub(crate) static TABLE: &[Spec] = &[
     d("client_body_timeout", HSL, 1, 1),
     d("send_timeout", HSL, 1, 1),
     d("large_client_header_buffers", HS, 2, 2),
+    d("allow", HSL, 1, 1),
+    d("deny", HSL, 1, 1),
     // no-ops (NOOP_DIRECTIVES)
     noop("user", MAIN, 1, 2, Check::Any),
     noop("worker_rlimit_nofile", MAIN, 1, 1, Check::Number),

@@ -596,3 +596,31 @@ fn missing_main_file() {
     );
     assert_eq!(err.file, None);
 }
+
+#[test]
+fn allow_and_deny_rules() {
+    let cfg = |rule: &str| {
+        format!(
+            "events {{}}\nhttp {{ server {{ listen 127.0.0.1:1; location / {{ {rule} }} }} }}\n"
+        )
+    };
+    let parse = |text: &str| ringfront_config::parse_str(text, std::path::Path::new("/t/x.conf"));
+    for bad in [
+        "allow foo;",
+        "deny 10.0.0.0/33;",
+        "allow ::1/129;",
+        "deny 10.0.0.1/;",
+    ] {
+        let e = parse(&cfg(bad)).unwrap_err().to_string();
+        assert!(e.starts_with("invalid parameter \""), "{bad}: {e}");
+        assert!(e.ends_with("x.conf:2"), "{bad}: {e}");
+    }
+    let c = parse(&cfg("allow 10.1.0.0/16; allow unix:; deny all;")).unwrap();
+    let rules = &c.http.servers[0].locations[0].settings.access_rules;
+    assert_eq!(rules.len(), 2);
+    assert!(rules[0].allow && !rules[1].allow);
+    assert!(rules[0].matches("10.1.200.3".parse().unwrap()));
+    assert!(!rules[0].matches("10.2.0.1".parse().unwrap()));
+    assert!(rules[0].matches("::ffff:10.1.0.9".parse().unwrap()));
+    assert!(rules[1].matches("2001:db8::1".parse().unwrap()));
+}

@@ -224,6 +224,37 @@ pub async fn serve(w: &Rc<Worker>, mut stream: TcpStream, client: SocketAddr, lo
             && !s.keepalive_timeout.is_zero()
             && requests < s.keepalive_requests;
 
+        // nginx's access phase (allow/deny), before the body is read: the first matching
+        // rule decides.
+        let denied = s
+            .access_rules
+            .iter()
+            .find(|r| r.matches(client.ip()))
+            .is_some_and(|r| !r.allow);
+        if denied {
+            let req = req_ctx(
+                &buf,
+                &head,
+                client,
+                local,
+                server_name,
+                conn_id,
+                requests,
+                start,
+                "",
+            );
+            w.log(
+                &snap,
+                LogLevel::Error,
+                conn_id,
+                format_args!("access forbidden by rule{}", req.log_context(None)),
+            );
+            if !matches!(head.framing, ringfront_http::BodyFraming::None) {
+                // The unread body would be taken for the next request: answer and close.
+                reject(&mut stream, 403, s.send_timeout).await;
+                return;
+            }
+        }
         let mut decoded: Vec<u8> = Vec::new();
         let (read, b) = body::read(&mut stream, buf, &head, head_len, s, &mut decoded).await;
         buf = b;
@@ -276,7 +307,10 @@ pub async fn serve(w: &Rc<Worker>, mut stream: TcpStream, client: SocketAddr, lo
         );
         let req = Req { keep_alive, ..req };
         let head_only = head.is_head(&buf);
-        let (reply, back) = if s.return_.as_ref().is_some_and(|r| r.code == 444) {
+        let (reply, back) = if denied {
+            let reply = local_error(&mut stream, &mut out, loc, 403, keep_alive, head_only).await;
+            (reply, Some(stream))
+        } else if s.return_.as_ref().is_some_and(|r| r.code == 444) {
             // nginx's 444: close the connection without a response.
             let reply = Reply {
                 status: 444,
@@ -316,21 +350,8 @@ pub async fn serve(w: &Rc<Worker>, mut stream: TcpStream, client: SocketAddr, lo
             )
             .await
         } else {
-            out.clear();
-            let (status, n) = respond::error(&mut out, Some(loc), 404, keep_alive, head_only);
-            let bytes = out.len() as u64;
-            let (r, o) = write_all(&mut stream, std::mem::take(&mut out), s.send_timeout).await;
-            out = o;
-            (
-                Reply {
-                    status,
-                    body_bytes_sent: n,
-                    bytes_sent: bytes,
-                    reusable: keep_alive && r.is_ok(),
-                    tries: vec![],
-                },
-                Some(stream),
-            )
+            let reply = local_error(&mut stream, &mut out, loc, 404, keep_alive, head_only).await;
+            (reply, Some(stream))
         };
         access_log(w, &snap, loc, &req, &reply);
         let Some(s2) = back else { return };
@@ -377,6 +398,29 @@ fn req_ctx<'a>(
         start,
         path,
         keep_alive: false,
+    }
+}
+
+/// Answers with an error status of our own (honouring the location's `error_page`).
+async fn local_error(
+    stream: &mut TcpStream,
+    out: &mut Vec<u8>,
+    loc: &LocationRt,
+    status: u16,
+    keep_alive: bool,
+    head_only: bool,
+) -> Reply {
+    out.clear();
+    let (status, n) = respond::error(out, Some(loc), status, keep_alive, head_only);
+    let bytes = out.len() as u64;
+    let (r, o) = write_all(stream, std::mem::take(out), loc.settings.send_timeout).await;
+    *out = o;
+    Reply {
+        status,
+        body_bytes_sent: n,
+        bytes_sent: bytes,
+        reusable: keep_alive && r.is_ok(),
+        tries: vec![],
     }
 }
 

@@ -199,3 +199,43 @@ http {
     );
     let _ = std::fs::remove_file(&log);
 }
+
+#[test]
+fn allow_and_deny_first_match_wins() {
+    let p = port();
+    let be = Backend::start();
+    let cfg = fill(
+        "events {}
+http {
+    server {
+        listen 127.0.0.1:{PORT};
+        location /open { return 200 \"open\"; }
+        location /admin {
+            allow 10.0.0.0/8;
+            deny all;
+            return 200 \"admin\";
+        }
+        location /local {
+            allow 127.0.0.1;
+            deny all;
+            proxy_pass http://{BACKEND};
+        }
+    }
+}
+",
+        &[("PORT", p.to_string()), ("BACKEND", addr(&be))],
+    );
+    let rf = Ringfront::start(&cfg);
+    assert_eq!(http::get(("127.0.0.1", p), "/open").text(), "open");
+    let mut c = ringfront_testkit::Client::connect(("127.0.0.1", p));
+    let r = c.request("GET", "/admin", &[], b"");
+    assert_eq!(r.status, 403);
+    // A denied request without a body keeps the connection usable.
+    assert_eq!(c.request("GET", "/local", &[], b"").status, 200);
+    // With a body, the connection is closed after the 403 and nothing reaches a backend.
+    let r = c.request("POST", "/admin", &[], b"payload");
+    assert_eq!(r.status, 403);
+    assert!(c.peer_closed(Duration::from_secs(5)));
+    assert_eq!(be.hits(), 1);
+    assert!(rf.wait_for_stderr("access forbidden by rule, client: 127.0.0.1", Duration::from_secs(5)));
+}
