@@ -52,6 +52,25 @@ impl Relay<'_> {
         );
     }
 
+    /// nginx's lines for a client that stopped reading or went away mid-response (`info`,
+    /// as nginx logs client-side errors).
+    fn log_client_error(&self, e: &IoFail) {
+        let what = match e {
+            IoFail::Timeout => "client timed out (110: Connection timed out)".to_string(),
+            IoFail::Io(e) => format!("writev() failed {}", crate::io::errno_text(e)),
+        };
+        let url = format!("http://{}{}", self.peer_name, self.uri);
+        self.w.log(
+            self.snap,
+            LogLevel::Info,
+            self.req.conn_id,
+            format_args!(
+                "{what} while sending to client{}",
+                self.req.log_context(Some(&url))
+            ),
+        );
+    }
+
     pub async fn run(
         self,
         got: Got,
@@ -129,7 +148,8 @@ impl Relay<'_> {
         let mut bytes_sent = out.len() as u64;
         let (r, o) = write_all(&mut client, out, s.send_timeout).await;
         out = o;
-        if r.is_err() {
+        if let Err(e) = r {
+            self.log_client_error(&e);
             return (reply(status, body_sent, bytes_sent, false), None);
         }
         if upgrade {
@@ -177,7 +197,8 @@ impl Relay<'_> {
             } else {
                 rbuf = b;
             }
-            if r.is_err() {
+            if let Err(e) = r {
+                self.log_client_error(&e);
                 client_ok = false;
                 break;
             }

@@ -141,10 +141,11 @@ async fn accept_loop(w: Rc<Worker>, listener: Rc<TcpListener>, gone: Rc<Cell<boo
                     });
                 }
                 Err(e) => {
-                    // EMFILE/ENFILE and friends: back off instead of spinning.
+                    // Out of descriptors (EMFILE/ENFILE) or memory: stop accepting for a
+                    // while instead of spinning on the same error, as nginx does (500 ms).
                     let snap = w.snapshot();
                     w.log(&snap, LogLevel::Crit, 0, format_args!("accept() failed {}", crate::io::errno_text(&e)));
-                    monoio::time::sleep(tick).await;
+                    monoio::time::sleep(Duration::from_millis(500)).await;
                 }
             },
             _ = monoio::time::sleep(tick) => {}
