@@ -5,6 +5,7 @@
 
 mod body;
 mod clock;
+mod idle;
 mod io;
 pub mod logger;
 mod pool;

@@ -152,6 +152,7 @@ pub async fn serve(w: &Rc<Worker>, mut stream: TcpStream, client: SocketAddr, lo
     let mut out: Vec<u8> = Vec::with_capacity(4096);
     let mut requests: u64 = 0;
     let mut keepalive_wait = std::time::Duration::ZERO;
+    let idle = Rc::new(crate::idle::IdleSignal::default());
     loop {
         let snap = w.snapshot();
         let candidates = snap.servers_for(local);
@@ -198,8 +199,27 @@ pub async fn serve(w: &Rc<Worker>, mut stream: TcpStream, client: SocketAddr, lo
             if limit.is_zero() {
                 return;
             }
-            let (r, b) = read_more(&mut stream, buf, 4096, limit).await;
-            buf = b;
+            let r = if buf.is_empty() && requests > 0 {
+                // Idle between requests: the worker may ask us to close to make room.
+                w.idle.push(&idle);
+                let read = read_more(&mut stream, buf, 4096, limit);
+                let r = monoio::select! {
+                    r = read => Some(r),
+                    _ = idle.closed() => None,
+                };
+                idle.busy();
+                match r {
+                    Some((r, b)) => {
+                        buf = b;
+                        r
+                    }
+                    None => return,
+                }
+            } else {
+                let (r, b) = read_more(&mut stream, buf, 4096, limit).await;
+                buf = b;
+                r
+            };
             match r {
                 Ok(0) | Err(_) => return,
                 Ok(_) => {}

@@ -44,6 +44,8 @@ pub struct Worker {
     pub conns: Cell<usize>,
     /// Requests being served (a connection idle in keepalive is not busy).
     pub busy: Cell<usize>,
+    /// Idle keepalive client connections, oldest first.
+    pub idle: crate::idle::IdleQueue,
     state: RefCell<Rc<PeerState>>,
 }
 
@@ -125,7 +127,9 @@ async fn accept_loop(w: Rc<Worker>, listener: Rc<TcpListener>, gone: Rc<Cell<boo
             r = listener.accept() => match r {
                 Ok((stream, client)) => {
                     let snap = w.snapshot();
-                    if w.conns.get() >= snap.worker_connections {
+                    // Full: make room by closing the oldest idle keepalive connection, as
+                    // nginx does; refuse the newcomer only when every connection is busy.
+                    if w.conns.get() >= snap.worker_connections && !w.idle.close_oldest() {
                         w.log(&snap, LogLevel::Alert, 0, format_args!(
                             "{} worker_connections are not enough", snap.worker_connections));
                         drop(stream);
@@ -222,6 +226,7 @@ pub fn run(
         shared: shared.clone(),
         conns: Cell::new(0),
         busy: Cell::new(0),
+        idle: Default::default(),
         state: RefCell::new(Rc::new(PeerState::new(&snap))),
     });
     let started = ready.clone();

@@ -118,3 +118,55 @@ fn send_timeout_drops_a_client_that_stops_reading() {
     }
     assert!(total < 50_000_000, "{total} bytes: the whole body was sent");
 }
+
+#[test]
+fn full_worker_closes_the_oldest_idle_keepalive_connection() {
+    let be = Backend::start();
+    let p = port();
+    let cfg = proxy_config(p, &[addr(&be)], "", "")
+        .replace("worker_connections 256;", "worker_connections 3;");
+    let rf = Ringfront::start(&cfg);
+    let mut idle: Vec<Client> = (0..3)
+        .map(|_| {
+            let mut c = Client::connect(("127.0.0.1", p));
+            assert_eq!(c.request("GET", "/", &[], b"").status, 200);
+            c
+        })
+        .collect();
+    // A fourth client is served: the oldest idle connection makes room...
+    let mut c = Client::connect(("127.0.0.1", p));
+    assert_eq!(c.request("GET", "/", &[], b"").status, 200);
+    assert!(idle[0].peer_closed(Duration::from_secs(5)));
+    // ...and the others are untouched.
+    assert_eq!(idle[2].request("GET", "/", &[], b"").status, 200);
+    assert!(!rf
+        .stderr_lines()
+        .iter()
+        .any(|l| l.contains("worker_connections are not enough")));
+}
+
+#[test]
+fn full_worker_with_only_busy_connections_refuses_without_spinning() {
+    let be = Backend::start();
+    let p = port();
+    let cfg = proxy_config(p, &[addr(&be)], "", "")
+        .replace("worker_connections 256;", "worker_connections 2;");
+    let rf = Ringfront::start(&cfg);
+    // Two requests in flight occupy the worker.
+    let slow: Vec<_> = (0..2)
+        .map(|_| std::thread::spawn(move || http::get(("127.0.0.1", p), "/?sleep=1").status))
+        .collect();
+    assert!(be.wait_hits(2, Duration::from_secs(5)));
+    let mut c = Client::connect(("127.0.0.1", p));
+    c.send_raw(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert!(c.peer_closed(Duration::from_secs(5)));
+    assert!(rf.wait_for_stderr(
+        "2 worker_connections are not enough",
+        Duration::from_secs(5)
+    ));
+    for h in slow {
+        assert_eq!(h.join().unwrap(), 200);
+    }
+    // Room again afterwards.
+    assert_eq!(http::get(("127.0.0.1", p), "/").status, 200);
+}
