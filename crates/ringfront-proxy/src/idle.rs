@@ -60,7 +60,7 @@ impl IdleQueue {
         q.push_back((period, Rc::downgrade(sig)));
         // Entries of connections that became busy or closed are dropped lazily; compact
         // when they pile up so the queue stays proportional to live connections.
-        if q.len() > 64 && q.len() % 64 == 0 {
+        if q.len() > 64 && q.len().is_multiple_of(64) {
             q.retain(|(p, w)| {
                 w.upgrade()
                     .is_some_and(|s| s.idle.get() && s.period.get() == *p)
