@@ -237,5 +237,8 @@ http {
     assert_eq!(r.status, 403);
     assert!(c.peer_closed(Duration::from_secs(5)));
     assert_eq!(be.hits(), 1);
-    assert!(rf.wait_for_stderr("access forbidden by rule, client: 127.0.0.1", Duration::from_secs(5)));
+    assert!(rf.wait_for_stderr(
+        "access forbidden by rule, client: 127.0.0.1",
+        Duration::from_secs(5)
+    ));
 }
