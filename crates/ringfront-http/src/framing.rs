@@ -66,9 +66,18 @@ impl ContentLength {
 }
 
 /// Is a request's `Transfer-Encoding` value exactly `chunked`? nginx answers 501 to any
-/// other value (`gzip, chunked`, `chunked, identity`, ...), and so do we.
+/// other value (`gzip, chunked`, `chunked, identity`, ...), and so do we. Only spaces are
+/// trimmed: nginx 1.22 keeps a tab as part of the value (`\tchunked` is 501 there), and a
+/// request nginx refuses must not be forwarded by us.
 pub(crate) fn is_exactly_chunked(value: &[u8]) -> bool {
-    trim_ows(value).eq_ignore_ascii_case(b"chunked")
+    let start = value.iter().position(|b| *b != b' ').unwrap_or(value.len());
+    let end = value
+        .iter()
+        .rposition(|b| *b != b' ')
+        .map_or(start, |i| i + 1);
+    value
+        .get(start..end)
+        .is_some_and(|v| v.eq_ignore_ascii_case(b"chunked"))
 }
 
 /// Walks the transfer codings of a response, over every `Transfer-Encoding` header in
@@ -149,7 +158,9 @@ mod tests {
     #[test]
     fn exactly_chunked() {
         assert!(is_exactly_chunked(b"chunked"));
-        assert!(is_exactly_chunked(b" ChUnKeD\t"));
+        assert!(is_exactly_chunked(b"  ChUnKeD "));
+        assert!(!is_exactly_chunked(b"\tchunked"));
+        assert!(!is_exactly_chunked(b"chunked\t"));
         for bad in [
             &b"chunked, identity"[..],
             b"gzip, chunked",

@@ -56,7 +56,8 @@ pub struct RequestHead {
     pub head_len: usize,
     /// `None`, `Length` or `Chunked`; never `UntilClose` for a request.
     pub framing: BodyFraming,
-    /// Value of the single `Host` header, if any.
+    /// The host: the authority of an absolute-form target (RFC 9112 3.2.2), else the value
+    /// of the single `Host` header, if any.
     pub host: Option<Span>,
     /// HTTP/1.1: unless `Connection: close`; HTTP/1.0: only with `Connection: keep-alive`.
     pub keep_alive: bool,
@@ -88,6 +89,14 @@ impl RequestHead {
             return Err(RequestError::BadRequest("malformed request line"));
         };
         const TOO_LARGE: RequestError = RequestError::BadRequest("request head too large");
+        // nginx 1.22 (`ngx_http_parse_request_line`) accepts only `A-Z`, `_` and `-` in a
+        // method; a token it refuses must not reach a backend through us.
+        if !method
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b == b'_' || b == b'-')
+        {
+            return Err(RequestError::BadRequest("invalid method"));
+        }
         self.method = Span::within(buf, method.as_bytes()).ok_or(TOO_LARGE)?;
         self.target = Span::within(buf, target.as_bytes()).ok_or(TOO_LARGE)?;
         self.minor_version = minor;
@@ -137,6 +146,11 @@ impl RequestHead {
             let name = h.name.get(buf);
             let value = h.value.get(buf);
             if name.eq_ignore_ascii_case(b"content-length") {
+                // RFC 9110 8.6 lets a recipient reject repeated Content-Length; nginx 1.22
+                // refuses any repeat ("client sent duplicate header line"), identical or not.
+                if length.0.is_some() {
+                    return Err(BadRequest("duplicate Content-Length header"));
+                }
                 length.add(value).map_err(|e| match e {
                     LengthError::Invalid => BadRequest("invalid Content-Length"),
                     LengthError::Conflict => BadRequest("conflicting Content-Length headers"),
@@ -144,6 +158,11 @@ impl RequestHead {
             } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
                 if transfer_encoding.is_some() {
                     return Err(BadRequest("duplicate Transfer-Encoding header"));
+                }
+                // httparse drops the whitespace around a value, tabs included; nginx keeps
+                // a tab as part of the value and answers 501 to `\tchunked`.
+                if has_tab_around(buf, h) {
+                    return Err(NotImplemented("tab around Transfer-Encoding value"));
                 }
                 transfer_encoding = Some(value);
             } else if name.eq_ignore_ascii_case(b"host") {
@@ -165,6 +184,14 @@ impl RequestHead {
         let http11 = self.minor_version >= 1;
         if http11 && self.host.is_none() {
             return Err(BadRequest("missing Host header"));
+        }
+        // RFC 9112 3.2.2: with an absolute-form target the Host header is ignored and the
+        // target's authority is the host (nginx does the same for `$host` and routing).
+        if let Some(authority) = absolute_form_authority(self.target.get(buf)) {
+            if authority.contains(&b'@') || !is_valid_host(authority) {
+                return Err(BadRequest("invalid host in request target"));
+            }
+            self.host = Span::within(buf, authority);
         }
         self.framing = match (transfer_encoding, length.0) {
             // RFC 9112 6.1: Transfer-Encoding in HTTP/1.0 means faulty framing.
@@ -192,6 +219,38 @@ impl RequestHead {
     }
 }
 
+/// Is there a tab between the header's colon and its value, or after the value on its line?
+fn has_tab_around(buf: &[u8], h: &Header) -> bool {
+    let (name_end, start, end) = (
+        h.name.end as usize,
+        h.value.start as usize,
+        h.value.end as usize,
+    );
+    let before = buf.get(name_end..start).unwrap_or_default();
+    let after = buf.get(end..).unwrap_or_default();
+    let line_rest = after
+        .iter()
+        .position(|b| *b == b'\r' || *b == b'\n')
+        .map_or(after, |i| after.get(..i).unwrap_or_default());
+    before.contains(&b'\t') || line_rest.contains(&b'\t')
+}
+
+/// The authority of an `http://` or `https://` absolute-form target (scheme
+/// case-insensitive), up to the first `/`, `?` or `#`.
+fn absolute_form_authority(target: &[u8]) -> Option<&[u8]> {
+    let rest = [&b"http://"[..], b"https://"].iter().find_map(|scheme| {
+        let head = target.get(..scheme.len())?;
+        head.eq_ignore_ascii_case(scheme)
+            .then(|| target.get(scheme.len()..))
+            .flatten()
+    })?;
+    let end = rest
+        .iter()
+        .position(|b| matches!(b, b'/' | b'?' | b'#'))
+        .unwrap_or(rest.len());
+    rest.get(..end)
+}
+
 /// nginx's `ngx_http_validate_host` in spirit: a non-empty name with no path separators,
 /// no `..`, no whitespace or control bytes (the value is used for routing and logging).
 fn is_valid_host(host: &[u8]) -> bool {
@@ -216,6 +275,13 @@ fn parse_error(buf: &[u8], e: httparse::Error) -> RequestError {
 
 /// httparse only knows `HTTP/1.0` and `HTTP/1.1`. Tell an HTTP/2 preface (400) and a
 /// well-formed other version (505, like nginx for major > 1) from garbage (400).
+///
+/// httparse reads `method SP target SP version` (single spaces) and fails at the first
+/// version byte that cannot continue `HTTP/1.0` or `HTTP/1.1`; later bytes may not have
+/// arrived yet. The answer is decided by the version bytes up to that first deviating
+/// byte alone, so it never depends on how the reads were cut (`HTTP/2` then `x` and
+/// `HTTP/2x` at once both give 505): a digit where the `1` of the major, the `.` or
+/// the minor should be is another version (505), any other byte is garbage (400).
 fn version_error(buf: &[u8]) -> RequestError {
     let start = buf
         .iter()
@@ -230,36 +296,20 @@ fn version_error(buf: &[u8]) -> RequestError {
     if line.starts_with(b"PRI * HTTP/2") {
         return RequestError::BadRequest("HTTP/2 connection preface");
     }
-    let version = line.rsplit(|b| *b == b' ').next().unwrap_or_default();
-    match version_number(version) {
-        // A valid 1.0 / 1.1 token: the error was elsewhere on the line (extra spaces).
-        Some((1, Some(0 | 1))) => RequestError::BadRequest("malformed request line"),
-        Some(_) => RequestError::VersionNotSupported,
-        None => RequestError::BadRequest("invalid HTTP version"),
+    let version = line.splitn(3, |b| *b == b' ').nth(2).unwrap_or_default();
+    const KNOWN: &[u8] = b"HTTP/1.";
+    let deviation = version
+        .iter()
+        .zip(KNOWN)
+        .position(|(got, want)| got != want)
+        .or((version.len() > KNOWN.len()).then_some(KNOWN.len()));
+    match deviation.map(|at| (at, version.get(at).copied().unwrap_or_default())) {
+        // `HTTP/1.0` or `HTTP/1.1` (or a prefix): the error was elsewhere on the line.
+        None | Some((7, b'0' | b'1')) => RequestError::BadRequest("malformed request line"),
+        // `HTTP/0`, `HTTP/2`..`HTTP/9`, `HTTP/1N` (major >= 10), `HTTP/1.2`..`HTTP/1.9`.
+        Some((5..=7, digit)) if digit.is_ascii_digit() => RequestError::VersionNotSupported,
+        Some(_) => RequestError::BadRequest("invalid HTTP version"),
     }
-}
-
-/// `HTTP/` DIGIT+ [ `.` DIGIT* ] as (major, minor); the minor may still be arriving.
-/// Numbers saturate at 255, which is as unsupported as any other.
-fn version_number(version: &[u8]) -> Option<(u8, Option<u8>)> {
-    let number = version.strip_prefix(b"HTTP/")?;
-    let mut parts = number.splitn(2, |b| *b == b'.');
-    let major = digits(parts.next().unwrap_or_default())?;
-    let minor = match parts.next() {
-        Some(m) if !m.is_empty() => Some(digits(m)?),
-        Some(_) | None => None,
-    };
-    Some((major, minor))
-}
-
-fn digits(s: &[u8]) -> Option<u8> {
-    if s.is_empty() || !s.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    Some(
-        s.iter()
-            .fold(0u8, |n, d| n.saturating_mul(10).saturating_add(d - b'0')),
-    )
 }
 
 #[cfg(test)]

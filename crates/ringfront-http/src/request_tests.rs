@@ -80,8 +80,20 @@ fn head_method_and_leading_empty_lines() {
     let head = ok(raw);
     assert!(head.is_head(raw));
     assert_eq!(head.head_len, raw.len());
-    let lower = b"head / HTTP/1.1\r\nHost: h\r\n\r\n";
-    assert!(!ok(lower).is_head(lower));
+    for bad in [&b"head"[..], b"GET1", b"g"] {
+        let mut raw = bad.to_vec();
+        raw.extend_from_slice(b" / HTTP/1.1\r\nHost: h\r\n\r\n");
+        assert_eq!(
+            err(&raw),
+            RequestError::BadRequest("invalid method"),
+            "{bad:?}"
+        );
+    }
+    assert_eq!(err(b"G(T / HTTP/1.1\r\nHost: h\r\n\r\n").status(), 400);
+    assert_eq!(
+        ok(b"M-SEARCH_X / HTTP/1.1\r\nHost: h\r\n\r\n").minor_version,
+        1
+    );
 }
 
 #[test]
@@ -91,9 +103,35 @@ fn content_length_framing() {
         BodyFraming::Length(0)
     );
     assert_eq!(
-        ok(b"POST / HTTP/1.1\r\nHost: h\r\ncontent-length: 12\r\nContent-Length: 12\r\n\r\n")
-            .framing,
-        BodyFraming::Length(12)
+        err(b"POST / HTTP/1.1\r\nHost: h\r\ncontent-length: 12\r\nContent-Length: 12\r\n\r\n"),
+        RequestError::BadRequest("duplicate Content-Length header")
+    );
+}
+
+#[test]
+fn absolute_form_authority_is_the_host() {
+    let raw = b"GET HTTP://Abs.Example:8080/p?q HTTP/1.1\r\nHost: other\r\n\r\n";
+    let head = ok(raw);
+    assert_eq!(
+        head.host.map(|h| h.get(raw)),
+        Some(&b"Abs.Example:8080"[..])
+    );
+    let raw = b"GET http://abs?q HTTP/1.1\r\nHost: other\r\n\r\n";
+    assert_eq!(ok(raw).host.map(|h| h.get(raw)), Some(&b"abs"[..]));
+    for bad in [&b"http://u@h/"[..], b"http:///p", b"http://a..b/"] {
+        let mut raw = b"GET ".to_vec();
+        raw.extend_from_slice(bad);
+        raw.extend_from_slice(b" HTTP/1.1\r\nHost: h\r\n\r\n");
+        assert_eq!(
+            err(&raw),
+            RequestError::BadRequest("invalid host in request target"),
+            "{bad:?}"
+        );
+    }
+    // Still HTTP/1.1's rule: no Host header, 400.
+    assert_eq!(
+        err(b"GET http://abs/ HTTP/1.1\r\n\r\n"),
+        RequestError::BadRequest("missing Host header")
     );
 }
 
@@ -119,7 +157,7 @@ fn content_length_rejections() {
     let conflict = b"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n";
     assert_eq!(
         err(conflict),
-        RequestError::BadRequest("conflicting Content-Length headers")
+        RequestError::BadRequest("duplicate Content-Length header")
     );
 }
 
@@ -138,6 +176,9 @@ fn transfer_encoding_rejections() {
         b"identity",
         b"chunked;q=1",
         b"",
+        b"\tchunked",
+        b"chunked\t",
+        b" \t chunked",
     ] {
         let mut raw = b"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: ".to_vec();
         raw.extend_from_slice(te);
@@ -243,6 +284,36 @@ fn versions() {
     assert_eq!(err(b"GET / FOO/1.1\r\n\r\n").status(), 400);
     assert_eq!(err(b"GET /\r\n\r\n").status(), 400);
     assert_eq!(err(b"GET /  HTTP/1.1\r\nHost: h\r\n\r\n").status(), 400);
+}
+
+/// Found by the `request_head` fuzz target: a version error must not depend on the bytes
+/// after the first one httparse refuses, or a 505 read in one piece is a 400 in two.
+#[test]
+fn version_errors_do_not_depend_on_read_size() {
+    let cases: [(&[u8], u16); 8] = [
+        (
+            b"GET http://example.com/abs HTTP/0.1M\nHost: example.com\r\n\x10\0",
+            505,
+        ),
+        (b"GET / HTTP/2x\r\nHost: h\r\n\r\n", 505),
+        (b"GET / HTTP/12.5\r\n\r\n", 505),
+        (b"GET / HTTP/1.2\r\n\r\n", 505),
+        (b"GET / HTTP/1x1\r\n\r\n", 400),
+        (b"GET / HTTP/1.x\r\n\r\n", 400),
+        (b"GET /  HTTP/1.1\r\nHost: h\r\n\r\n", 400),
+        (b"GET / HTTX/2.0\r\n\r\n", 400),
+    ];
+    for (raw, status) in cases {
+        let whole = err(raw);
+        assert_eq!(whole.status(), status, "{:?}", String::from_utf8_lossy(raw));
+        for k in 0..raw.len() {
+            match parse(&raw[..k]) {
+                Ok(None) => {}
+                Err(e) => assert_eq!(e, whole, "{:?} cut at {k}", String::from_utf8_lossy(raw)),
+                other => panic!("{other:?}"),
+            }
+        }
+    }
 }
 
 #[test]

@@ -86,7 +86,11 @@ pub async fn read(
                 }
             }
             loop {
-                match dec.decode(&buf[pos..], decoded) {
+                let progress = dec.decode(&buf[pos..], decoded);
+                if too_large(s, decoded.len() as u64) {
+                    return (Err(BodyError::Reject(413)), buf);
+                }
+                match progress {
                     Ok(p) => {
                         pos += p.consumed;
                         if p.done {
@@ -94,9 +98,6 @@ pub async fn read(
                         }
                     }
                     Err(_) => return (Err(BodyError::Reject(400)), buf),
-                }
-                if too_large(s, decoded.len() as u64) {
-                    return (Err(BodyError::Reject(413)), buf);
                 }
                 let (r, b) = read_more(stream, buf, 16 * 1024, s.client_body_timeout).await;
                 buf = b;

@@ -140,10 +140,16 @@ impl Relay<'_> {
         // Body bytes that came with the head.
         let initial = rbuf.get(head.head_len..).unwrap_or(&[]);
         let mut extra = false;
-        let mut complete = consume(&mut mode, initial, &mut out, &mut extra);
-        if matches!(mode, Mode::Done) && !initial.is_empty() && !upgrade {
-            extra = extra || complete && initial.is_empty();
-        }
+        // Broken chunked framing: the client gets what came before, then the connection
+        // closes (never a response presented as complete); not a failure of the peer.
+        let mut broken = false;
+        let mut complete = match consume(&mut mode, initial, &mut out, &mut extra) {
+            Ok(done) => done,
+            Err(BadChunk) => {
+                broken = true;
+                false
+            }
+        };
         let mut body_sent = (out.len() - head_bytes) as u64;
         let mut bytes_sent = out.len() as u64;
         let (r, o) = write_all(&mut client, out, s.send_timeout).await;
@@ -157,7 +163,7 @@ impl Relay<'_> {
             return (reply(status, body_sent, bytes_sent, false), None);
         }
         let mut client_ok = true;
-        while !complete {
+        while !complete && !broken {
             rbuf.clear();
             let (r, b) = read_more(&mut upstream, rbuf, 16 * 1024, s.proxy_read_timeout).await;
             rbuf = b;
@@ -180,13 +186,22 @@ impl Relay<'_> {
                 }
                 Ok(_) => {}
             }
-            let chunk = if let Mode::Dechunk(_) = mode {
+            let progress = if let Mode::Dechunk(_) = mode {
                 out.clear();
-                complete = consume(&mut mode, &rbuf, &mut out, &mut extra);
+                consume(&mut mode, &rbuf, &mut out, &mut extra)
+            } else {
+                consume_in_place(&mut mode, &mut rbuf, &mut extra)
+            };
+            match progress {
+                Ok(done) => complete = done,
+                Err(BadChunk) => {
+                    broken = true;
+                    break;
+                }
+            }
+            let chunk = if let Mode::Dechunk(_) = mode {
                 std::mem::take(&mut out)
             } else {
-                let mut tmp = Vec::new();
-                complete = consume_in_place(&mut mode, &mut rbuf, &mut tmp, &mut extra);
                 std::mem::take(&mut rbuf)
             };
             body_sent += chunk.len() as u64;
@@ -202,6 +217,10 @@ impl Relay<'_> {
                 client_ok = false;
                 break;
             }
+        }
+        if broken {
+            self.log_body_error("upstream sent invalid chunked response");
+            client_ok = false;
         }
         let g = self.snap.groups.get(self.group);
         let reusable_upstream = complete
@@ -241,10 +260,18 @@ fn reply(status: u16, body: u64, bytes: u64, reusable: bool) -> Reply {
     }
 }
 
+/// The upstream's chunked framing broke mid-body.
+struct BadChunk;
+
 /// Feeds body bytes through the framing: appends what belongs to the client to `out`, flags
 /// bytes beyond the end as `extra`, and says whether the body is complete.
-fn consume(mode: &mut Mode, data: &[u8], out: &mut Vec<u8>, extra: &mut bool) -> bool {
-    match mode {
+fn consume(
+    mode: &mut Mode,
+    data: &[u8],
+    out: &mut Vec<u8>,
+    extra: &mut bool,
+) -> Result<bool, BadChunk> {
+    Ok(match mode {
         Mode::Done => {
             *extra |= !data.is_empty();
             true
@@ -256,42 +283,31 @@ fn consume(mode: &mut Mode, data: &[u8], out: &mut Vec<u8>, extra: &mut bool) ->
             *extra |= take < data.len();
             *left == 0
         }
-        Mode::Chunked(dec) => match dec.scan(data) {
-            Ok(p) => {
-                out.extend_from_slice(&data[..p.consumed]);
-                *extra |= p.consumed < data.len();
-                p.done
-            }
-            Err(_) => {
-                *extra = true;
-                true
-            }
-        },
-        Mode::Dechunk(dec) => match dec.decode(data, out) {
-            Ok(p) => {
-                *extra |= p.consumed < data.len();
-                p.done
-            }
-            Err(_) => {
-                *extra = true;
-                true
-            }
-        },
+        Mode::Chunked(dec) => {
+            let p = dec.scan(data).map_err(|_| BadChunk)?;
+            out.extend_from_slice(&data[..p.consumed]);
+            *extra |= p.consumed < data.len();
+            p.done
+        }
+        Mode::Dechunk(dec) => {
+            let p = dec.decode(data, out).map_err(|_| BadChunk)?;
+            *extra |= p.consumed < data.len();
+            p.done
+        }
         Mode::UntilClose => {
             out.extend_from_slice(data);
             false
         }
-    }
+    })
 }
 
 /// Like `consume` for the pass-through modes, but trims `buf` in place instead of copying.
 fn consume_in_place(
     mode: &mut Mode,
     buf: &mut Vec<u8>,
-    _tmp: &mut Vec<u8>,
     extra: &mut bool,
-) -> bool {
-    match mode {
+) -> Result<bool, BadChunk> {
+    Ok(match mode {
         Mode::Length(left) => {
             let take = (buf.len() as u64).min(*left) as usize;
             *extra |= take < buf.len();
@@ -299,21 +315,15 @@ fn consume_in_place(
             *left -= take as u64;
             *left == 0
         }
-        Mode::Chunked(dec) => match dec.scan(buf) {
-            Ok(p) => {
-                *extra |= p.consumed < buf.len();
-                buf.truncate(p.consumed);
-                p.done
-            }
-            Err(_) => {
-                *extra = true;
-                buf.clear();
-                true
-            }
-        },
+        Mode::Chunked(dec) => {
+            let p = dec.scan(buf).map_err(|_| BadChunk)?;
+            *extra |= p.consumed < buf.len();
+            buf.truncate(p.consumed);
+            p.done
+        }
         Mode::UntilClose => false,
         Mode::Done | Mode::Dechunk(_) => true,
-    }
+    })
 }
 
 async fn pump<R: AsyncReadRent, W: AsyncWriteRent>(

@@ -162,6 +162,12 @@ pub async fn attempt(
                     rbuf.drain(..n);
                     continue;
                 }
+                Ok(Some(n)) if n > MAX_RESPONSE_HEAD => {
+                    let msg =
+                        "upstream sent too big header while reading response header from upstream"
+                            .to_string();
+                    return (Err(fail(Ft::InvalidHeader, msg, true, ct)), rbuf);
+                }
                 Ok(Some(_)) => {
                     let got = Got {
                         stream,

@@ -11,6 +11,7 @@ pub mod http;
 mod net;
 mod nginx;
 mod process;
+mod raw;
 mod ringfront;
 mod wire;
 
@@ -19,6 +20,7 @@ pub use http::{Client, Response};
 pub use net::{free_port, FullBacklogListener};
 pub use nginx::{Nginx, NGINX_BIN};
 pub use process::TempDir;
+pub use raw::{After, RawBackend};
 pub use ringfront::{binary_path as ringfront_binary, Ringfront};
 
 /// Signal numbers for [`Ringfront::signal`] and [`Nginx::signal`].
