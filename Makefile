@@ -41,6 +41,29 @@ bench:
 loadtest:
 	bash loadtest/run.sh
 
+# cargo-fuzz targets (fuzz/, nightly + libFuzzer): each for FUZZ_SECONDS, seeded from the
+# committed corpus fuzz/corpus/TARGET; new inputs go to fuzz/work/TARGET (ignored), crashes
+# to fuzz/artifacts/TARGET (add them to fuzz/corpus/TARGET once fixed).
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= request_head response_head chunked config
+CARGO_NIGHTLY ?= cargo +nightly
+.PHONY: fuzz fuzz-smoke
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  mkdir -p fuzz/work/$$t; \
+	  echo "== fuzz $$t for $(FUZZ_SECONDS)s"; \
+	  (cd fuzz && $(CARGO_NIGHTLY) fuzz run $$t work/$$t corpus/$$t -- \
+	    -max_total_time=$(FUZZ_SECONDS) -timeout=10 -print_final_stats=1); \
+	done
+
+# CI: cargo-fuzz (and nightly) when missing, the corpus replayed on stable by the crates'
+# fuzz_corpus tests, then every target for 10 s (which replays the corpus under libFuzzer first).
+fuzz-smoke:
+	@rustup run nightly rustc --version >/dev/null 2>&1 || rustup toolchain install nightly --profile minimal
+	@command -v cargo-fuzz >/dev/null 2>&1 || $(CARGO) install cargo-fuzz --locked
+	$(CARGO) test -p ringfront-http -p ringfront-config --test fuzz_corpus
+	$(MAKE) fuzz FUZZ_SECONDS=10
+
 # Three demo backends on 127.0.0.1:9001-9003 and ringfront on config/ringfront.conf at :8080.
 run:
 	$(CARGO) build --release -p ringfront -p ringfront-testkit
