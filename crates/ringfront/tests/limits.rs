@@ -170,3 +170,43 @@ fn full_worker_with_only_busy_connections_refuses_without_spinning() {
     // Room again afterwards.
     assert_eq!(http::get(("127.0.0.1", p), "/").status, 200);
 }
+
+#[test]
+fn keepalive_requests_closes_after_the_nth_request() {
+    let be = Backend::start();
+    let p = port();
+    let _rf = Ringfront::start(&proxy_config(p, &[addr(&be)], "", "keepalive_requests 3;"));
+    let mut c = Client::connect(("127.0.0.1", p));
+    for _ in 0..2 {
+        let r = c.request("GET", "/", &[], b"");
+        assert_eq!(r.header("connection"), Some("keep-alive"));
+    }
+    let r = c.request("GET", "/", &[], b"");
+    assert_eq!((r.status, r.header("connection")), (200, Some("close")));
+    assert!(c.peer_closed(Duration::from_secs(5)));
+}
+
+#[test]
+fn client_gone_mid_response_never_leaves_bytes_on_a_pooled_connection() {
+    let be = Backend::start();
+    let p = port();
+    let _rf = Ringfront::start(&proxy_config(p, &[addr(&be)], "", ""));
+    // Warm one pooled connection.
+    assert_eq!(http::get(("127.0.0.1", p), "/").status, 200);
+    assert_eq!(be.accepted(), 1);
+    // A client that asks for a large body and leaves after the first bytes.
+    {
+        let mut s = TcpStream::connect(("127.0.0.1", p)).unwrap();
+        s.write_all(b"GET /?size=20000000 HTTP/1.1\r\nHost: x\r\n\r\n")
+            .unwrap();
+        let mut first = [0u8; 1024];
+        std::io::Read::read(&mut s, &mut first).unwrap();
+    }
+    // Later requests get whole, correct answers: the aborted response's upstream
+    // connection was dropped, not pooled with bytes pending.
+    for _ in 0..3 {
+        let r = http::get(("127.0.0.1", p), "/?size=10");
+        assert_eq!((r.status, r.body.len()), (200, 10));
+    }
+    assert_eq!(be.accepted(), 2);
+}
