@@ -140,6 +140,10 @@ fn head_limits(
     (long_line || buf.len() > max).then_some(494)
 }
 
+/// Above this many open connections on a worker, idle keepalive connections wait without
+/// buffers (about 8 KiB less each); below it they keep them for the next request's read.
+const LEAN_IDLE_ABOVE: usize = 256;
+
 /// Serves one client connection until it closes.
 pub async fn serve(w: &Rc<Worker>, mut stream: TcpStream, client: SocketAddr, local: SocketAddr) {
     let conn_id = w
@@ -167,6 +171,8 @@ pub async fn serve(w: &Rc<Worker>, mut stream: TcpStream, client: SocketAddr, lo
         // from accept on a fresh connection, as nginx does).
         let mut busy = None;
         let mut deadline: Option<Instant> = None;
+        // Set once a lean idle wait saw data coming: read it now.
+        let mut readable = false;
         let head_len = loop {
             if !buf.is_empty() {
                 if busy.is_none() {
@@ -199,9 +205,26 @@ pub async fn serve(w: &Rc<Worker>, mut stream: TcpStream, client: SocketAddr, lo
             if limit.is_zero() {
                 return;
             }
-            let r = if buf.is_empty() && requests > 0 {
+            let r = if buf.is_empty() && requests > 0 && !readable {
                 // Idle between requests: the worker may ask us to close to make room.
                 w.idle.push(&idle);
+                if w.conns.get() > LEAN_IDLE_ABOVE {
+                    // Many open connections: wait for readability holding no buffers (as
+                    // nginx frees its buffers on idle keepalive connections), at the cost of
+                    // one more ring operation per request.
+                    buf = Vec::new();
+                    out = Vec::new();
+                    let ready = monoio::select! {
+                        r = monoio::time::timeout(limit, stream.readable(false)) => matches!(r, Ok(Ok(()))),
+                        _ = idle.closed() => false,
+                    };
+                    idle.busy();
+                    if !ready {
+                        return;
+                    }
+                    readable = true;
+                    continue;
+                }
                 let read = read_more(&mut stream, buf, 4096, limit);
                 let r = monoio::select! {
                     r = read => Some(r),

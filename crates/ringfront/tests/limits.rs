@@ -210,3 +210,28 @@ fn client_gone_mid_response_never_leaves_bytes_on_a_pooled_connection() {
     }
     assert_eq!(be.accepted(), 2);
 }
+
+#[test]
+fn many_idle_keepalive_connections_wait_lean_and_still_serve() {
+    // Past 256 open connections idle ones wait for readability without buffers; they must
+    // still serve their next request (and reach end of stream cleanly).
+    let be = Backend::start();
+    let p = port();
+    let cfg = proxy_config(p, &[addr(&be)], "", "")
+        .replace("worker_connections 256;", "worker_connections 1024;");
+    let _rf = Ringfront::start(&cfg);
+    let mut clients: Vec<Client> = (0..300)
+        .map(|_| Client::connect(("127.0.0.1", p)))
+        .collect();
+    for c in clients.iter_mut() {
+        assert_eq!(c.request("GET", "/", &[], b"").status, 200);
+    }
+    for c in clients.iter_mut() {
+        let r = c.request("GET", "/?size=3", &[], b"");
+        assert_eq!((r.status, r.body.as_slice()), (200, &b"abc"[..]));
+    }
+    let mut last = clients.pop().unwrap();
+    last.send_raw(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert_eq!(last.read_response().status, 200);
+    assert!(last.peer_closed(Duration::from_secs(5)));
+}
