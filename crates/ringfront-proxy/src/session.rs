@@ -381,7 +381,9 @@ pub async fn serve(w: &Rc<Worker>, mut stream: TcpStream, client: SocketAddr, lo
                 Body::Decoded => &decoded,
                 Body::InBuffer(r) => &buf[r.clone()],
             };
-            crate::proxy::run(
+            // Boxed: the upstream exchange's state is large, and inline it would be part of
+            // every idle keepalive connection's footprint too.
+            Box::pin(crate::proxy::run(
                 w,
                 &snap,
                 loc,
@@ -390,7 +392,7 @@ pub async fn serve(w: &Rc<Worker>, mut stream: TcpStream, client: SocketAddr, lo
                 body,
                 stream,
                 std::mem::take(&mut out),
-            )
+            ))
             .await
         } else {
             let reply = local_error(&mut stream, &mut out, loc, 404, keep_alive, head_only).await;
