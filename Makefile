@@ -41,6 +41,12 @@ bench:
 loadtest:
 	bash loadtest/run.sh
 
+# Memory per idle keep-alive connection (ringfront vs nginx) and a 10-minute leak soak;
+# knobs in loadtest/soak.sh, results in loadtest/out/soak.md.
+.PHONY: soak
+soak:
+	bash loadtest/soak.sh
+
 # cargo-fuzz targets (fuzz/, nightly + libFuzzer): each for FUZZ_SECONDS, seeded from the
 # committed corpus fuzz/corpus/TARGET; new inputs go to fuzz/work/TARGET (ignored), crashes
 # to fuzz/artifacts/TARGET (add them to fuzz/corpus/TARGET once fixed).
