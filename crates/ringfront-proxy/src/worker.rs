@@ -117,57 +117,91 @@ pub fn bind_std(addr: SocketAddr, backlog: i32) -> std::io::Result<std::net::Tcp
     Ok(sock.into())
 }
 
-async fn accept_loop(w: Rc<Worker>, listener: Rc<TcpListener>, gone: Rc<Cell<bool>>) {
-    let tick = Duration::from_millis(100);
+/// Stops one accept loop. The accept is cancelled through monoio's canceller and still
+/// awaited to its end, never dropped in flight: on io_uring a dropped accept can complete in
+/// the kernel with nobody to take the connection, which then waits forever.
+#[derive(Default)]
+struct AcceptCtl {
+    gone: Cell<bool>,
+    canceller: RefCell<monoio::io::Canceller>,
+}
+
+impl AcceptCtl {
+    fn stop(&self) {
+        self.gone.set(true);
+        let c = self.canceller.replace(monoio::io::Canceller::new());
+        let _ = c.cancel();
+    }
+}
+
+async fn accept_loop(w: Rc<Worker>, listener: Rc<TcpListener>, ctl: Rc<AcceptCtl>) {
     loop {
-        if w.stopping() || gone.get() {
+        if w.stopping() || ctl.gone.get() {
             return;
         }
-        monoio::select! {
-            r = listener.accept() => match r {
-                Ok((stream, client)) => {
-                    let snap = w.snapshot();
-                    // Full: make room by closing the oldest idle keepalive connection, as
-                    // nginx does; refuse the newcomer only when every connection is busy.
-                    if w.conns.get() >= snap.worker_connections && !w.idle.close_oldest() {
-                        w.log(&snap, LogLevel::Alert, 0, format_args!(
-                            "{} worker_connections are not enough", snap.worker_connections));
-                        drop(stream);
-                        continue;
-                    }
-                    let local = stream.local_addr().unwrap_or_else(|_| ([0, 0, 0, 0], 0).into());
-                    let _ = stream.set_nodelay(true);
-                    let w2 = w.clone();
-                    w.conns.set(w.conns.get() + 1);
-                    monoio::spawn(async move {
-                        crate::session::serve(&w2, stream, client, local).await;
-                        w2.conns.set(w2.conns.get() - 1);
-                    });
+        let handle = ctl.canceller.borrow().handle();
+        match listener.cancelable_accept(handle).await {
+            Ok((stream, client)) => {
+                let snap = w.snapshot();
+                // Full: make room by closing the oldest idle keepalive connection, as nginx
+                // does; refuse the newcomer only when every connection is busy.
+                if w.conns.get() >= snap.worker_connections && !w.idle.close_oldest() {
+                    w.log(
+                        &snap,
+                        LogLevel::Alert,
+                        0,
+                        format_args!(
+                            "{} worker_connections are not enough",
+                            snap.worker_connections
+                        ),
+                    );
+                    drop(stream);
+                    continue;
                 }
-                Err(e) => {
-                    // Out of descriptors (EMFILE/ENFILE) or memory: stop accepting for a
-                    // while instead of spinning on the same error, as nginx does (500 ms).
-                    let snap = w.snapshot();
-                    w.log(&snap, LogLevel::Crit, 0, format_args!("accept() failed {}", crate::io::errno_text(&e)));
-                    monoio::time::sleep(Duration::from_millis(500)).await;
-                }
-            },
-            _ = monoio::time::sleep(tick) => {}
+                let local = stream
+                    .local_addr()
+                    .unwrap_or_else(|_| ([0, 0, 0, 0], 0).into());
+                let _ = stream.set_nodelay(true);
+                let w2 = w.clone();
+                w.conns.set(w.conns.get() + 1);
+                monoio::spawn(async move {
+                    crate::session::serve(&w2, stream, client, local).await;
+                    w2.conns.set(w2.conns.get() - 1);
+                });
+            }
+            Err(_) if w.stopping() || ctl.gone.get() => return,
+            Err(e) => {
+                // Out of descriptors (EMFILE/ENFILE) or memory: stop accepting for a while
+                // instead of spinning on the same error, as nginx does (500 ms).
+                let snap = w.snapshot();
+                w.log(
+                    &snap,
+                    LogLevel::Crit,
+                    0,
+                    format_args!("accept() failed {}", crate::io::errno_text(&e)),
+                );
+                monoio::time::sleep(Duration::from_millis(500)).await;
+            }
         }
     }
 }
 
+fn spawn_accept(w: &Rc<Worker>, listener: TcpListener) -> Rc<AcceptCtl> {
+    let ctl = Rc::new(AcceptCtl::default());
+    monoio::spawn(accept_loop(w.clone(), Rc::new(listener), ctl.clone()));
+    ctl
+}
+
 async fn worker_main(w: Rc<Worker>, initial: Vec<(SocketAddr, TcpListener)>) {
-    let mut listeners: HashMap<SocketAddr, Rc<Cell<bool>>> = HashMap::new();
+    let mut listeners: HashMap<SocketAddr, Rc<AcceptCtl>> = HashMap::new();
     for (addr, l) in initial {
-        let gone = Rc::new(Cell::new(false));
-        listeners.insert(addr, gone.clone());
-        monoio::spawn(accept_loop(w.clone(), Rc::new(l), gone));
+        listeners.insert(addr, spawn_accept(&w, l));
     }
     let mut generation = w.snapshot().generation;
     loop {
         monoio::time::sleep(Duration::from_millis(50)).await;
         if w.stopping() {
+            listeners.values().for_each(|c| c.stop());
             break;
         }
         let snap = w.snapshot();
@@ -177,10 +211,10 @@ async fn worker_main(w: Rc<Worker>, initial: Vec<(SocketAddr, TcpListener)>) {
         generation = snap.generation;
         // Keep every listener that survives the reload (closing one would drop the
         // connections queued on it); open new addresses, close removed ones.
-        listeners.retain(|addr, gone| {
+        listeners.retain(|addr, ctl| {
             let keep = snap.listens.iter().any(|l| l.addr == *addr);
             if !keep {
-                gone.set(true);
+                ctl.stop();
             }
             keep
         });
@@ -190,9 +224,7 @@ async fn worker_main(w: Rc<Worker>, initial: Vec<(SocketAddr, TcpListener)>) {
             }
             match bind_std(l.addr, l.backlog).and_then(TcpListener::from_std) {
                 Ok(lst) => {
-                    let gone = Rc::new(Cell::new(false));
-                    listeners.insert(l.addr, gone.clone());
-                    monoio::spawn(accept_loop(w.clone(), Rc::new(lst), gone));
+                    listeners.insert(l.addr, spawn_accept(&w, lst));
                 }
                 Err(e) => w.log(
                     &snap,
