@@ -164,8 +164,12 @@ pub async fn run(
     let keepalive = group.keepalive > 0;
     let (request, uri_len) = build_request(loc, req, &group.proxy_host, keepalive, body);
     let uri_start = req.head.method.len() + 1;
-    let uri = String::from_utf8_lossy(&request[uri_start..uri_start + uri_len]).into_owned();
     let request = Rc::new(request);
+    // For log lines only: borrowed from the request bytes, no copy on the request path.
+    let uri_bytes = request
+        .get(uri_start..uri_start + uri_len)
+        .unwrap_or_default();
+    let uri = String::from_utf8_lossy(uri_bytes);
     let state = w.peer_state(snap);
     let mut at = Attempt::new(&snap.topology, up, s.proxy_next_upstream_tries);
     let mut tries: Vec<TryLog> = Vec::with_capacity(1);

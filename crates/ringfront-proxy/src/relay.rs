@@ -106,7 +106,13 @@ impl Relay<'_> {
 
         out.clear();
         out.extend_from_slice(b"HTTP/1.1 ");
-        out.extend_from_slice(status.to_string().as_bytes());
+        // The parser guarantees a three-digit status.
+        let digits = [
+            b'0' + (status / 100 % 10) as u8,
+            b'0' + (status / 10 % 10) as u8,
+            b'0' + (status % 10) as u8,
+        ];
+        out.extend_from_slice(&digits);
         out.push(b' ');
         out.extend_from_slice(head.reason.get(&rbuf));
         out.extend_from_slice(b"\r\n");

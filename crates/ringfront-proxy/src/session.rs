@@ -64,25 +64,36 @@ impl Req<'_> {
 
     /// `, client: ..., server: ..., request: "...", host: "..."` as nginx ends its error lines.
     pub fn log_context(&self, upstream: Option<&str>) -> String {
-        let mut s = format!(
-            ", client: {}, server: {}, request: \"{} {} HTTP/1.{}\"",
-            self.client.ip(),
-            self.server_name,
-            String::from_utf8_lossy(self.head.method.get(self.buf)),
-            String::from_utf8_lossy(self.head.target.get(self.buf)),
-            self.head.minor_version
-        );
-        if let Some(u) = upstream {
-            s.push_str(&format!(", upstream: \"{u}\""));
-        }
-        if let Some(h) = self.head.host {
-            s.push_str(&format!(
-                ", host: \"{}\"",
-                String::from_utf8_lossy(h.get(self.buf))
-            ));
-        }
-        s
+        log_context(self.buf, self.head, self.client, self.server_name, upstream)
     }
+}
+
+/// The tail nginx puts on error-log lines about a request.
+fn log_context(
+    buf: &[u8],
+    head: &RequestHead,
+    client: SocketAddr,
+    server_name: &str,
+    upstream: Option<&str>,
+) -> String {
+    let mut s = format!(
+        ", client: {}, server: {}, request: \"{} {} HTTP/1.{}\"",
+        client.ip(),
+        server_name,
+        String::from_utf8_lossy(head.method.get(buf)),
+        String::from_utf8_lossy(head.target.get(buf)),
+        head.minor_version
+    );
+    if let Some(u) = upstream {
+        s.push_str(&format!(", upstream: \"{u}\""));
+    }
+    if let Some(h) = head.host {
+        s.push_str(&format!(
+            ", host: \"{}\"",
+            String::from_utf8_lossy(h.get(buf))
+        ));
+    }
+    s
 }
 
 struct Busy<'a>(&'a Worker);
@@ -254,8 +265,16 @@ pub async fn serve(w: &Rc<Worker>, mut stream: TcpStream, client: SocketAddr, lo
 
         let (server, loc) = {
             let path = request_path(&buf, &head);
-            let host: Vec<u8> = vars::host(&buf, &head).to_ascii_lowercase();
-            let Some(server) = crate::route::server(&snap, candidates, &host) else {
+            // Server names are stored lower-cased; copy the Host only when it is not.
+            let host = vars::host(&buf, &head);
+            let lowered;
+            let host = if host.iter().any(u8::is_ascii_uppercase) {
+                lowered = host.to_ascii_lowercase();
+                &lowered[..]
+            } else {
+                host
+            };
+            let Some(server) = crate::route::server(&snap, candidates, host) else {
                 return;
             };
             (server, crate::route::location(server, &path))
@@ -275,22 +294,12 @@ pub async fn serve(w: &Rc<Worker>, mut stream: TcpStream, client: SocketAddr, lo
             .find(|r| r.matches(client.ip()))
             .is_some_and(|r| !r.allow);
         if denied {
-            let req = req_ctx(
-                &buf,
-                &head,
-                client,
-                local,
-                server_name,
-                conn_id,
-                requests,
-                start,
-                "",
-            );
+            let ctx = log_context(&buf, &head, client, server_name, None);
             w.log(
                 &snap,
                 LogLevel::Error,
                 conn_id,
-                format_args!("access forbidden by rule{}", req.log_context(None)),
+                format_args!("access forbidden by rule{ctx}"),
             );
             if !matches!(head.framing, ringfront_http::BodyFraming::None) {
                 // The unread body would be taken for the next request: answer and close.
@@ -306,17 +315,7 @@ pub async fn serve(w: &Rc<Worker>, mut stream: TcpStream, client: SocketAddr, lo
             Err(BodyError::Closed) => return,
             Err(BodyError::Reject(status)) => {
                 if status == 413 {
-                    let req = req_ctx(
-                        &buf,
-                        &head,
-                        client,
-                        local,
-                        server_name,
-                        conn_id,
-                        requests,
-                        start,
-                        "",
-                    );
+                    let ctx = log_context(&buf, &head, client, server_name, None);
                     let size = match head.framing {
                         ringfront_http::BodyFraming::Length(n) => format!(": {n} bytes"),
                         _ => String::new(),
@@ -325,10 +324,7 @@ pub async fn serve(w: &Rc<Worker>, mut stream: TcpStream, client: SocketAddr, lo
                         &snap,
                         LogLevel::Error,
                         conn_id,
-                        format_args!(
-                            "client intended to send too large body{size}{}",
-                            req.log_context(None)
-                        ),
+                        format_args!("client intended to send too large body{size}{ctx}"),
                     );
                 }
                 reject(&mut stream, status, s.send_timeout).await;
@@ -337,18 +333,18 @@ pub async fn serve(w: &Rc<Worker>, mut stream: TcpStream, client: SocketAddr, lo
         };
 
         let path = request_path(&buf, &head);
-        let req = req_ctx(
-            &buf,
-            &head,
+        let req = Req {
+            buf: &buf,
+            head: &head,
             client,
             local,
             server_name,
             conn_id,
-            requests,
+            conn_requests: requests,
             start,
-            &path,
-        );
-        let req = Req { keep_alive, ..req };
+            path: &path,
+            keep_alive,
+        };
         let head_only = head.is_head(&buf);
         let (reply, back) = if denied {
             let reply = local_error(&mut stream, &mut out, loc, 403, keep_alive, head_only).await;
@@ -418,32 +414,6 @@ fn request_path<'a>(buf: &'a [u8], head: &RequestHead) -> Cow<'a, str> {
     let p = vars::origin_path(head.target.get(buf));
     let end = p.iter().position(|&b| b == b'?').unwrap_or(p.len());
     String::from_utf8_lossy(&p[..end])
-}
-
-#[allow(clippy::too_many_arguments)]
-fn req_ctx<'a>(
-    buf: &'a [u8],
-    head: &'a RequestHead,
-    client: SocketAddr,
-    local: SocketAddr,
-    server_name: &'a str,
-    conn_id: u64,
-    conn_requests: u64,
-    start: Instant,
-    path: &'a str,
-) -> Req<'a> {
-    Req {
-        buf,
-        head,
-        client,
-        local,
-        server_name,
-        conn_id,
-        conn_requests,
-        start,
-        path,
-        keep_alive: false,
-    }
 }
 
 /// Answers with an error status of our own (honouring the location's `error_page`).
