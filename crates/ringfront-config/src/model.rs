@@ -105,6 +105,126 @@ pub struct Upstream {
     /// `all_failed reject | revive` (ringfront only): what happens when every peer has failed
     /// out. Default [`AllFailed::Reject`].
     pub all_failed: AllFailed,
+    /// `passive_health nginx | confirm` (ringfront only), default `nginx`.
+    pub passive_health: PassiveHealth,
+    /// Active health checks of this group: every nginx Plus `health_check` in a location
+    /// whose `proxy_pass` names the group, and the group's Tengine `check` (with its
+    /// `check_http_send` / `check_http_expect_alive`). A peer is up for the active checks
+    /// only when every check says so.
+    pub checks: Vec<ActiveCheck>,
+}
+
+/// `passive_health`: what reaching `max_fails` does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PassiveHealth {
+    /// nginx: the peer is out for `fail_timeout`, then one user request probes it.
+    #[default]
+    Nginx,
+    /// ringfront: the peer is held out while an out-of-band probe runs; a passing probe
+    /// clears the failures, a failing one ejects the peer until probes pass.
+    Confirm,
+}
+
+/// One active health check, in either syntax, normalised.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ActiveCheck {
+    /// Time between two probes of one peer (`interval=`; Tengine: milliseconds).
+    pub interval: Duration,
+    /// Each probe is delayed by a random time up to this (`jitter=`, default 0).
+    pub jitter: Duration,
+    /// Consecutive failed probes that mark an up peer down (`fails=` / Tengine `fall=`).
+    pub fails: u32,
+    /// Consecutive passed probes that bring a down peer back (`passes=` / Tengine `rise=`).
+    pub passes: u32,
+    /// Connect timeout of a probe (nginx Plus: the location's `proxy_connect_timeout`;
+    /// Tengine: `timeout=`).
+    pub connect_timeout: Duration,
+    /// Timeout for the whole answer of an HTTP probe (nginx Plus: the location's
+    /// `proxy_read_timeout`; Tengine: `timeout=`).
+    pub read_timeout: Duration,
+    /// Probe this port instead of the peer's own (`port=`).
+    pub port: Option<u16>,
+    pub probe: Probe,
+    /// Peers start unhealthy until their first probe passes (`mandatory`; Tengine
+    /// `default_down=true`, Tengine's default).
+    pub mandatory: bool,
+    /// With `mandatory`: a peer that was up before a reload stays up (`persistent`).
+    pub persistent: bool,
+    /// The directive the check came from (for messages).
+    pub origin: Origin,
+}
+
+/// What a probe does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Probe {
+    /// Tengine `type=tcp`: a TCP connect that succeeds passes.
+    Tcp,
+    /// An HTTP/1 request; the answer must satisfy `expect`.
+    Http { request: HttpProbe, expect: Expect },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HttpProbe {
+    /// nginx Plus: `GET URI HTTP/1.1` with `Host:` the location's `$proxy_host` (the group
+    /// name) and `Connection: close`; `uri=`, default `/`.
+    Uri(String),
+    /// Tengine `check_http_send "..."`: these exact bytes (escapes already resolved);
+    /// default `GET / HTTP/1.0\r\n\r\n`.
+    Raw(Vec<u8>),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Expect {
+    /// No `match=`: a 2xx or 3xx status passes.
+    Default,
+    /// `match=NAME`: the named block's tests, all of which must hold.
+    Match(Match),
+    /// Tengine `check_http_expect_alive http_2xx http_3xx ...`: bit n set = status class
+    /// n xx passes (bit 2 = 2xx); default 2xx and 3xx.
+    Classes(u8),
+}
+
+/// `match NAME { ... }` (http context).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Match {
+    pub name: String,
+    pub tests: Vec<MatchTest>,
+    pub origin: Origin,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MatchTest {
+    /// `status 200 204 300-399;` or `status ! 500 502;`: the status is (`!`: is not) in one
+    /// of the inclusive ranges (a single code is `(c, c)`).
+    Status {
+        negate: bool,
+        ranges: Vec<(u16, u16)>,
+    },
+    /// `header NAME;` (present), `header ! NAME;` (absent), `header NAME = V;`, `!= V`,
+    /// `~ RE`, `!~ RE`. Names compare case-insensitively.
+    Header { name: String, op: HeaderOp },
+    /// `body ~ RE;` / `body !~ RE;` over the first 256 KiB of the body.
+    Body { negate: bool, regex: String },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HeaderOp {
+    Present,
+    Absent,
+    Equals(String),
+    NotEquals(String),
+    Matches(String),
+    NotMatches(String),
+}
+
+/// `check_status [html|csv|json|prometheus]` (Tengine, plus Prometheus text).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StatusFormat {
+    #[default]
+    Html,
+    Csv,
+    Json,
+    Prometheus,
 }
 
 /// The load-balancing method of an upstream group.
@@ -160,6 +280,9 @@ pub struct UpstreamServer {
     /// across all workers; 0 = unlimited (the default). Values above `u32::MAX` are stored
     /// as `u32::MAX`.
     pub max_conns: u32,
+    /// `slow_start=T` (nginx Plus): after the peer comes back its weight ramps from 0 to
+    /// `weight` over T. Zero = off (the default).
+    pub slow_start: Duration,
     pub origin: Origin,
 }
 
@@ -414,4 +537,8 @@ pub struct LocationSettings {
     pub large_client_header_buffers: (usize, usize),
     /// `allow` / `deny` in order; empty allows everyone.
     pub access_rules: Vec<AccessRule>,
+    /// `check_status [FORMAT]` in this location (not inherited): the health status page.
+    pub check_status: Option<StatusFormat>,
+    /// `api;` in this location (not inherited): the read-only nginx-Plus-style JSON API.
+    pub api: bool,
 }

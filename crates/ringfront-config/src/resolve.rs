@@ -10,7 +10,8 @@ use crate::error::ConfigError;
 use crate::http::HttpRaw;
 use crate::location::LocRaw;
 use crate::model::{
-    AllFailed, Balancer, HttpConf, Location, ProxyPass, ProxyTarget, Return, Server, Upstream,
+    AllFailed, Balancer, HttpConf, Location, PassiveHealth, ProxyPass, ProxyTarget, Return, Server,
+    Upstream,
 };
 use crate::server::{ListenRaw, ServerRaw};
 use crate::settings::{Level, PassRaw};
@@ -85,6 +86,8 @@ impl Targets<'_> {
             balancer: Balancer::RoundRobin,
             zone: None,
             all_failed: AllFailed::Reject,
+            passive_health: PassiveHealth::Nginx,
+            checks: Vec::new(),
         });
         Ok(ProxyPass {
             target: ProxyTarget::Upstream(p.authority.clone()),

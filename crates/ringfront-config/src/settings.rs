@@ -77,6 +77,8 @@ impl Default for LocationSettings {
             send_timeout: MINUTE,
             large_client_header_buffers: (4, 8 << 10),
             access_rules: Vec::new(),
+            check_status: None,
+            api: false,
         }
     }
 }
@@ -158,6 +160,8 @@ impl Level {
                 .large_client_header_buffers
                 .unwrap_or(d.large_client_header_buffers),
             access_rules: self.access_rules.unwrap_or(d.access_rules),
+            check_status: None,
+            api: false,
         }
     }
 }

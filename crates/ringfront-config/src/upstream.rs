@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::address::{resolve, split_host_port, Resolver};
 use crate::directives::{for_each, unhandled, UPSTREAM};
 use crate::error::ConfigError;
-use crate::model::{AllFailed, Balancer, Origin, Upstream, UpstreamServer};
+use crate::model::{AllFailed, Balancer, Origin, PassiveHealth, Upstream, UpstreamServer};
 use crate::tree::Directive;
 use crate::units::{parse_number, parse_size, parse_time_mode, TimeMode};
 use crate::values::{err, msec, number, set_once, template};
@@ -135,6 +135,8 @@ pub(crate) fn upstream_block(
         balancer,
         zone,
         all_failed: all_failed.unwrap_or_default(),
+        passive_health: PassiveHealth::Nginx,
+        checks: Vec::new(),
     })
 }
 
@@ -249,6 +251,7 @@ pub(crate) fn default_server(
         backup: false,
         down: false,
         max_conns: 0,
+        slow_start: Duration::ZERO,
         origin: origin.clone(),
     }
 }
