@@ -224,6 +224,7 @@ impl Snapshot {
                         max_conns: s.max_conns,
                         server: s.text.clone(),
                         down: s.down,
+                        slow_start_ms: u64::try_from(s.slow_start.as_millis()).unwrap_or(u64::MAX),
                     };
                     if s.backup {
                         backup.push(p);

@@ -9,10 +9,80 @@
 //! the limit can be passed by at most one request per other worker, for as long as those
 //! requests last.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
 
-/// nginx's per-peer run-time state. Times are whole seconds on the caller's clock.
-#[derive(Debug, Default)]
+/// `PeerHealth::state`: selectable.
+pub const UP: u8 = 0;
+/// Out until probes pass: failed active checks, or a `confirm` probe failed.
+pub const DOWN: u8 = 1;
+/// Out while a probe decides: a `confirm` probe in flight, or a `mandatory` peer never
+/// checked yet.
+pub const CHECKING: u8 = 2;
+
+/// Why a try failed, as the proxy classifies it (for counters and state-change causes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum FailKind {
+    /// Connection refused.
+    Refused = 1,
+    /// Any other connection error (reset, unreachable, closed before a response).
+    Error = 2,
+    Timeout = 3,
+    InvalidHeader = 4,
+    /// A 500/502/503/504 listed in `proxy_next_upstream`.
+    Http5xx = 5,
+    /// A 429 listed in `proxy_next_upstream`.
+    Http429 = 6,
+}
+
+impl FailKind {
+    pub const ALL: [FailKind; 6] = [
+        FailKind::Refused,
+        FailKind::Error,
+        FailKind::Timeout,
+        FailKind::InvalidHeader,
+        FailKind::Http5xx,
+        FailKind::Http429,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FailKind::Refused => "refused",
+            FailKind::Error => "error",
+            FailKind::Timeout => "timeout",
+            FailKind::InvalidHeader => "invalid_header",
+            FailKind::Http5xx => "http_5xx",
+            FailKind::Http429 => "http_429",
+        }
+    }
+
+    fn from_code(c: u32) -> Option<FailKind> {
+        FailKind::ALL.into_iter().find(|k| *k as u32 == c)
+    }
+
+    fn index(self) -> usize {
+        self as usize - 1
+    }
+}
+
+/// Upper bounds (seconds) of the response-time histogram buckets; one more bucket counts
+/// everything slower.
+pub const RT_BUCKETS: [f64; 11] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+
+/// The last state change of a peer, for status pages.
+#[derive(Debug, Clone)]
+pub struct StateChange {
+    pub at_unix_ms: u64,
+    pub state: u8,
+    pub cause: String,
+}
+
+/// nginx's per-peer run-time state plus ringfront's health state and counters. Failure
+/// accounting times are whole seconds on the caller's clock.
+#[derive(Debug)]
 pub struct PeerHealth {
     pub fails: AtomicU32,
     pub accessed: AtomicU64,
@@ -25,12 +95,134 @@ pub struct PeerHealth {
     /// seconds at which they were picked (their average age is `now - sum / inflight`).
     pub inflight: AtomicU32,
     pub inflight_since: AtomicU64,
+    /// `UP`, `DOWN` or `CHECKING` (see the module documentation for who writes it).
+    pub state: AtomicU8,
+    /// Slow start: thousandths of the weight the peer has now (1000 = all of it).
+    pub ramp: AtomicU32,
+    /// Slow start: when the ramp began (milliseconds on the checker's clock); 0 = none.
+    pub ramp_since_ms: AtomicU64,
+    /// Tries sent to the peer (every `select` that picked it).
+    pub requests: AtomicU64,
+    /// Responses by class, 1xx..5xx.
+    pub responses: [AtomicU64; 5],
+    /// Failed tries by [`FailKind`].
+    pub failures: [AtomicU64; 6],
+    /// The last eight failure kinds, four bits each, newest in the low bits.
+    pub last_failures: AtomicU32,
+    /// Response-time histogram (to the last byte), `RT_BUCKETS.len() + 1` buckets.
+    pub rt_buckets: [AtomicU64; 12],
+    pub rt_sum_us: AtomicU64,
+    /// Active-check probes run and failed.
+    pub checks: AtomicU64,
+    pub checks_failed: AtomicU64,
+    /// Verdict of the last probe: 0 none yet, 1 passed, 2 failed.
+    pub last_probe: AtomicU8,
+    /// Milliseconds spent not `UP`, closed periods only (the checker adds on each return).
+    pub downtime_ms: AtomicU64,
+    /// The last state change and its cause (written by the checker, rarely).
+    pub change: ArcCell,
+}
+
+/// A write-rarely, read-rarely shared value without a lock on anyone's hot path: the
+/// checker replaces it, status pages read it.
+#[derive(Debug, Default)]
+pub struct ArcCell(std::sync::RwLock<Option<Arc<StateChange>>>);
+
+impl ArcCell {
+    pub fn get(&self) -> Option<Arc<StateChange>> {
+        self.0.read().ok().and_then(|g| g.clone())
+    }
+
+    pub fn set(&self, v: StateChange) {
+        if let Ok(mut g) = self.0.write() {
+            *g = Some(Arc::new(v));
+        }
+    }
+}
+
+impl Default for PeerHealth {
+    fn default() -> Self {
+        PeerHealth {
+            fails: AtomicU32::new(0),
+            accessed: AtomicU64::new(0),
+            checked: AtomicU64::new(0),
+            conns: AtomicU32::new(0),
+            response_time_us: AtomicU64::new(0),
+            inflight: AtomicU32::new(0),
+            inflight_since: AtomicU64::new(0),
+            state: AtomicU8::new(UP),
+            ramp: AtomicU32::new(1000),
+            ramp_since_ms: AtomicU64::new(0),
+            requests: AtomicU64::new(0),
+            responses: Default::default(),
+            failures: Default::default(),
+            last_failures: AtomicU32::new(0),
+            rt_buckets: Default::default(),
+            rt_sum_us: AtomicU64::new(0),
+            checks: AtomicU64::new(0),
+            checks_failed: AtomicU64::new(0),
+            last_probe: AtomicU8::new(0),
+            downtime_ms: AtomicU64::new(0),
+            change: ArcCell::default(),
+        }
+    }
 }
 
 /// nginx's least_time smoothing factor, α = 0.05 = 1/20.
 const EMA_DIVISOR: u64 = 20;
 
 impl PeerHealth {
+    pub fn state(&self) -> u8 {
+        self.state.load(Ordering::Relaxed)
+    }
+
+    pub fn is_up(&self) -> bool {
+        self.state() == UP
+    }
+
+    pub fn ramp(&self) -> u32 {
+        self.ramp.load(Ordering::Relaxed)
+    }
+
+    /// Counts one failed try of `kind` and remembers it among the last eight.
+    pub fn note_failure(&self, kind: FailKind) {
+        if let Some(c) = self.failures.get(kind.index()) {
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+        let _ = self
+            .last_failures
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+                Some((v << 4) | kind as u32)
+            });
+    }
+
+    /// The last `n` (at most eight) failure kinds, oldest first.
+    pub fn recent_failures(&self, n: usize) -> Vec<FailKind> {
+        let v = self.last_failures.load(Ordering::Relaxed);
+        let mut out: Vec<FailKind> = (0..n.min(8))
+            .filter_map(|i| FailKind::from_code((v >> (4 * i)) & 0xf))
+            .collect();
+        out.reverse();
+        out
+    }
+
+    /// Counts a response (its status class) and its time to the last byte.
+    pub fn note_response(&self, status: u16, elapsed_us: u64) {
+        let class = usize::from(status / 100).clamp(1, 5) - 1;
+        if let Some(c) = self.responses.get(class) {
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+        let secs = elapsed_us as f64 / 1e6;
+        let b = RT_BUCKETS
+            .iter()
+            .position(|&le| secs <= le)
+            .unwrap_or(RT_BUCKETS.len());
+        if let Some(c) = self.rt_buckets.get(b) {
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+        self.rt_sum_us.fetch_add(elapsed_us, Ordering::Relaxed);
+    }
+
     pub fn fails(&self) -> u32 {
         self.fails.load(Ordering::Relaxed)
     }
@@ -49,6 +241,7 @@ impl PeerHealth {
 
     pub(crate) fn acquire(&self) {
         self.conns.fetch_add(1, Ordering::Relaxed);
+        self.requests.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Saturating: a release without its acquire (a board reused across topologies) must
@@ -118,17 +311,31 @@ impl PeerHealth {
 /// One `PeerHealth` per peer of a topology, indexed by `PeerId`.
 #[derive(Debug)]
 pub struct Board {
-    peers: Box<[PeerHealth]>,
+    peers: Box<[Arc<PeerHealth>]>,
 }
 
 impl Board {
     pub fn new(peer_count: usize) -> Self {
         Board {
-            peers: (0..peer_count).map(|_| PeerHealth::default()).collect(),
+            peers: (0..peer_count)
+                .map(|_| Arc::new(PeerHealth::default()))
+                .collect(),
+        }
+    }
+
+    /// A board of the given peers (a reload passes surviving peers' health on).
+    pub fn from_peers(peers: Vec<Arc<PeerHealth>>) -> Self {
+        Board {
+            peers: peers.into_boxed_slice(),
         }
     }
 
     pub fn get(&self, id: usize) -> Option<&PeerHealth> {
+        self.peers.get(id).map(|p| &**p)
+    }
+
+    /// The shared handle of a peer's health.
+    pub fn arc(&self, id: usize) -> Option<&Arc<PeerHealth>> {
         self.peers.get(id)
     }
 

@@ -10,7 +10,7 @@ use crate::check::{touch, usable};
 use crate::crc32;
 use crate::rr;
 use crate::select::RequestKey;
-use crate::topology::{PeerId, PeerSpec, Upstream};
+use crate::topology::{full_weight, PeerId, PeerSpec, Upstream};
 use crate::worker::WorkerPeers;
 
 /// Points per unit of weight, as nginx (and Cache::Memcached::Fast).
@@ -166,7 +166,8 @@ pub(crate) fn pick(
             if at.tried.contains(i) || !usable(spec, h, now) {
                 continue;
             }
-            let Some((current, added)) = ws.bump(id, spec.weight) else {
+            let w = full_weight(list, spec);
+            let Some((current, added)) = ws.bump(id, w, list.scale, w) else {
                 continue;
             };
             total = total.saturating_add(added);

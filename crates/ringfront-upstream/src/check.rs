@@ -19,9 +19,9 @@ pub(crate) fn at_max_conns(spec: &PeerSpec, h: &PeerHealth) -> bool {
     spec.max_conns != 0 && h.conns() >= spec.max_conns
 }
 
-/// Not `down`, not failed out, not at `max_conns`.
+/// Not `down`, up for the health checker, not failed out, not at `max_conns`.
 pub(crate) fn usable(spec: &PeerSpec, h: &PeerHealth, now: u64) -> bool {
-    !spec.down && !failed_out(spec, h, now) && !at_max_conns(spec, h)
+    !spec.down && h.is_up() && !failed_out(spec, h, now) && !at_max_conns(spec, h)
 }
 
 /// nginx's `if (now - peer->checked > peer->fail_timeout) peer->checked = now;` on the chosen

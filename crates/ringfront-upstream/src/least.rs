@@ -21,7 +21,7 @@ use crate::attempt::Attempt;
 use crate::board::{Board, PeerHealth};
 use crate::check::{touch, usable};
 use crate::rr;
-use crate::topology::{PeerId, PeerList, PeerSpec, Upstream};
+use crate::topology::{full_weight, ramped_weight, PeerId, PeerList, PeerSpec, Upstream};
 use crate::tried::Tried;
 use crate::worker::WorkerPeers;
 
@@ -68,8 +68,9 @@ pub(crate) fn eta(spec: &PeerSpec, h: &PeerHealth, now: u64, inflight: bool) -> 
 }
 
 /// `a.score / a.weight` against `b.score / b.weight` without division or overflow.
-fn ratio(a_score: u64, a_weight: u32, b_score: u64, b_weight: u32) -> std::cmp::Ordering {
-    (u128::from(a_score) * u128::from(b_weight)).cmp(&(u128::from(b_score) * u128::from(a_weight)))
+fn ratio(a_score: u64, a_weight: i64, b_score: u64, b_weight: i64) -> std::cmp::Ordering {
+    let (aw, bw) = (a_weight.max(1) as u128, b_weight.max(1) as u128);
+    (u128::from(a_score) * bw).cmp(&(u128::from(b_score) * aw))
 }
 
 fn least(
@@ -81,7 +82,7 @@ fn least(
     score: Score,
 ) -> Option<PeerId> {
     // First pass: the first peer with the smallest ratio, and whether another ties with it.
-    let mut best: Option<(usize, u64, u32)> = None;
+    let mut best: Option<(usize, u64, i64)> = None;
     let mut many = false;
     for (i, spec) in list.peers.iter().enumerate() {
         if tried.contains(i) {
@@ -94,16 +95,17 @@ fn least(
             continue;
         }
         let s = score.of(spec, h, now);
+        let w = ramped_weight(list, spec, h.ramp());
         match best {
-            Some((_, bs, bw)) => match ratio(s, spec.weight, bs, bw) {
+            Some((_, bs, bw)) => match ratio(s, w, bs, bw) {
                 std::cmp::Ordering::Less => {
-                    best = Some((i, s, spec.weight));
+                    best = Some((i, s, w));
                     many = false;
                 }
                 std::cmp::Ordering::Equal => many = true,
                 std::cmp::Ordering::Greater => {}
             },
-            None => best = Some((i, s, spec.weight)),
+            None => best = Some((i, s, w)),
         }
     }
     let (first, bs, bw) = best?;
@@ -117,10 +119,11 @@ fn least(
                 continue;
             }
             let Some(h) = board.get(id) else { continue };
-            if !usable(spec, h, now) || ratio(score.of(spec, h, now), spec.weight, bs, bw).is_ne() {
+            let w = ramped_weight(list, spec, h.ramp());
+            if !usable(spec, h, now) || ratio(score.of(spec, h, now), w, bs, bw).is_ne() {
                 continue;
             }
-            let Some((current, added)) = ws.bump(id, spec.weight) else {
+            let Some((current, added)) = ws.bump(id, full_weight(list, spec), list.scale, w) else {
                 continue;
             };
             total = total.saturating_add(added);

@@ -26,10 +26,11 @@ mod worker;
 mod testutil;
 
 pub use attempt::{Attempt, Selection};
-pub use board::{Board, PeerHealth};
+pub use board::{Board, FailKind, PeerHealth, StateChange, CHECKING, DOWN, RT_BUCKETS, UP};
 pub use select::{free, select, FreeOutcome, RequestKey};
 pub use topology::{
     Balancer, PeerId, PeerList, PeerSpec, Topology, Upstream, UpstreamId, UpstreamSpec,
+    SLOW_START_SCALE,
 };
 pub use tried::Tried;
 pub use worker::WorkerPeers;

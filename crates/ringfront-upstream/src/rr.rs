@@ -5,7 +5,7 @@
 use crate::attempt::Attempt;
 use crate::board::Board;
 use crate::check::{at_max_conns, touch, usable};
-use crate::topology::{PeerId, PeerList, Upstream};
+use crate::topology::{full_weight, ramped_weight, PeerId, PeerList, Upstream};
 use crate::tried::Tried;
 use crate::worker::WorkerPeers;
 
@@ -28,7 +28,8 @@ pub(crate) fn get_peer(
         if !usable(spec, h, now) {
             continue;
         }
-        let Some((current, added)) = ws.bump(id, spec.weight) else {
+        let cap = ramped_weight(list, spec, h.ramp());
+        let Some((current, added)) = ws.bump(id, full_weight(list, spec), list.scale, cap) else {
             continue;
         };
         total = total.saturating_add(added);
@@ -47,11 +48,12 @@ pub(crate) fn get_peer(
 }
 
 /// nginx's `peers->single` path: the one peer unless `down` or at `max_conns`; never failed
-/// out, and no tried bit (a single peer is never retried).
+/// out, and no tried bit (a single peer is never retried). Active health checks still take
+/// it out (`state` not `UP`), as nginx Plus does.
 pub(crate) fn single(up: &Upstream, board: &Board) -> Option<PeerId> {
     let spec = up.primary.peers.first()?;
     let h = board.get(up.primary.base)?;
-    (!spec.down && !at_max_conns(spec, h)).then_some(up.primary.base)
+    (!spec.down && h.is_up() && !at_max_conns(spec, h)).then_some(up.primary.base)
 }
 
 /// `ngx_http_upstream_get_round_robin_peer` on the list the request is on, moving to the

@@ -92,6 +92,9 @@ pub fn select(
 pub struct FreeOutcome {
     /// This failure reached `max_fails`: nginx logs "upstream server temporarily disabled".
     pub disabled: bool,
+    /// This success ended a failed-out period (the failures were forgiven): the peer is
+    /// back, and a `slow_start` ramp may begin.
+    pub recovered: bool,
 }
 
 /// Report the outcome of the current try (`ngx_http_upstream_free_round_robin_peer`, and for
@@ -134,11 +137,17 @@ pub fn free(
         h.accessed.store(now, Ordering::Relaxed);
         h.checked.store(now, Ordering::Relaxed);
         if let Some(penalty) = spec.weight.checked_div(spec.max_fails) {
-            ws.penalize(id, i64::from(penalty));
+            let list = if at.in_backup {
+                &up.backup
+            } else {
+                &up.primary
+            };
+            ws.penalize(id, i64::from(penalty).saturating_mul(list.scale));
             out.disabled = fails >= spec.max_fails;
         }
     } else if h.accessed.load(Ordering::Relaxed) < h.checked() {
-        h.fails.store(0, Ordering::Relaxed);
+        let before = h.fails.swap(0, Ordering::Relaxed);
+        out.recovered = spec.max_fails != 0 && before >= spec.max_fails;
     }
     at.tries = at.tries.saturating_sub(1);
     out

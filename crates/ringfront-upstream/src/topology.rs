@@ -32,6 +32,9 @@ pub struct PeerSpec {
     /// Active requests allowed at once across all workers; 0 = unlimited.
     pub max_conns: u32,
     pub down: bool,
+    /// `slow_start`: after the peer comes back its weight ramps from 0 to `weight` over
+    /// this many milliseconds; 0 = off. Ignored in a single-peer group.
+    pub slow_start_ms: u64,
 }
 
 impl PeerSpec {
@@ -96,10 +99,33 @@ pub struct PeerList {
     /// `starts[i]` = sum of the weights before peer `i`: the weight walk of `hash`, `ip_hash`
     /// and `random` as a binary search.
     starts: Vec<u64>,
+    /// Weights are multiplied by this in the round-robin arithmetic: 1 (nginx's exact
+    /// integers) unless a peer of the group has `slow_start`, then [`SLOW_START_SCALE`] so a
+    /// ramping weight can be a fraction of 1. Smooth weighted round robin picks the same
+    /// sequence for weights scaled by a constant, so scaling changes nothing else.
+    pub scale: i64,
+}
+
+/// Fixed-point factor of the round-robin weights in groups that use `slow_start`.
+pub const SLOW_START_SCALE: i64 = 1000;
+
+/// A peer's weight at full strength, in its list's fixed point.
+pub(crate) fn full_weight(list: &PeerList, spec: &PeerSpec) -> i64 {
+    i64::from(spec.weight).saturating_mul(list.scale)
+}
+
+/// A peer's weight now: its full weight, or during a slow start `ramp` thousandths of it,
+/// never less than 1 (a peer selected at all must have a weight).
+pub(crate) fn ramped_weight(list: &PeerList, spec: &PeerSpec, ramp: u32) -> i64 {
+    let full = full_weight(list, spec);
+    if list.scale == 1 || ramp >= 1000 {
+        return full;
+    }
+    (full.saturating_mul(i64::from(ramp)) / 1000).max(1)
 }
 
 impl PeerList {
-    fn new(mut peers: Vec<PeerSpec>, base: PeerId) -> Self {
+    fn new(mut peers: Vec<PeerSpec>, base: PeerId, scale: i64) -> Self {
         let mut starts = Vec::with_capacity(peers.len());
         let mut total_weight = 0u64;
         for p in &mut peers {
@@ -114,6 +140,7 @@ impl PeerList {
             tries,
             total_weight,
             starts,
+            scale,
         }
     }
 
@@ -196,11 +223,17 @@ impl Topology {
         let upstreams = specs
             .into_iter()
             .map(|s| {
-                let primary = PeerList::new(s.primary, next);
+                let single = s.primary.len() == 1 && s.backup.is_empty();
+                let slow = !single
+                    && s.primary
+                        .iter()
+                        .chain(&s.backup)
+                        .any(|p| p.slow_start_ms > 0);
+                let scale = if slow { SLOW_START_SCALE } else { 1 };
+                let primary = PeerList::new(s.primary, next, scale);
                 next += primary.len();
-                let backup = PeerList::new(s.backup, next);
+                let backup = PeerList::new(s.backup, next, scale);
                 next += backup.len();
-                let single = primary.len() == 1 && backup.is_empty();
                 let ring = (s.balancer == Balancer::Hash { consistent: true })
                     .then(|| Ring::new(&primary.peers));
                 Upstream {
@@ -222,6 +255,11 @@ impl Topology {
 
     pub fn find(&self, name: &str) -> Option<UpstreamId> {
         self.upstreams.iter().position(|u| u.name == name)
+    }
+
+    /// The group holding peer `id`.
+    pub fn group_of(&self, id: PeerId) -> Option<UpstreamId> {
+        self.upstreams.iter().position(|u| u.ids().contains(&id))
     }
 
     /// The peer with this id, in whichever group holds it.

@@ -19,7 +19,7 @@ impl WorkerPeers {
             for list in [&up.primary, &up.backup] {
                 for (i, p) in list.peers.iter().enumerate() {
                     if let Some(e) = effective.get_mut(list.base + i) {
-                        *e = i64::from(p.weight);
+                        *e = crate::topology::full_weight(list, p);
                     }
                 }
             }
@@ -43,13 +43,23 @@ impl WorkerPeers {
     /// `effective` creeps back towards `weight` after a failure lowered it. Returns the new
     /// current weight and the effective weight added (the candidate's share of `total`);
     /// `None` for an id this state does not know (a board or topology mismatch).
-    pub(crate) fn bump(&mut self, id: PeerId, weight: u32) -> Option<(i64, i64)> {
+    ///
+    /// `weight` is the full weight and `step` the creep per selection, both in the list's
+    /// fixed point (`weight * scale`, `scale`); `cap` bounds what is added (a slow start's
+    /// ramped weight; `weight` otherwise). With scale 1 this is nginx's arithmetic exactly.
+    pub(crate) fn bump(
+        &mut self,
+        id: PeerId,
+        weight: i64,
+        step: i64,
+        cap: i64,
+    ) -> Option<(i64, i64)> {
         let e = self.effective.get_mut(id)?;
         let c = self.current.get_mut(id)?;
-        let added = *e;
+        let added = (*e).min(cap);
         *c = c.saturating_add(added);
-        if *e < i64::from(weight) {
-            *e += 1;
+        if *e < weight {
+            *e = e.saturating_add(step).min(weight);
         }
         Some((*c, added))
     }

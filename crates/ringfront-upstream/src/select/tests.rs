@@ -2,6 +2,7 @@
 
 use crate::testutil::{peer, Bench, NO_KEY};
 use crate::*;
+use std::sync::atomic::Ordering;
 
 fn all() -> [Balancer; 8] {
     [
@@ -153,4 +154,125 @@ fn zero_weight_is_one() {
     assert_eq!(t.upstreams[0].primary.total_weight, 2);
     let mut g = Bench::new(t);
     assert!(g.pick(&KEY, 0).is_some());
+}
+
+/// Picks `n` requests (each freed as a success) and counts them per peer id.
+fn spread(b: &mut Bench, n: usize) -> Vec<usize> {
+    let mut counts = vec![0; b.t.peer_count];
+    for _ in 0..n {
+        let mut at = b.attempt();
+        if let Selection::Peer(id) = b.select(&mut at, &KEY, 100) {
+            counts[id] += 1;
+        }
+        b.free(&mut at, false, 100);
+    }
+    counts
+}
+
+#[test]
+fn a_peer_not_up_is_never_selected_by_any_balancer() {
+    for bal in all() {
+        for state in [DOWN, CHECKING] {
+            let mut b = group(bal, false, 3, 0);
+            b.b.get(1).unwrap().state.store(state, Ordering::Relaxed);
+            let counts = spread(&mut b, 300);
+            assert_eq!(counts[1], 0, "{bal:?} state {state}: {counts:?}");
+            assert_eq!(counts.iter().sum::<usize>(), 300, "{bal:?}");
+        }
+    }
+}
+
+#[test]
+fn a_single_peer_that_is_down_for_the_checker_is_not_selected() {
+    let mut b = group(Balancer::RoundRobin, false, 1, 0);
+    b.b.get(0).unwrap().state.store(DOWN, Ordering::Relaxed);
+    let mut at = b.attempt();
+    assert_eq!(b.select(&mut at, &KEY, 100), Selection::NoLive);
+}
+
+fn slow_group(balancer: Balancer, weights: &[u32], slow: &[u64]) -> Bench {
+    Bench::new(Topology::new(vec![UpstreamSpec {
+        name: "b".into(),
+        primary: weights
+            .iter()
+            .zip(slow)
+            .enumerate()
+            .map(|(i, (&w, &s))| PeerSpec {
+                slow_start_ms: s,
+                ..peer(9001 + i as u16, w)
+            })
+            .collect(),
+        backup: vec![],
+        balancer,
+        revive: false,
+    }]))
+}
+
+#[test]
+fn scaling_for_slow_start_keeps_nginx_sequence() {
+    // Article 003's 5:1:1 order must not change when the group uses fixed-point weights.
+    let order = |b: &mut Bench| -> Vec<usize> {
+        (0..14)
+            .map(|_| {
+                let mut at = b.attempt();
+                let Selection::Peer(id) = b.select(&mut at, &KEY, 100) else {
+                    panic!("no peer")
+                };
+                b.free(&mut at, false, 100);
+                id
+            })
+            .collect()
+    };
+    let mut plain = slow_group(Balancer::RoundRobin, &[5, 1, 1], &[0, 0, 0]);
+    let mut scaled = slow_group(Balancer::RoundRobin, &[5, 1, 1], &[0, 0, 30_000]);
+    assert_eq!(scaled.t.upstreams[0].primary.scale, SLOW_START_SCALE);
+    assert_eq!(order(&mut plain), order(&mut scaled));
+    assert_eq!(order(&mut plain)[..7], [0, 0, 1, 0, 2, 0, 0]);
+}
+
+#[test]
+fn a_ramping_peer_gets_its_share_of_the_weight() {
+    for bal in [Balancer::RoundRobin, Balancer::LeastConn] {
+        let mut b = slow_group(bal, &[1, 1], &[10_000, 10_000]);
+        // Peer 1 is at 10 % of its weight: 1 pick in 11.
+        b.b.get(1).unwrap().ramp.store(100, Ordering::Relaxed);
+        let counts = spread(&mut b, 1100);
+        assert_eq!(counts, vec![1000, 100], "{bal:?}");
+        // Full weight again: even shares.
+        b.b.get(1).unwrap().ramp.store(1000, Ordering::Relaxed);
+        let counts = spread(&mut b, 1000);
+        assert!(counts[0].abs_diff(counts[1]) <= 2, "{bal:?} {counts:?}");
+    }
+}
+
+#[test]
+fn a_ramp_at_zero_still_leaves_the_peer_a_sliver() {
+    let mut b = slow_group(Balancer::RoundRobin, &[1, 1], &[10_000, 10_000]);
+    b.b.get(1).unwrap().ramp.store(0, Ordering::Relaxed);
+    let counts = spread(&mut b, 2002);
+    assert_eq!(counts, vec![2000, 2]);
+}
+
+#[test]
+fn free_reports_the_end_of_a_failed_out_period() {
+    let mut b = group(Balancer::RoundRobin, false, 2, 0);
+    let mut at = b.attempt();
+    let Selection::Peer(id) = b.select(&mut at, &KEY, 100) else {
+        panic!("no peer")
+    };
+    assert!(b.free(&mut at, true, 100).disabled);
+    // After fail_timeout (10 s) the peer is probed again and answers.
+    loop {
+        let mut at = b.attempt();
+        let Selection::Peer(got) = b.select(&mut at, &KEY, 111) else {
+            panic!("no peer")
+        };
+        let out = b.free(&mut at, false, 111);
+        if got == id {
+            assert!(out.recovered);
+            break;
+        }
+        assert!(!out.recovered);
+    }
+    assert_eq!(b.b.get(id).unwrap().fails(), 0);
 }
