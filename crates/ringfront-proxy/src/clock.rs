@@ -15,6 +15,11 @@ pub fn now_secs() -> u64 {
     epoch().elapsed().as_secs() + 1_000_000
 }
 
+/// Monotonic milliseconds since the process started, plus a constant (never 0).
+pub fn now_ms() -> u64 {
+    u64::try_from(epoch().elapsed().as_millis()).unwrap_or(u64::MAX) + 1_000_000
+}
+
 /// Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
 fn civil(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;

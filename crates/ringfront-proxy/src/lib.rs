@@ -5,6 +5,7 @@
 
 mod body;
 mod clock;
+pub mod health;
 mod idle;
 mod io;
 pub mod logger;
@@ -57,12 +58,28 @@ impl Driver {
     }
 }
 
+/// One worker's counters, written by that worker only (its own cache line), read by status
+/// pages.
+#[derive(Debug, Default)]
+#[repr(align(64))]
+pub struct WorkerStats {
+    /// Client connections open now.
+    pub connections: AtomicU64,
+    /// Requests read, all connections together.
+    pub requests: AtomicU64,
+}
+
 /// State every worker shares.
 pub struct Shared {
     pub snapshot: ArcSwap<Snapshot>,
     pub(crate) state: AtomicU8,
     pub(crate) next_conn: AtomicU64,
     pub logger: Logger,
+    /// To the health checker thread.
+    pub(crate) health_tx: crossbeam_channel::Sender<health::Event>,
+    pub workers: Box<[WorkerStats]>,
+    /// When the engine started (Unix milliseconds), for status pages.
+    pub started_unix_ms: u64,
 }
 
 /// Start-up options that are not in the configuration file.
@@ -77,6 +94,7 @@ pub struct EngineOptions {
 pub struct Engine {
     shared: Arc<Shared>,
     threads: Vec<JoinHandle<()>>,
+    checker: Option<JoinHandle<()>>,
 }
 
 impl Engine {
@@ -92,12 +110,19 @@ impl Engine {
                 .collect::<std::io::Result<Vec<_>>>()?;
             per_worker.push(ls);
         }
+        let (health_tx, health_rx) = crossbeam_channel::unbounded();
         let shared = Arc::new(Shared {
             snapshot: ArcSwap::from_pointee(snap),
             state: AtomicU8::new(RUN),
             next_conn: AtomicU64::new(0),
             logger,
+            health_tx,
+            workers: (0..workers).map(|_| WorkerStats::default()).collect(),
+            started_unix_ms: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64),
         });
+        let checker = Some(health::spawn(shared.clone(), health_rx)?);
         let cores = core_affinity::get_core_ids().unwrap_or_default();
         let mut threads = Vec::with_capacity(workers);
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
@@ -122,7 +147,11 @@ impl Engine {
             threads.push(t);
         }
         drop(ready_tx);
-        let engine = Engine { shared, threads };
+        let engine = Engine {
+            shared,
+            threads,
+            checker,
+        };
         // Return only when every worker is pinned and serving, so "ready" means ready.
         for _ in 0..workers {
             match ready_rx.recv() {
@@ -140,8 +169,10 @@ impl Engine {
         Ok(engine)
     }
 
-    /// Publishes a new configuration; requests in flight finish on the old one.
-    pub fn reload(&self, snap: Snapshot) {
+    /// Publishes a new configuration; requests in flight finish on the old one. Peers that
+    /// survive keep their health, counters and keepalive connections.
+    pub fn reload(&self, mut snap: Snapshot) {
+        snap.adopt(&self.shared.snapshot.load());
         self.shared.snapshot.store(Arc::new(snap));
     }
 
@@ -164,6 +195,10 @@ impl Engine {
     fn join(self) {
         for t in self.threads {
             let _ = t.join();
+        }
+        // The checker leaves within one tick of the state change.
+        if let Some(c) = self.checker {
+            let _ = c.join();
         }
         self.shared.logger.flush();
     }

@@ -52,6 +52,46 @@ impl Logger {
     }
 }
 
+/// One error-log line in nginx's layout: `YYYY/MM/DD HH:MM:SS [level] PID#TID: *CONN msg`
+/// (`TID` is the worker's index, or `hc` for the health checker), to every error log of
+/// the snapshot, when `level` passes its threshold.
+pub(crate) fn error_line(
+    logger: &Logger,
+    snap: &crate::Snapshot,
+    level: ringfront_config::LogLevel,
+    tid: impl std::fmt::Display,
+    conn: u64,
+    msg: std::fmt::Arguments<'_>,
+) {
+    use ringfront_config::LogLevel;
+    if level < snap.error_level {
+        return;
+    }
+    let name = match level {
+        LogLevel::Debug => "debug",
+        LogLevel::Info => "info",
+        LogLevel::Notice => "notice",
+        LogLevel::Warn => "warn",
+        LogLevel::Error => "error",
+        LogLevel::Crit => "crit",
+        LogLevel::Alert => "alert",
+        LogLevel::Emerg => "emerg",
+    };
+    let conn = if conn == 0 {
+        String::new()
+    } else {
+        format!("*{conn} ")
+    };
+    let line = format!(
+        "{} [{name}] {}#{tid}: {conn}{msg}\n",
+        crate::clock::wall().error_stamp(),
+        std::process::id(),
+    );
+    for sink in &snap.error_logs {
+        logger.write(sink, line.clone());
+    }
+}
+
 fn open(path: &PathBuf) -> io::Result<File> {
     if let Some(dir) = path.parent() {
         let _ = std::fs::create_dir_all(dir);

@@ -30,6 +30,31 @@ impl Pool {
         }
     }
 
+    /// The pool of a new configuration generation with the idle connections of every peer
+    /// that survived (`from[new id] = Some(old id)`); the rest of `old` is closed on drop.
+    pub fn carry(
+        mut old: Pool,
+        from: &[Option<PeerId>],
+        topo: &ringfront_upstream::Topology,
+    ) -> Pool {
+        let mut new = Pool::new(from.len());
+        for (nid, oid) in from.iter().enumerate() {
+            let (Some(oid), Some(g)) = (oid, topo.group_of(nid)) else {
+                continue;
+            };
+            let Some(list) = old.peers.get_mut(*oid).map(std::mem::take) else {
+                continue;
+            };
+            if new.per_group.len() <= g {
+                new.per_group.resize(g + 1, 0);
+            }
+            new.per_group[g] += list.len();
+            new.group_of[nid] = g;
+            new.peers[nid] = list;
+        }
+        new
+    }
+
     /// An idle connection to `peer` still inside `timeout`, if any.
     pub fn take(&mut self, peer: PeerId, timeout: Duration) -> Option<Idle> {
         let list = self.peers.get_mut(peer)?;

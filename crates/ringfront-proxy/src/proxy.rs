@@ -8,9 +8,15 @@ use std::time::Instant;
 use monoio::net::TcpStream;
 use ringfront_config::{LocationMatch, LogLevel, NextUpstream};
 use ringfront_http::BodyFraming;
-use ringfront_upstream::{free, select, Attempt, RequestKey, Selection, UpstreamId};
+use std::sync::atomic::Ordering;
+
+use ringfront_upstream::{
+    free, select, Attempt, FailKind, FreeOutcome, PeerId, RequestKey, Selection, UpstreamId,
+    CHECKING, UP,
+};
 
 use crate::clock::now_secs;
+use crate::health;
 use crate::respond;
 use crate::session::{Reply, Req};
 use crate::snapshot::{LocationRt, Snapshot};
@@ -261,6 +267,15 @@ pub async fn run(
                         now_secs(),
                     )
                 };
+                if let Some(h) = snap.board.get(id) {
+                    h.note_failure(match f.ft {
+                        Ft::Timeout => FailKind::Timeout,
+                        Ft::InvalidHeader => FailKind::InvalidHeader,
+                        Ft::Error if f.msg.contains("Connection refused") => FailKind::Refused,
+                        Ft::Error => FailKind::Error,
+                    });
+                }
+                report(w, snap, up, id, outcome);
                 let upstream_url = format!("http://{}{}", spec.name, uri);
                 w.log(
                     snap,
@@ -320,16 +335,29 @@ pub async fn run(
                 if let Some(true) = status_listed(status, nu) {
                     if !nu.off && at.tries > 1 && resend_ok && !timed_out_overall {
                         let failed = !matches!(status, 403 | 404);
-                        let mut peers = state.peers.borrow_mut();
-                        free(
-                            &snap.topology,
-                            &mut peers,
-                            &snap.board,
-                            &mut at,
-                            failed,
-                            None,
-                            now_secs(),
-                        );
+                        if let Some(h) = snap.board.get(id) {
+                            h.note_response(status, elapsed_us(try_start));
+                            if failed {
+                                h.note_failure(if status == 429 {
+                                    FailKind::Http429
+                                } else {
+                                    FailKind::Http5xx
+                                });
+                            }
+                        }
+                        let outcome = {
+                            let mut peers = state.peers.borrow_mut();
+                            free(
+                                &snap.topology,
+                                &mut peers,
+                                &snap.board,
+                                &mut at,
+                                failed,
+                                None,
+                                now_secs(),
+                            )
+                        };
+                        report(w, snap, up, id, outcome);
                         this_try.response_time = Some(try_start.elapsed());
                         tries.push(this_try);
                         continue;
@@ -357,7 +385,7 @@ pub async fn run(
                     group
                         .least_time_last_byte
                         .map(|lb| if lb { last_byte } else { header_time });
-                {
+                let outcome = {
                     let mut peers = state.peers.borrow_mut();
                     free(
                         &snap.topology,
@@ -367,8 +395,15 @@ pub async fn run(
                         false,
                         response_time,
                         now_secs(),
+                    )
+                };
+                if let Some(h) = snap.board.get(id) {
+                    h.note_response(
+                        status,
+                        u64::try_from(last_byte.as_micros()).unwrap_or(u64::MAX),
                     );
                 }
+                report(w, snap, up, id, outcome);
                 if let Some(last) = tries.last_mut() {
                     last.response_time = Some(last_byte);
                 }
@@ -377,6 +412,35 @@ pub async fn run(
             }
         }
     }
+}
+
+fn elapsed_us(since: Instant) -> u64 {
+    u64::try_from(since.elapsed().as_micros()).unwrap_or(u64::MAX)
+}
+
+/// Tells the health checker what `free` saw: a peer that reached `max_fails` (in
+/// `passive_health confirm` groups this worker first takes it out of every worker's
+/// selection, `UP` -> `CHECKING`, and asks for the probe) or one that came back.
+fn report(w: &Worker, snap: &Snapshot, up: UpstreamId, id: PeerId, outcome: FreeOutcome) {
+    if !outcome.disabled && !outcome.recovered {
+        return;
+    }
+    let Some(h) = snap.board.arc(id) else { return };
+    let confirm = snap.groups.get(up).is_some_and(|g| g.confirm);
+    let ev = if outcome.recovered {
+        health::Event::Recovered(h.clone())
+    } else if !confirm {
+        health::Event::Disabled(h.clone())
+    } else if h
+        .state
+        .compare_exchange(UP, CHECKING, Ordering::Relaxed, Ordering::Relaxed)
+        .is_ok()
+    {
+        health::Event::Suspect(h.clone())
+    } else {
+        return;
+    };
+    let _ = w.shared.health_tx.send(ev);
 }
 
 fn reply(status: u16, body: u64, bytes: u64, reusable: bool, tries: Vec<TryLog>) -> Reply {

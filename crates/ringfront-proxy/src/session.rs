@@ -101,6 +101,9 @@ struct Busy<'a>(&'a Worker);
 impl<'a> Busy<'a> {
     fn new(w: &'a Worker) -> Self {
         w.busy.set(w.busy.get() + 1);
+        w.stats()
+            .requests
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Busy(w)
     }
 }

@@ -7,15 +7,21 @@ use std::net::SocketAddr;
 use std::path::Path;
 
 use regex::{Regex, RegexBuilder};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
 use ringfront_config::{
-    AccessLog, AllFailed, Config, LocationMatch, LocationSettings, LogLevel, ProxyTarget, Template,
+    AccessLog, AllFailed, Config, LocationMatch, LocationSettings, LogLevel, PassiveHealth,
+    ProxyTarget, Template,
 };
-use ringfront_upstream::{Balancer, Board, PeerSpec, Topology, UpstreamId, UpstreamSpec};
+use ringfront_upstream::{
+    Balancer, Board, PeerHealth, PeerId, PeerSpec, Topology, UpstreamId, UpstreamSpec,
+};
 
 use crate::logger::Sink;
 
 /// Per-group settings the proxy needs beside the topology (same index as `topology.upstreams`).
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct GroupConf {
     pub keepalive: usize,
     pub keepalive_timeout: std::time::Duration,
@@ -26,6 +32,31 @@ pub struct GroupConf {
     pub hash_key: Option<Template>,
     /// `least_time`: whether the response time fed back is the last byte's (else the header's).
     pub least_time_last_byte: Option<bool>,
+    /// `passive_health confirm`.
+    pub confirm: bool,
+    /// The group's active checks, ready to run.
+    pub checks: Vec<crate::health::rt::CheckRt>,
+    /// The balancing method's name (status pages).
+    pub balancer: &'static str,
+}
+
+fn balancer_name(b: &ringfront_config::Balancer) -> &'static str {
+    use ringfront_config::Balancer as C;
+    match b {
+        C::RoundRobin => "round_robin",
+        C::IpHash => "ip_hash",
+        C::Hash {
+            consistent: true, ..
+        } => "hash consistent",
+        C::Hash { .. } => "hash",
+        C::LeastConn => "least_conn",
+        C::Random { two: true, .. } => "random two",
+        C::Random { .. } => "random",
+        C::LeastTime {
+            last_byte: true, ..
+        } => "least_time last_byte",
+        C::LeastTime { .. } => "least_time header",
+    }
 }
 
 /// The balancer a configuration names, in the upstream crate's terms.
@@ -101,9 +132,18 @@ pub struct Snapshot {
     /// For each listen address, the servers on it; the default server first.
     pub by_listen: HashMap<SocketAddr, Vec<usize>>,
     pub log_formats: Vec<Template>,
+    /// Set by [`Snapshot::adopt`]: which peer of the previous generation each peer continues.
+    pub carried: Option<Carried>,
     pub error_logs: Vec<Sink>,
     pub error_level: LogLevel,
     pub worker_connections: usize,
+}
+
+/// The peers a reload carried over: `from[new id] = Some(old id)`.
+#[derive(Debug, Clone)]
+pub struct Carried {
+    pub generation: u64,
+    pub from: Vec<Option<PeerId>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -244,7 +284,15 @@ impl Snapshot {
                 Some(h) if up.implicit => h.to_string(),
                 _ => up.name.clone(),
             };
+            let checks = up
+                .checks
+                .iter()
+                .map(|c| crate::health::rt::CheckRt::build(c, &proxy_host))
+                .collect::<Result<Vec<_>, _>>()?;
             groups.push(GroupConf {
+                confirm: up.passive_health == PassiveHealth::Confirm,
+                checks,
+                balancer: balancer_name(&up.balancer),
                 hash_key: match &up.balancer {
                     ringfront_config::Balancer::Hash { key, .. } => Some(key.clone()),
                     _ => None,
@@ -262,6 +310,18 @@ impl Snapshot {
         }
         let topology = Topology::new(specs);
         let board = Board::new(topology.peer_count);
+        // A group with a `mandatory` check starts with every peer held out until its first
+        // probe passes.
+        for (g, up) in groups.iter().zip(&topology.upstreams) {
+            if g.checks.iter().any(|c| c.mandatory) {
+                for id in up.ids() {
+                    if let Some(h) = board.get(id) {
+                        h.state
+                            .store(ringfront_upstream::CHECKING, Ordering::Relaxed);
+                    }
+                }
+            }
+        }
         let b = Builder { cfg, group_ids };
 
         let mut listens: Vec<ListenRt> = Vec::new();
@@ -330,6 +390,7 @@ impl Snapshot {
             listens,
             servers,
             by_listen,
+            carried: None,
             log_formats: cfg
                 .http
                 .log_formats
@@ -340,6 +401,56 @@ impl Snapshot {
             error_level,
             worker_connections: cfg.main.worker_connections.max(1),
         })
+    }
+
+    /// Takes over the health of every peer that survives from `old` (same group name and
+    /// address): failure counts, health state, slow-start progress and counters, by sharing
+    /// the very same board entries (requests still running on `old` keep updating them).
+    /// Records which old peer each new one continues, so workers can keep their keepalive
+    /// pools. A surviving peer of a group with a `mandatory` check that is not `persistent`
+    /// (or was not up) is held out until its next probe passes, as nginx Plus does.
+    pub fn adopt(&mut self, old: &Snapshot) {
+        let mut index: HashMap<(&str, &str), usize> = HashMap::new();
+        for up in &old.topology.upstreams {
+            for id in up.ids() {
+                if let Some(p) = up.peer(id) {
+                    index.insert((up.name.as_str(), p.name.as_str()), id);
+                }
+            }
+        }
+        let mut peers: Vec<Arc<PeerHealth>> = Vec::with_capacity(self.topology.peer_count);
+        let mut from = vec![None; self.topology.peer_count];
+        for (gi, up) in self.topology.upstreams.iter().enumerate() {
+            let checks = self.groups.get(gi).map_or(&[][..], |g| &g.checks[..]);
+            let recheck = checks.iter().any(|c| c.mandatory && !c.persistent);
+            let persistent = checks.iter().any(|c| c.mandatory && c.persistent);
+            for id in up.ids() {
+                let mine = self.board.arc(id).cloned().unwrap_or_default();
+                let carried = up
+                    .peer(id)
+                    .and_then(|p| index.get(&(up.name.as_str(), p.name.as_str())))
+                    .and_then(|&oid| old.board.arc(oid).map(|h| (oid, h.clone())));
+                let h = match carried {
+                    Some((oid, h)) => {
+                        if let Some(slot) = from.get_mut(id) {
+                            *slot = Some(oid);
+                        }
+                        if recheck || (persistent && !h.is_up()) {
+                            h.state
+                                .store(ringfront_upstream::CHECKING, Ordering::Relaxed);
+                        }
+                        h
+                    }
+                    None => mine,
+                };
+                peers.push(h);
+            }
+        }
+        self.board = Board::from_peers(peers);
+        self.carried = Some(Carried {
+            generation: old.generation,
+            from,
+        });
     }
 
     /// The servers listening on `local` (the socket's own address), default first.

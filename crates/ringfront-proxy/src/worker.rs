@@ -60,11 +60,37 @@ impl Worker {
         if cur.generation == snap.generation {
             return cur;
         }
-        let fresh = Rc::new(PeerState::new(snap));
+        let fresh = PeerState::new(snap);
+        // Keep the idle upstream connections of peers that survived the reload.
+        if let Some(c) = snap
+            .carried
+            .as_ref()
+            .filter(|c| c.generation == cur.generation)
+        {
+            let old = std::mem::take(&mut *cur.pool.borrow_mut());
+            *fresh.pool.borrow_mut() = Pool::carry(old, &c.from, &snap.topology);
+        }
+        let fresh = Rc::new(fresh);
         if snap.generation > cur.generation {
             *self.state.borrow_mut() = fresh.clone();
         }
         fresh
+    }
+
+    /// This worker's counters for status pages.
+    pub fn stats(&self) -> &crate::WorkerStats {
+        static NONE: crate::WorkerStats = crate::WorkerStats {
+            connections: std::sync::atomic::AtomicU64::new(0),
+            requests: std::sync::atomic::AtomicU64::new(0),
+        };
+        self.shared.workers.get(self.index).unwrap_or(&NONE)
+    }
+
+    /// Copies the open-connection count where status pages read it.
+    pub fn publish_conns(&self) {
+        self.stats()
+            .connections
+            .store(self.conns.get() as u64, Ordering::Relaxed);
     }
 
     pub fn stopping(&self) -> bool {
@@ -73,33 +99,7 @@ impl Worker {
 
     /// One error-log line in nginx's layout: `YYYY/MM/DD HH:MM:SS [level] PID#TID: *CONN msg`.
     pub fn log(&self, snap: &Snapshot, level: LogLevel, conn: u64, msg: std::fmt::Arguments<'_>) {
-        if level < snap.error_level {
-            return;
-        }
-        let name = match level {
-            LogLevel::Debug => "debug",
-            LogLevel::Info => "info",
-            LogLevel::Notice => "notice",
-            LogLevel::Warn => "warn",
-            LogLevel::Error => "error",
-            LogLevel::Crit => "crit",
-            LogLevel::Alert => "alert",
-            LogLevel::Emerg => "emerg",
-        };
-        let conn = if conn == 0 {
-            String::new()
-        } else {
-            format!("*{conn} ")
-        };
-        let line = format!(
-            "{} [{name}] {}#{}: {conn}{msg}\n",
-            crate::clock::wall().error_stamp(),
-            std::process::id(),
-            self.index
-        );
-        for sink in &snap.error_logs {
-            self.shared.logger.write(sink, line.clone());
-        }
+        crate::logger::error_line(&self.shared.logger, snap, level, self.index, conn, msg);
     }
 }
 
@@ -164,9 +164,11 @@ async fn accept_loop(w: Rc<Worker>, listener: Rc<TcpListener>, ctl: Rc<AcceptCtl
                 let _ = stream.set_nodelay(true);
                 let w2 = w.clone();
                 w.conns.set(w.conns.get() + 1);
+                w.publish_conns();
                 monoio::spawn(async move {
                     crate::session::serve(&w2, stream, client, local).await;
                     w2.conns.set(w2.conns.get() - 1);
+                    w2.publish_conns();
                 });
             }
             Err(_) if w.stopping() || ctl.gone.get() => return,

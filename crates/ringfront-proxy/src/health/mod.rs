@@ -1,0 +1,673 @@
+//! The health checker: one thread with its own event loop that runs every active probe,
+//! the `passive_health confirm` probes and the slow-start ramps, and writes the verdicts to
+//! the shared board, where workers read them with plain atomic loads. Workers talk to it
+//! only through an unbounded channel of [`Event`]s (sent on the rare failure paths).
+//!
+//! Per peer the checker keeps one [`Machine`]: each active check's verdict with its
+//! consecutive passes and fails, whether a confirm probe is in flight and whether a confirm
+//! probe failed. The peer's board `state` is derived from it ([`Machine::desired`]):
+//! any verdict unknown (a `mandatory` check never run) -> `CHECKING`; any verdict down or a
+//! failed confirm probe -> `DOWN`; a confirm probe in flight -> `CHECKING`; else `UP`.
+//! Every change of that state is one error-log line with its cause.
+
+mod probe;
+pub mod rt;
+
+use std::cell::RefCell;
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crossbeam_channel::Receiver;
+use ringfront_config::LogLevel;
+use ringfront_upstream::{PeerHealth, StateChange, CHECKING, DOWN, UP};
+
+pub use probe::judge;
+use rt::CheckRt;
+
+use crate::snapshot::Snapshot;
+use crate::{Shared, RUN};
+
+/// What a worker tells the checker.
+#[derive(Debug)]
+pub enum Event {
+    /// `passive_health confirm`: the peer reached `max_fails` and this worker moved it from
+    /// `UP` to `CHECKING`; probe it now.
+    Suspect(Arc<PeerHealth>),
+    /// `passive_health nginx`: the peer reached `max_fails` (for the state-change log).
+    Disabled(Arc<PeerHealth>),
+    /// A failed-out peer answered a request again: its failures were forgiven.
+    Recovered(Arc<PeerHealth>),
+}
+
+/// How often the checker looks at its channel, the configuration and the ramps.
+const TICK: Duration = Duration::from_millis(5);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    Unknown,
+    Up,
+    Down,
+}
+
+#[derive(Debug, Clone)]
+struct CheckState {
+    verdict: Verdict,
+    passes: u32,
+    fails: u32,
+}
+
+/// The checker's view of one peer.
+struct Machine {
+    group: String,
+    name: String,
+    addr: SocketAddr,
+    health: Arc<PeerHealth>,
+    slow_start_ms: u64,
+    single: bool,
+    /// Configured `down`: never probed.
+    off: bool,
+    max_fails: u32,
+    fail_timeout: u64,
+    confirm: bool,
+    checks: Vec<CheckState>,
+    suspect: bool,
+    confirm_down: bool,
+    /// `passive_health nginx`: failed out (for logging the return once).
+    passive_out: bool,
+    not_up_since_ms: Option<u64>,
+}
+
+impl Machine {
+    fn desired(&self) -> u8 {
+        if self.checks.iter().any(|c| c.verdict == Verdict::Unknown) {
+            CHECKING
+        } else if self.confirm_down || self.checks.iter().any(|c| c.verdict == Verdict::Down) {
+            DOWN
+        } else if self.suspect {
+            CHECKING
+        } else {
+            UP
+        }
+    }
+
+    fn label(&self) -> String {
+        format!("upstream server {} of \"{}\"", self.name, self.group)
+    }
+
+    fn passive_summary(&self) -> String {
+        let fails = self.health.fails();
+        let kinds: Vec<&str> = self
+            .health
+            .recent_failures(fails.clamp(1, 8) as usize)
+            .iter()
+            .map(|k| k.name())
+            .collect();
+        format!("{fails} passive failures ({})", kinds.join(", "))
+    }
+}
+
+struct Checker {
+    shared: Arc<Shared>,
+    snap: Arc<Snapshot>,
+    machines: Vec<Machine>,
+    /// Bumped at every reconfiguration; probe loops of an older epoch end.
+    epoch: u64,
+    rng: u64,
+}
+
+/// Milliseconds on the checker's monotonic clock (never 0).
+fn now_ms() -> u64 {
+    crate::clock::now_ms()
+}
+
+fn unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+impl Checker {
+    fn log(&self, level: LogLevel, msg: std::fmt::Arguments<'_>) {
+        crate::logger::error_line(&self.shared.logger, &self.snap, level, "hc", 0, msg);
+    }
+
+    fn random(&mut self, below: u64) -> u64 {
+        if below == 0 {
+            return 0;
+        }
+        self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.rng;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        (z ^ (z >> 31)) % below
+    }
+
+    /// Machines for a new configuration: surviving peers (same group name and address)
+    /// keep their verdicts when the group's checks did not change in number; `mandatory`
+    /// checks without `persistent` start over as unknown after a reload, as in nginx Plus.
+    fn reconfigure(&mut self, snap: Arc<Snapshot>, first: bool) {
+        let mut old: Vec<Machine> = std::mem::take(&mut self.machines);
+        let mut machines = Vec::with_capacity(snap.topology.peer_count);
+        for (gi, up) in snap.topology.upstreams.iter().enumerate() {
+            let group = snap.groups.get(gi);
+            let checks: &[CheckRt] = group.map_or(&[], |g| &g.checks);
+            let confirm = group.is_some_and(|g| g.confirm);
+            for id in up.ids() {
+                let (Some(spec), Some(health)) = (up.peer(id), snap.board.arc(id)) else {
+                    continue;
+                };
+                let prev = old
+                    .iter()
+                    .position(|m| m.group == up.name && m.name == spec.name)
+                    .map(|i| old.swap_remove(i));
+                let fresh = |c: &CheckRt| CheckState {
+                    verdict: if c.mandatory {
+                        Verdict::Unknown
+                    } else {
+                        Verdict::Up
+                    },
+                    passes: 0,
+                    fails: 0,
+                };
+                let states = match &prev {
+                    Some(p) if p.checks.len() == checks.len() && !first => checks
+                        .iter()
+                        .zip(&p.checks)
+                        .map(|(c, s)| {
+                            if c.mandatory && !(c.persistent && s.verdict == Verdict::Up) {
+                                fresh(c)
+                            } else {
+                                s.clone()
+                            }
+                        })
+                        .collect(),
+                    _ => checks.iter().map(fresh).collect(),
+                };
+                let m = Machine {
+                    group: up.name.clone(),
+                    name: spec.name.clone(),
+                    addr: spec.addr,
+                    health: health.clone(),
+                    slow_start_ms: spec.slow_start_ms,
+                    single: up.single,
+                    off: spec.down,
+                    max_fails: spec.max_fails,
+                    fail_timeout: spec.fail_timeout,
+                    confirm,
+                    checks: if spec.down { Vec::new() } else { states },
+                    suspect: prev.as_ref().is_some_and(|p| p.suspect),
+                    confirm_down: prev.as_ref().is_some_and(|p| p.confirm_down) && confirm,
+                    passive_out: prev.as_ref().is_some_and(|p| p.passive_out),
+                    not_up_since_ms: prev.as_ref().and_then(|p| p.not_up_since_ms),
+                };
+                machines.push((id, m));
+            }
+        }
+        machines.sort_by_key(|(id, _)| *id);
+        self.machines = machines.into_iter().map(|(_, m)| m).collect();
+        self.snap = snap;
+        self.epoch += 1;
+        for i in 0..self.machines.len() {
+            self.apply(i, "configuration loaded".into());
+        }
+    }
+
+    /// Writes the machine's state to the board; logs and records a change.
+    fn apply(&mut self, i: usize, cause: String) {
+        let Some(m) = self.machines.get_mut(i) else {
+            return;
+        };
+        let want = m.desired();
+        let was = m.health.state.swap(want, Ordering::Relaxed);
+        if was == want {
+            return;
+        }
+        let now = now_ms();
+        if want == UP {
+            if let Some(since) = m.not_up_since_ms.take() {
+                m.health
+                    .downtime_ms
+                    .fetch_add(now.saturating_sub(since), Ordering::Relaxed);
+            }
+        } else if was == UP {
+            m.not_up_since_ms = Some(now);
+        }
+        let mut cause = cause;
+        if want == UP && was == DOWN {
+            cause.push_str(&start_ramp(m, now));
+        }
+        let word = match want {
+            UP => "marked up",
+            DOWN => "marked down",
+            _ => "held out for checking",
+        };
+        m.health.change.set(StateChange {
+            at_unix_ms: unix_ms(),
+            state: want,
+            cause: cause.clone(),
+        });
+        let level = if want == UP {
+            LogLevel::Notice
+        } else {
+            LogLevel::Warn
+        };
+        let label = m.label();
+        self.log(level, format_args!("{label} {word}: {cause}"));
+    }
+
+    fn on_probe(&mut self, i: usize, check: usize, outcome: probe::Outcome) {
+        let Some(m) = self.machines.get_mut(i) else {
+            return;
+        };
+        let Some((need_fails, need_passes, describe)) = self
+            .snap
+            .topology
+            .group_of(i)
+            .and_then(|g| self.snap.groups.get(g))
+            .and_then(|g| g.checks.get(check))
+            .map(|c| (c.fails, c.passes, c.describe.clone()))
+        else {
+            return;
+        };
+        let Some(cs) = m.checks.get_mut(check) else {
+            return;
+        };
+        m.health.checks.fetch_add(1, Ordering::Relaxed);
+        let cause = match &outcome {
+            Ok(what) => {
+                m.health.last_probe.store(1, Ordering::Relaxed);
+                cs.passes = cs.passes.saturating_add(1);
+                cs.fails = 0;
+                match cs.verdict {
+                    Verdict::Unknown => {
+                        cs.verdict = Verdict::Up;
+                        format!("first active check passed ({what}; {describe})")
+                    }
+                    Verdict::Down if cs.passes >= need_passes => {
+                        cs.verdict = Verdict::Up;
+                        format!("{} passed active checks ({what}; {describe})", cs.passes)
+                    }
+                    _ => String::new(),
+                }
+            }
+            Err(why) => {
+                m.health.checks_failed.fetch_add(1, Ordering::Relaxed);
+                m.health.last_probe.store(2, Ordering::Relaxed);
+                cs.fails = cs.fails.saturating_add(1);
+                cs.passes = 0;
+                match cs.verdict {
+                    Verdict::Unknown => {
+                        cs.verdict = Verdict::Down;
+                        format!("first active check failed ({why}; {describe})")
+                    }
+                    Verdict::Up if cs.fails >= need_fails => {
+                        cs.verdict = Verdict::Down;
+                        format!("{} failed active checks ({why}; {describe})", cs.fails)
+                    }
+                    _ => String::new(),
+                }
+            }
+        };
+        if !cause.is_empty() {
+            self.apply(i, cause);
+        }
+    }
+
+    /// The answer of a confirm probe.
+    fn on_confirm(&mut self, i: usize, outcome: probe::Outcome, has_checks: bool) {
+        let Some(m) = self.machines.get_mut(i) else {
+            return;
+        };
+        if !m.suspect {
+            return;
+        }
+        m.suspect = false;
+        let summary = m.passive_summary();
+        m.health.checks.fetch_add(1, Ordering::Relaxed);
+        match outcome {
+            Ok(what) => {
+                m.health.last_probe.store(1, Ordering::Relaxed);
+                m.health.fails.store(0, Ordering::Relaxed);
+                let label = m.label();
+                let cause = format!(
+                    "{summary} not confirmed: probe passed ({what}), failures blamed on the requests"
+                );
+                m.health.change.set(StateChange {
+                    at_unix_ms: unix_ms(),
+                    state: UP,
+                    cause: cause.clone(),
+                });
+                // CHECKING -> UP: the peer was only held out for the probe's duration.
+                m.health.state.store(m.desired(), Ordering::Relaxed);
+                if let Some(since) = m.not_up_since_ms.take() {
+                    m.health
+                        .downtime_ms
+                        .fetch_add(now_ms().saturating_sub(since), Ordering::Relaxed);
+                }
+                self.log(LogLevel::Notice, format_args!("{label} kept up: {cause}"));
+            }
+            Err(why) => {
+                m.health.checks_failed.fetch_add(1, Ordering::Relaxed);
+                m.health.last_probe.store(2, Ordering::Relaxed);
+                if has_checks {
+                    if let Some(cs) = m.checks.first_mut() {
+                        cs.verdict = Verdict::Down;
+                        cs.passes = 0;
+                        cs.fails = cs.fails.saturating_add(1);
+                    }
+                } else {
+                    m.confirm_down = true;
+                }
+                if m.not_up_since_ms.is_none() {
+                    m.not_up_since_ms = Some(now_ms());
+                }
+                self.apply(i, format!("{summary} confirmed by failed probe ({why})"));
+            }
+        }
+    }
+
+    /// The answer of a re-probe of a peer whose confirm probe failed (groups without
+    /// active checks).
+    fn on_reprobe(&mut self, i: usize, outcome: probe::Outcome) -> bool {
+        let Some(m) = self.machines.get_mut(i) else {
+            return true;
+        };
+        m.health.checks.fetch_add(1, Ordering::Relaxed);
+        match outcome {
+            Ok(what) => {
+                m.health.last_probe.store(1, Ordering::Relaxed);
+                m.confirm_down = false;
+                m.health.fails.store(0, Ordering::Relaxed);
+                self.apply(i, format!("probe passed ({what})"));
+                true
+            }
+            Err(_) => {
+                m.health.checks_failed.fetch_add(1, Ordering::Relaxed);
+                m.health.last_probe.store(2, Ordering::Relaxed);
+                false
+            }
+        }
+    }
+
+    fn find(&self, h: &Arc<PeerHealth>) -> Option<usize> {
+        self.machines.iter().position(|m| Arc::ptr_eq(&m.health, h))
+    }
+
+    fn ramps(&mut self) {
+        let now = now_ms();
+        for m in &self.machines {
+            let since = m.health.ramp_since_ms.load(Ordering::Relaxed);
+            if since == 0 {
+                continue;
+            }
+            let total = m.slow_start_ms.max(1);
+            let done = now.saturating_sub(since);
+            if done >= total || m.single || m.slow_start_ms == 0 {
+                m.health.ramp.store(1000, Ordering::Relaxed);
+                m.health.ramp_since_ms.store(0, Ordering::Relaxed);
+            } else {
+                let r = u32::try_from(done.saturating_mul(1000) / total).unwrap_or(1000);
+                m.health.ramp.store(r.max(1), Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// Starts a slow-start ramp when the peer has one; returns the text for the log line.
+fn start_ramp(m: &Machine, now: u64) -> String {
+    if m.slow_start_ms == 0 || m.single {
+        return String::new();
+    }
+    m.health.ramp.store(1, Ordering::Relaxed);
+    m.health.ramp_since_ms.store(now.max(1), Ordering::Relaxed);
+    format!(", slow start over {}ms", m.slow_start_ms)
+}
+
+type Shared_ = Rc<RefCell<Checker>>;
+
+fn alive(c: &Shared_, epoch: u64) -> bool {
+    let c = c.borrow();
+    c.epoch == epoch && c.shared.state.load(Ordering::Relaxed) == RUN
+}
+
+/// Probes one peer with one active check, forever (until the configuration changes).
+async fn probe_loop(c: Shared_, epoch: u64, i: usize, check: usize) {
+    // First probe soon (mandatory peers wait for it), spread over up to a second.
+    let first = {
+        let mut cc = c.borrow_mut();
+        let interval = cc
+            .snap
+            .groups
+            .iter()
+            .zip(&cc.snap.topology.upstreams)
+            .find(|(_, u)| u.ids().contains(&i))
+            .and_then(|(g, _)| g.checks.get(check))
+            .map_or(1000, |k| k.interval.as_millis() as u64);
+        cc.random(interval.min(100))
+    };
+    monoio::time::sleep(Duration::from_millis(first)).await;
+    loop {
+        if !alive(&c, epoch) {
+            return;
+        }
+        let (snap, addr) = {
+            let cc = c.borrow();
+            let Some(m) = cc.machines.get(i) else { return };
+            (cc.snap.clone(), m.addr)
+        };
+        let Some(gi) = snap.topology.group_of(i) else {
+            return;
+        };
+        let Some(k) = snap.groups.get(gi).and_then(|g| g.checks.get(check)) else {
+            return;
+        };
+        let outcome = probe::probe(addr, k).await;
+        if !alive(&c, epoch) {
+            return;
+        }
+        let wait = {
+            let mut cc = c.borrow_mut();
+            cc.on_probe(i, check, outcome);
+            let j = u64::try_from(k.jitter.as_millis()).unwrap_or(0);
+            k.interval + Duration::from_millis(cc.random(j))
+        };
+        monoio::time::sleep(wait).await;
+    }
+}
+
+/// A confirm probe, then (groups without active checks, probe failed) re-probes until one
+/// passes.
+async fn confirm(c: Shared_, epoch: u64, i: usize) {
+    let (snap, addr, fail_timeout) = {
+        let cc = c.borrow();
+        let Some(m) = cc.machines.get(i) else { return };
+        (cc.snap.clone(), m.addr, m.fail_timeout)
+    };
+    let Some(gi) = snap.topology.group_of(i) else {
+        return;
+    };
+    let Some(g) = snap.groups.get(gi) else { return };
+    let tcp = CheckRt::tcp_confirm(Duration::from_secs(fail_timeout.max(1)));
+    let k = g.checks.first().unwrap_or(&tcp);
+    let outcome = probe::probe(addr, k).await;
+    if !alive(&c, epoch) {
+        return;
+    }
+    c.borrow_mut().on_confirm(i, outcome, !g.checks.is_empty());
+    if !g.checks.is_empty() {
+        return;
+    }
+    loop {
+        let down = c.borrow().machines.get(i).is_some_and(|m| m.confirm_down);
+        if !down {
+            return;
+        }
+        monoio::time::sleep(tcp.interval).await;
+        if !alive(&c, epoch) {
+            return;
+        }
+        let outcome = probe::probe(addr, &tcp).await;
+        if !alive(&c, epoch) || c.borrow_mut().on_reprobe(i, outcome) {
+            return;
+        }
+    }
+}
+
+fn spawn_probes(c: &Shared_) {
+    let (epoch, work): (u64, Vec<(usize, usize)>) = {
+        let cc = c.borrow();
+        let work = cc
+            .machines
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| !m.off)
+            .flat_map(|(i, m)| (0..m.checks.len()).map(move |k| (i, k)))
+            .collect();
+        (cc.epoch, work)
+    };
+    for (i, k) in work {
+        monoio::spawn(probe_loop(c.clone(), epoch, i, k));
+    }
+    // A peer whose confirm probe failed before the reload keeps being re-probed.
+    let pending: Vec<usize> = {
+        let cc = c.borrow();
+        cc.machines
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m.confirm_down || m.suspect)
+            .map(|(i, _)| i)
+            .collect()
+    };
+    for i in pending {
+        if let Some(m) = c.borrow_mut().machines.get_mut(i) {
+            m.suspect = true;
+        }
+        monoio::spawn(confirm(c.clone(), epoch, i));
+    }
+}
+
+fn handle(c: &Shared_, ev: Event) {
+    let mut cc = c.borrow_mut();
+    match ev {
+        Event::Suspect(h) => {
+            let Some(i) = cc.find(&h) else {
+                // The peer left the configuration: nothing will probe it, so do not leave
+                // it held out.
+                let _ =
+                    h.state
+                        .compare_exchange(CHECKING, UP, Ordering::Relaxed, Ordering::Relaxed);
+                return;
+            };
+            let epoch = cc.epoch;
+            let Some(m) = cc.machines.get_mut(i) else {
+                return;
+            };
+            if m.suspect || !m.confirm {
+                return;
+            }
+            m.suspect = true;
+            if m.not_up_since_ms.is_none() {
+                m.not_up_since_ms = Some(now_ms());
+            }
+            drop(cc);
+            monoio::spawn(confirm(c.clone(), epoch, i));
+        }
+        Event::Disabled(h) => {
+            let Some(i) = cc.find(&h) else { return };
+            let Some(m) = cc.machines.get_mut(i) else {
+                return;
+            };
+            if m.passive_out {
+                return;
+            }
+            m.passive_out = true;
+            m.not_up_since_ms.get_or_insert_with(now_ms);
+            let cause = format!(
+                "{} reached max_fails={}, out for fail_timeout={}s",
+                m.passive_summary(),
+                m.max_fails,
+                m.fail_timeout
+            );
+            m.health.change.set(StateChange {
+                at_unix_ms: unix_ms(),
+                state: DOWN,
+                cause: cause.clone(),
+            });
+            let label = m.label();
+            cc.log(LogLevel::Warn, format_args!("{label} marked down: {cause}"));
+        }
+        Event::Recovered(h) => {
+            let Some(i) = cc.find(&h) else { return };
+            let Some(m) = cc.machines.get_mut(i) else {
+                return;
+            };
+            m.passive_out = false;
+            if let Some(since) = m.not_up_since_ms.take() {
+                m.health
+                    .downtime_ms
+                    .fetch_add(now_ms().saturating_sub(since), Ordering::Relaxed);
+            }
+            let mut cause = "answered a request after its failed-out period".to_string();
+            cause.push_str(&start_ramp(m, now_ms()));
+            m.health.change.set(StateChange {
+                at_unix_ms: unix_ms(),
+                state: UP,
+                cause: cause.clone(),
+            });
+            let label = m.label();
+            cc.log(LogLevel::Notice, format_args!("{label} marked up: {cause}"));
+        }
+    }
+}
+
+/// Starts the checker thread. It ends when the engine leaves the `RUN` state.
+pub fn spawn(shared: Arc<Shared>, rx: Receiver<Event>) -> std::io::Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("ringfront-hc".into())
+        .spawn(move || {
+            let rt = monoio::RuntimeBuilder::<monoio::LegacyDriver>::new()
+                .enable_timer()
+                .build();
+            let mut rt = match rt {
+                Ok(rt) => rt,
+                Err(e) => {
+                    eprintln!("ringfront: [alert] health checker cannot start: {e}");
+                    return;
+                }
+            };
+            rt.block_on(run(shared, rx));
+        })
+}
+
+async fn run(shared: Arc<Shared>, rx: Receiver<Event>) {
+    let snap = shared.snapshot.load_full();
+    let seed = unix_ms() ^ u64::from(std::process::id()).rotate_left(32);
+    let c: Shared_ = Rc::new(RefCell::new(Checker {
+        shared: shared.clone(),
+        snap: snap.clone(),
+        machines: Vec::new(),
+        epoch: 0,
+        rng: seed,
+    }));
+    c.borrow_mut().reconfigure(snap, true);
+    spawn_probes(&c);
+    loop {
+        if shared.state.load(Ordering::Relaxed) != RUN {
+            return;
+        }
+        let latest = shared.snapshot.load_full();
+        if latest.generation != c.borrow().snap.generation {
+            c.borrow_mut().reconfigure(latest, false);
+            spawn_probes(&c);
+        }
+        while let Ok(ev) = rx.try_recv() {
+            handle(&c, ev);
+        }
+        c.borrow_mut().ramps();
+        monoio::time::sleep(TICK).await;
+    }
+}
