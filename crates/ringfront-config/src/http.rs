@@ -5,8 +5,9 @@ use crate::build::Env;
 use crate::directives::{for_each, unhandled, HTTP};
 use crate::error::ConfigError;
 use crate::handlers::{apply, Scope};
+use crate::health::match_block;
 use crate::logs::{combined, log_format};
-use crate::model::{LogFormat, Upstream};
+use crate::model::{LogFormat, Match, Upstream};
 use crate::server::{server_block, ServerRaw};
 use crate::settings::Level;
 use crate::tree::Directive;
@@ -20,6 +21,8 @@ pub(crate) struct HttpRaw {
     pub servers: Vec<ServerRaw>,
     pub upstreams: Vec<Upstream>,
     pub log_formats: Vec<LogFormat>,
+    /// `match NAME { ... }` blocks, looked up by `health_check match=NAME` at the end.
+    pub matches: Vec<Match>,
     /// The upstreams' shared memory zones, checked once the whole file is read.
     pub zones: Vec<Zone>,
 }
@@ -31,6 +34,7 @@ impl HttpRaw {
             servers: Vec::new(),
             upstreams: Vec::new(),
             log_formats: vec![combined()],
+            matches: Vec::new(),
             zones: Vec::new(),
         }
     }
@@ -59,6 +63,13 @@ pub(crate) fn http_block(d: &Directive, env: &Env<'_>) -> Result<HttpRaw, Config
                 http.servers.push(server);
             }
             "log_format" => log_format(c, &mut http.log_formats)?,
+            "match" => {
+                let name = c.arg(0);
+                if http.matches.iter().any(|m| m.name == name) {
+                    return Err(err(c, format!("duplicate match \"{name}\"")));
+                }
+                http.matches.push(match_block(c)?);
+            }
             _ => {
                 let scope = Scope {
                     prefix: env.prefix,

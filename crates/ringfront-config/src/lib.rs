@@ -17,9 +17,13 @@
 //!   `keepalive_timeout`, `listen ... bind deferred ipv6only=on`, `proxy_next_upstream
 //!   updating`.
 //! - Beyond nginx 1.22: `least_time` (nginx Plus), `fair` (third-party, read as `least_time
-//!   header`) and `all_failed reject|revive` (ringfront's own) in `upstream`. `zone` is
-//!   checked as nginx checks it and changes nothing (peer state is always shared).
-//! - Refused as "not supported yet" rather than ignored: `sticky`, `slow_start=`,
+//!   header`), `all_failed reject|revive` and `passive_health nginx|confirm` (ringfront's
+//!   own) in `upstream`; active health checks in nginx Plus syntax (`health_check`, `match`,
+//!   `slow_start=`, `api`) and Tengine's (`check`, `check_http_send`,
+//!   `check_http_expect_alive`, `check_status`), see `health.rs`. `zone` is checked as nginx
+//!   checks it and changes nothing (peer state is always shared); `health_check` does not
+//!   need it.
+//! - Refused as "not supported yet" rather than ignored: `sticky`,
 //!   `resolve`, `service=`, `if`/`rewrite`/`set`, named locations,
 //!   variables in `proxy_pass`, https and unix-socket upstreams, `listen ... ssl|http2`,
 //!   `gzip on`, `proxy_redirect` rules, regex captures (`$1`), `error_page ... = URI`,
@@ -31,6 +35,7 @@ mod build;
 mod directives;
 mod error;
 mod handlers;
+mod health;
 mod http;
 mod lexer;
 mod location;

@@ -5,10 +5,11 @@ use crate::build::Env;
 use crate::directives::{for_each, unhandled, LOCATION};
 use crate::error::ConfigError;
 use crate::handlers::{apply, Scope};
-use crate::model::{LocationMatch, LogFormat, Origin};
+use crate::health::{api, check_status, health_check, HealthCheckRaw};
+use crate::model::{LocationMatch, LogFormat, Origin, StatusFormat};
 use crate::settings::Level;
 use crate::tree::Directive;
-use crate::values::err;
+use crate::values::{check_regex, err, set_once};
 
 /// A location as written, before inheritance.
 #[derive(Debug, Clone)]
@@ -17,6 +18,37 @@ pub(crate) struct LocRaw {
     pub settings: Level,
     pub locations: Vec<LocRaw>,
     pub origin: Origin,
+    /// Location-only directives that are never inherited.
+    pub own: OwnRaw,
+}
+
+/// What a location writes for itself alone: nginx Plus `health_check` and `api`, Tengine
+/// `check_status`. Each with the place it was written, for the checks made later.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct OwnRaw {
+    pub health_checks: Vec<HealthCheckRaw>,
+    pub check_status: Option<(StatusFormat, Origin)>,
+    pub api: Option<Origin>,
+}
+
+impl OwnRaw {
+    /// Reads `d` if it is one of these directives; `Ok(false)` otherwise.
+    fn apply(&mut self, d: &Directive) -> Result<bool, ConfigError> {
+        match d.name.as_str() {
+            "health_check" => self.health_checks.push(health_check(d)?),
+            "check_status" => set_once(
+                &mut self.check_status,
+                (check_status(d)?, d.origin.clone()),
+                d,
+            )?,
+            "api" => {
+                api(d)?;
+                set_once(&mut self.api, d.origin.clone(), d)?;
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
 }
 
 /// The URI (or regex) a matcher is written with, as nginx names locations in messages.
@@ -32,20 +64,7 @@ fn regex(
     pattern: &str,
     case_insensitive: bool,
 ) -> Result<LocationMatch, ConfigError> {
-    if let Err(e) = regex::RegexBuilder::new(pattern)
-        .case_insensitive(case_insensitive)
-        .build()
-    {
-        let text = e.to_string();
-        let reason = text
-            .lines()
-            .find_map(|l| l.strip_prefix("error: "))
-            .unwrap_or(text.lines().last().unwrap_or_default());
-        return Err(err(
-            d,
-            format!("invalid regular expression \"{pattern}\": {reason}"),
-        ));
-    }
+    check_regex(d, pattern, case_insensitive)?;
     Ok(LocationMatch::Regex {
         pattern: pattern.to_string(),
         case_insensitive,
@@ -143,10 +162,11 @@ pub(crate) fn location_block(
     };
     let mut settings = Level::default();
     let mut locations = Vec::new();
+    let mut own = OwnRaw::default();
     for_each(d.children(), LOCATION, |c| {
         if c.name == "location" {
             locations.push(location_block(c, Some(&matcher), env, formats)?);
-        } else if !apply(&mut settings, c, &scope)? {
+        } else if !own.apply(c)? && !apply(&mut settings, c, &scope)? {
             return Err(unhandled(c));
         }
         Ok(())
@@ -157,5 +177,6 @@ pub(crate) fn location_block(
         settings,
         locations,
         origin: d.origin.clone(),
+        own,
     })
 }

@@ -8,10 +8,10 @@ use crate::address::resolve;
 use crate::build::Env;
 use crate::error::ConfigError;
 use crate::http::HttpRaw;
-use crate::location::LocRaw;
+use crate::location::{LocRaw, OwnRaw};
 use crate::model::{
-    AllFailed, Balancer, HttpConf, Location, PassiveHealth, ProxyPass, ProxyTarget, Return, Server,
-    Upstream,
+    AllFailed, Balancer, Expect, HttpConf, Location, LocationSettings, Match, PassiveHealth,
+    ProxyPass, ProxyTarget, Return, Server, Upstream,
 };
 use crate::server::{ListenRaw, ServerRaw};
 use crate::settings::{Level, PassRaw};
@@ -27,6 +27,8 @@ struct Targets<'e> {
     /// (lower-cased host, port) of each implicit upstream, which nginx shares between every
     /// `proxy_pass` naming the same address.
     implicit_keys: Vec<(String, u16)>,
+    /// `match` blocks by name, for `health_check match=NAME`.
+    matches: Vec<Match>,
     env: &'e Env<'e>,
 }
 
@@ -117,12 +119,69 @@ impl Targets<'_> {
         if let Some(ret) = server_return {
             own.return_ = Some(ret.clone());
         }
+        let mut settings = own.finish(self.env.prefix, proxy_pass);
+        check_handlers(loc)?;
+        self.attach_checks(&loc.own, &settings)?;
+        settings.check_status = loc.own.check_status.as_ref().map(|(f, _)| *f);
+        settings.api = loc.own.api.is_some();
         Ok(Location {
             matcher: loc.matcher.clone(),
-            settings: own.finish(self.env.prefix, proxy_pass),
+            settings,
             locations: nested,
             origin: loc.origin.clone(),
         })
+    }
+
+    /// Every `health_check` of a location becomes a check of the group its `proxy_pass`
+    /// names, with the location's proxy timeouts.
+    fn attach_checks(
+        &mut self,
+        own: &OwnRaw,
+        settings: &LocationSettings,
+    ) -> Result<(), ConfigError> {
+        for hc in &own.health_checks {
+            let Some(pass) = &settings.proxy_pass else {
+                return Err(ConfigError::at(
+                    "\"health_check\" requires \"proxy_pass\" in the same location",
+                    &hc.origin,
+                ));
+            };
+            let expect = match &hc.match_name {
+                None => Expect::Default,
+                Some(name) => match self.matches.iter().find(|m| m.name == *name) {
+                    Some(m) => Expect::Match(m.clone()),
+                    None => {
+                        return Err(ConfigError::at(
+                            format!("match \"{name}\" not found"),
+                            &hc.origin,
+                        ));
+                    }
+                },
+            };
+            let check = hc.to_check(
+                expect,
+                settings.proxy_connect_timeout,
+                settings.proxy_read_timeout,
+            );
+            let ProxyTarget::Upstream(name) = &pass.target;
+            let group = self
+                .explicit
+                .iter_mut()
+                .chain(self.implicit.iter_mut())
+                .find(|u| u.name == *name);
+            match group {
+                Some(u) => u.checks.push(check),
+                None => {
+                    return Err(ConfigError::at(
+                        format!(
+                            "internal error: upstream \"{name}\" of \"health_check\" is missing"
+                        ),
+                        &hc.origin,
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 
     fn server(&mut self, s: &ServerRaw, http: &Level) -> Result<Server, ConfigError> {
@@ -139,6 +198,37 @@ impl Targets<'_> {
             origin: s.origin.clone(),
         })
     }
+}
+
+/// `check_status` and `api` answer every request of their location themselves, so they may
+/// not share it with `proxy_pass`, `return` or each other (nginx has one content handler per
+/// location; ringfront refuses what would be silently overridden).
+fn check_handlers(loc: &LocRaw) -> Result<(), ConfigError> {
+    let own = &loc.own;
+    let pages = [
+        ("check_status", own.check_status.as_ref().map(|(_, o)| o)),
+        ("api", own.api.as_ref()),
+    ];
+    for (page, origin) in pages {
+        let Some(origin) = origin else { continue };
+        let other = if loc.settings.proxy_pass.is_some() {
+            "proxy_pass"
+        } else if loc.settings.return_.is_some() {
+            "return"
+        } else if page == "api" && own.check_status.is_some() {
+            "check_status"
+        } else {
+            continue;
+        };
+        return Err(ConfigError::at(
+            format!(
+                "\"{page}\" and \"{other}\" cannot be in the same location: \
+                 only one of them can answer its requests"
+            ),
+            origin,
+        ));
+    }
+    Ok(())
 }
 
 /// nginx's checks when it adds listen addresses: one `default_server` per address, one
@@ -175,6 +265,7 @@ pub(crate) fn finish_http(raw: HttpRaw, env: &Env<'_>) -> Result<HttpConf, Confi
         explicit: raw.upstreams,
         implicit: Vec::new(),
         implicit_keys: Vec::new(),
+        matches: raw.matches,
         env,
     };
     let mut servers = Vec::with_capacity(raw.servers.len());

@@ -11,7 +11,6 @@ pub(crate) const UPSTREAM: u16 = 1 << 5;
 const HSL: u16 = HTTP | SERVER | LOCATION;
 const HS: u16 = HTTP | SERVER;
 const SL: u16 = SERVER | LOCATION;
-const ANY: u16 = MAIN | EVENTS | HSL | UPSTREAM;
 pub(crate) const MANY: u8 = u8::MAX;
 
 /// How a no-op directive's arguments are still checked (a typo stays an error).
@@ -130,6 +129,8 @@ pub(crate) static TABLE: &[Spec] = &[
     b("upstream", HTTP, 1, 1),
     b("server", HTTP, 0, 0),
     d("log_format", HTTP, 2, MANY),
+    // nginx Plus: the tests of `health_check match=NAME`; its body is read by `match_block`
+    b("match", HTTP, 1, 1),
     d("access_log", HSL, 1, MANY),
     // upstream
     d("server", UPSTREAM, 1, MANY),
@@ -147,6 +148,12 @@ pub(crate) static TABLE: &[Spec] = &[
     d("fair", UPSTREAM, 0, 0),
     // ringfront only
     d("all_failed", UPSTREAM, 1, 1),
+    d("passive_health", UPSTREAM, 1, 1),
+    // Tengine's ngx_http_upstream_check_module
+    d("check", UPSTREAM, 1, MANY),
+    d("check_http_send", UPSTREAM, 1, 1),
+    d("check_http_expect_alive", UPSTREAM, 1, MANY),
+    d("check_keepalive_requests", UPSTREAM, 1, 1),
     // server
     d("listen", SERVER, 1, MANY),
     d("server_name", SERVER, 1, MANY),
@@ -173,6 +180,11 @@ pub(crate) static TABLE: &[Spec] = &[
     d("large_client_header_buffers", HS, 2, 2),
     d("allow", HSL, 1, 1),
     d("deny", HSL, 1, 1),
+    // location only, never inherited: nginx Plus `health_check` and `api`, Tengine
+    // `check_status`
+    d("health_check", LOCATION, 0, MANY),
+    d("check_status", LOCATION, 0, 1),
+    d("api", LOCATION, 0, 1),
     // no-ops (NOOP_DIRECTIVES)
     noop("user", MAIN, 1, 2, Check::Any),
     noop("worker_rlimit_nofile", MAIN, 1, 1, Check::Number),
@@ -209,8 +221,6 @@ pub(crate) static TABLE: &[Spec] = &[
     noop("ssl_prefer_server_ciphers", HS, 1, 1, Check::Flag),
     // nginx directives not implemented yet: an error, so no configuration is half-understood
     unsupported("sticky", UPSTREAM, 1, MANY),
-    unsupported("health_check", LOCATION, 0, MANY),
-    unsupported("match", HTTP, 1, 1),
     unsupported("if", SL, 1, MANY),
     unsupported("set", SL, 2, 2),
     unsupported("rewrite", SL, 2, 3),
@@ -242,5 +252,4 @@ pub(crate) static TABLE: &[Spec] = &[
     unsupported("stream", MAIN, 0, 0),
     unsupported("mail", MAIN, 0, 0),
     unsupported("env", MAIN, 1, 1),
-    unsupported("check", ANY, 0, MANY),
 ];

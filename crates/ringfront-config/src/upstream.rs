@@ -1,14 +1,16 @@
 //! `upstream NAME { server ADDR [weight=N] [max_fails=N] [fail_timeout=T] [max_conns=N]
 //! [backup] [down]; ip_hash | hash KEY [consistent] | least_conn | random [two [least_conn]] |
 //! least_time header|last_byte [inflight] | fair; zone NAME [SIZE]; all_failed reject|revive;
-//! keepalive N; keepalive_timeout T; keepalive_requests N; }`, host names resolved as nginx
-//! does when it reads the `server` line.
+//! passive_health nginx|confirm; keepalive N; keepalive_timeout T; keepalive_requests N;
+//! check ...; check_http_send ...; check_http_expect_alive ...; }`, host names resolved as
+//! nginx does when it reads the `server` line.
 
 use std::time::Duration;
 
 use crate::address::{resolve, split_host_port, Resolver};
 use crate::directives::{for_each, unhandled, UPSTREAM};
 use crate::error::ConfigError;
+use crate::health::TengineRaw;
 use crate::model::{AllFailed, Balancer, Origin, PassiveHealth, Upstream, UpstreamServer};
 use crate::tree::Directive;
 use crate::units::{parse_number, parse_size, parse_time_mode, TimeMode};
@@ -64,6 +66,21 @@ fn allows_backup(b: &Balancer) -> bool {
     )
 }
 
+/// Whether `server ... slow_start=` may be used with this balancer (nginx Plus: not with the
+/// hash methods nor `random`).
+fn allows_slow_start(b: &Balancer) -> bool {
+    allows_backup(b)
+}
+
+/// `balancing method does not support parameter "slow_start=30s"`: nginx names the parameter
+/// as written.
+fn no_slow_start(d: &Directive, param: &str) -> ConfigError {
+    err(
+        d,
+        format!("balancing method does not support parameter \"{param}\""),
+    )
+}
+
 /// Reads an `upstream` block; `zones` holds the zones of the upstreams read before it.
 pub(crate) fn upstream_block(
     d: &Directive,
@@ -77,10 +94,20 @@ pub(crate) fn upstream_block(
     let mut balancer = Balancer::RoundRobin;
     let mut zone = None;
     let mut all_failed = None;
+    let mut passive_health = None;
+    let mut tengine = TengineRaw::default();
+    // The first `slow_start=` parameter as written, for a balancing method that comes after.
+    let mut slow_start: Option<String> = None;
     for_each(d.children(), UPSTREAM, |c| {
         let arg = c.arg(0);
         match c.name.as_str() {
-            "server" => servers.push(server(c, resolver, allows_backup(&balancer))?),
+            "server" => {
+                let (s, ss) = server(c, resolver, &balancer)?;
+                if slow_start.is_none() {
+                    slow_start = ss;
+                }
+                servers.push(s);
+            }
             "keepalive" => {
                 // 0 turns ringfront's default pool off (nginx refuses 0; it has no default).
                 let n = parse_number(arg)
@@ -99,6 +126,10 @@ pub(crate) fn upstream_block(
             // redefined") and goes on; ringfront has no warnings, so it just goes on.
             "ip_hash" | "least_conn" | "hash" | "random" | "least_time" | "fair" => {
                 balancer = balancing_method(c)?;
+                // A method written after a `slow_start=` server is refused at its own line.
+                if let (false, Some(param)) = (allows_slow_start(&balancer), &slow_start) {
+                    return Err(no_slow_start(c, param));
+                }
             }
             "zone" => zone = Some(zone_line(c, zones)?),
             "all_failed" => {
@@ -117,6 +148,23 @@ pub(crate) fn upstream_block(
                 };
                 set_once(&mut all_failed, policy, c)?;
             }
+            "passive_health" => {
+                let policy = match arg {
+                    "nginx" => PassiveHealth::Nginx,
+                    "confirm" => PassiveHealth::Confirm,
+                    _ => {
+                        return Err(err(
+                            c,
+                            format!(
+                                "invalid value \"{arg}\" in \"passive_health\" directive, \
+                                 it must be \"nginx\" or \"confirm\""
+                            ),
+                        ));
+                    }
+                };
+                set_once(&mut passive_health, policy, c)?;
+            }
+            _ if tengine.apply(c)? => {}
             _ => return Err(unhandled(c)),
         }
         Ok(())
@@ -124,6 +172,7 @@ pub(crate) fn upstream_block(
     if servers.is_empty() {
         return Err(ConfigError::at("no servers are inside upstream", &d.end()));
     }
+    let checks = tengine.finish()?.into_iter().collect();
     Ok(Upstream {
         name: d.arg(0).to_string(),
         servers,
@@ -135,8 +184,8 @@ pub(crate) fn upstream_block(
         balancer,
         zone,
         all_failed: all_failed.unwrap_or_default(),
-        passive_health: PassiveHealth::Nginx,
-        checks: Vec::new(),
+        passive_health: passive_health.unwrap_or_default(),
+        checks,
     })
 }
 
@@ -234,7 +283,7 @@ fn zone_line(d: &Directive, zones: &mut Vec<Zone>) -> Result<String, ConfigError
 }
 
 /// nginx Plus and later-issue parameters: refused until implemented.
-const NOT_YET: &[&str] = &["slow_start", "resolve", "service", "route", "drain"];
+const NOT_YET: &[&str] = &["resolve", "service", "route", "drain"];
 
 /// An upstream server with nginx's defaults (the implicit `proxy_pass` groups use it too).
 pub(crate) fn default_server(
@@ -256,13 +305,16 @@ pub(crate) fn default_server(
     }
 }
 
-/// `server ADDR [params]`; the address defaults to port 80. `backup_ok`: whether the
-/// balancing method written so far allows `backup`.
+/// `server ADDR [params]`; the address defaults to port 80. `balancer`: the balancing method
+/// written so far (`backup` and `slow_start=` are refused with some). Also returns the
+/// `slow_start=` parameter as written, if any.
 fn server(
     d: &Directive,
     resolver: Resolver<'_>,
-    backup_ok: bool,
-) -> Result<UpstreamServer, ConfigError> {
+    balancer: &Balancer,
+) -> Result<(UpstreamServer, Option<String>), ConfigError> {
+    let backup_ok = allows_backup(balancer);
+    let mut slow_start = None;
     let text = d.arg(0);
     let addr_err =
         |e: crate::address::AddrError| err(d, format!("{} in upstream \"{text}\"", e.as_str()));
@@ -295,11 +347,19 @@ fn server(
             }
             ("backup", None) => s.backup = true,
             ("down", None) => s.down = true,
+            ("slow_start", _) if !allows_slow_start(balancer) => {
+                return Err(no_slow_start(d, param));
+            }
+            // nginx Plus reads whole seconds; ringfront keeps what is written (`500ms` too).
+            ("slow_start", Some(v)) => {
+                s.slow_start = parse_time_mode(v, TimeMode::Msec).ok_or_else(invalid)?;
+                slow_start = Some(param.clone());
+            }
             (k, _) if NOT_YET.contains(&k) => {
                 return Err(err(d, format!("\"{k}\" parameter is not supported yet")));
             }
             _ => return Err(invalid()),
         }
     }
-    Ok(s)
+    Ok((s, slow_start))
 }

@@ -70,6 +70,32 @@ pub(crate) fn template(d: &Directive, text: &str) -> Result<Template, ConfigErro
     parse_template(text).map_err(|m| err(d, m))
 }
 
+/// A regular expression that must compile (`invalid regular expression "RE": REASON`, the
+/// reason as the `regex` crate words it).
+pub(crate) fn check_regex(
+    d: &Directive,
+    pattern: &str,
+    case_insensitive: bool,
+) -> Result<(), ConfigError> {
+    match regex::RegexBuilder::new(pattern)
+        .case_insensitive(case_insensitive)
+        .build()
+    {
+        Ok(_) => Ok(()),
+        Err(e) => {
+            let text = e.to_string();
+            let reason = text
+                .lines()
+                .find_map(|l| l.strip_prefix("error: "))
+                .unwrap_or(text.lines().last().unwrap_or_default());
+            Err(err(
+                d,
+                format!("invalid regular expression \"{pattern}\": {reason}"),
+            ))
+        }
+    }
+}
+
 /// A file path: relative ones are taken from the main configuration file's folder (nginx
 /// takes them from its prefix; ringfront has no separate prefix).
 pub(crate) fn path(prefix: &Path, text: &str) -> PathBuf {

@@ -195,8 +195,8 @@ fn upstream_servers() {
         "unix domain sockets are not supported in upstream \"unix:/tmp/s\" in F:4"
     );
     assert_eq!(
-        h("upstream u {\n server 127.0.0.1 slow_start=10s;\n}"),
-        "\"slow_start\" parameter is not supported yet in F:4"
+        h("upstream u {\n server 127.0.0.1 drain;\n}"),
+        "\"drain\" parameter is not supported yet in F:4"
     );
     assert_eq!(
         h("upstream u {\n server 127.0.0.1 resolve;\n}"),
