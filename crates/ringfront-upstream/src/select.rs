@@ -132,10 +132,14 @@ pub fn free(
         at.tries = 0;
         return out;
     }
+    // Across workers a success may run concurrently with a failure. The failure writes its
+    // times first and publishes the count last (Release); the success reads the count first
+    // (Acquire) and forgives only that count (compare-and-swap), so a failure is never
+    // forgiven by a success that did not see its times (a lost ejection).
     if failed {
-        let fails = h.fails.fetch_add(1, Ordering::Relaxed).saturating_add(1);
         h.accessed.store(now, Ordering::Relaxed);
         h.checked.store(now, Ordering::Relaxed);
+        let fails = h.fails.fetch_add(1, Ordering::Release).saturating_add(1);
         if let Some(penalty) = spec.weight.checked_div(spec.max_fails) {
             let list = if at.in_backup {
                 &up.backup
@@ -145,9 +149,16 @@ pub fn free(
             ws.penalize(id, i64::from(penalty).saturating_mul(list.scale));
             out.disabled = fails >= spec.max_fails;
         }
-    } else if h.accessed.load(Ordering::Relaxed) < h.checked() {
-        let before = h.fails.swap(0, Ordering::Relaxed);
-        out.recovered = spec.max_fails != 0 && before >= spec.max_fails;
+    } else {
+        let before = h.fails.load(Ordering::Acquire);
+        if before != 0
+            && h.accessed.load(Ordering::Relaxed) < h.checked()
+            && h.fails
+                .compare_exchange(before, 0, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            out.recovered = spec.max_fails != 0 && before >= spec.max_fails;
+        }
     }
     at.tries = at.tries.saturating_sub(1);
     out
