@@ -16,6 +16,7 @@ mod respond;
 mod route;
 mod session;
 pub mod snapshot;
+pub mod status;
 mod upstream;
 mod vars;
 mod worker;

@@ -1,11 +1,13 @@
 //! Test-only support for ringfront's integration tests and demos: a programmable HTTP/1.1
 //! [`Backend`] with failure modes, loopback helpers ([`free_port`], [`FullBacklogListener`]),
 //! process harnesses for ringfront ([`Ringfront`]) and real nginx ([`Nginx`]), and small HTTP
-//! clients ([`http::get`], [`http::Client`]). std threads and blocking sockets only.
+//! clients ([`http::get`], [`http::Client`]), and headless Chromium ([`browser`]). std threads
+//! and blocking sockets only.
 //!
 //! Everything binds 127.0.0.1 only.
 
 mod backend;
+pub mod browser;
 pub mod golden;
 pub mod http;
 mod net;
