@@ -8,7 +8,7 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use monoio::net::TcpStream;
-use ringfront_config::LogLevel;
+use ringfront_config::{LocationMatch, LogLevel};
 use ringfront_http::RequestHead;
 
 use crate::body::{self, Body, BodyError};
@@ -375,6 +375,19 @@ pub async fn serve(w: &Rc<Worker>, mut stream: TcpStream, client: SocketAddr, lo
                 },
                 Some(stream),
             )
+        } else if s.check_status.is_some() || s.api {
+            out.clear();
+            let reply = local_status(w, &snap, &mut out, &req, loc, head_only);
+            let (r, o) = write_all(&mut stream, std::mem::take(&mut out), s.send_timeout).await;
+            out = o;
+            let ok = r.is_ok();
+            (
+                Reply {
+                    reusable: reply.reusable && ok,
+                    ..reply
+                },
+                Some(stream),
+            )
         } else if let Some(up) = loc.upstream {
             let body: &[u8] = match &body {
                 Body::Decoded => &decoded,
@@ -439,6 +452,66 @@ async fn local_error(
         bytes_sent: bytes,
         reusable: keep_alive && r.is_ok(),
         tries: vec![],
+    }
+}
+
+/// `check_status` and `api` locations: the status page or the JSON API, built from the
+/// shared board at the time of the request.
+fn local_status(
+    w: &Worker,
+    snap: &Snapshot,
+    out: &mut Vec<u8>,
+    req: &Req<'_>,
+    loc: &LocationRt,
+    head_only: bool,
+) -> Reply {
+    let view = crate::status::collect(snap, &w.shared);
+    let target = req.head.target.get(req.buf);
+    let query = target
+        .iter()
+        .position(|&b| b == b'?')
+        .and_then(|i| target.get(i + 1..))
+        .unwrap_or_default();
+    let (status, content_type, body) = if loc.settings.api {
+        let method = String::from_utf8_lossy(req.head.method.get(req.buf));
+        // The API's own path: what follows the location's prefix (`/api/9/http` -> `/9/http`).
+        let path = match &loc.matcher {
+            Some(
+                LocationMatch::Prefix(p)
+                | LocationMatch::PrefixNoRegex(p)
+                | LocationMatch::Exact(p),
+            ) => req
+                .path
+                .strip_prefix(p.trim_end_matches('/'))
+                .unwrap_or(req.path),
+            _ => req.path,
+        };
+        let r = crate::status::api(&view, &method, path, "");
+        (
+            r.status,
+            crate::status::API_CONTENT_TYPE,
+            r.body.into_bytes(),
+        )
+    } else {
+        let format = loc.settings.check_status.unwrap_or_default();
+        let r = crate::status::render_query(&view, format, &String::from_utf8_lossy(query));
+        (r.status, r.content_type, r.body)
+    };
+    let n = respond::build(
+        out,
+        status,
+        content_type,
+        &[("Cache-Control", b"no-cache")],
+        &body,
+        req.keep_alive,
+        head_only,
+    );
+    Reply {
+        status,
+        body_bytes_sent: n,
+        bytes_sent: out.len() as u64,
+        reusable: req.keep_alive,
+        tries: Vec::new(),
     }
 }
 

@@ -119,6 +119,13 @@ pub struct PeerHealth {
     pub last_probe: AtomicU8,
     /// Milliseconds spent not `UP`, closed periods only (the checker adds on each return).
     pub downtime_ms: AtomicU64,
+    /// Consecutive passed / failed probes of the first active check (Tengine's rise/fall).
+    pub rise: AtomicU32,
+    pub fall: AtomicU32,
+    /// Times the checker took the peer out (`DOWN`).
+    pub ejections: AtomicU64,
+    /// Times the peer reached `max_fails` (nginx Plus's `unavail`).
+    pub unavail: AtomicU64,
     /// The last state change and its cause (written by the checker, rarely).
     pub change: ArcCell,
 }
@@ -163,6 +170,10 @@ impl Default for PeerHealth {
             checks_failed: AtomicU64::new(0),
             last_probe: AtomicU8::new(0),
             downtime_ms: AtomicU64::new(0),
+            rise: AtomicU32::new(0),
+            fall: AtomicU32::new(0),
+            ejections: AtomicU64::new(0),
+            unavail: AtomicU64::new(0),
             change: ArcCell::default(),
         }
     }

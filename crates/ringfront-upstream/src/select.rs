@@ -148,6 +148,9 @@ pub fn free(
             };
             ws.penalize(id, i64::from(penalty).saturating_mul(list.scale));
             out.disabled = fails >= spec.max_fails;
+            if fails == spec.max_fails {
+                h.unavail.fetch_add(1, Ordering::Relaxed);
+            }
         }
     } else {
         let before = h.fails.load(Ordering::Acquire);

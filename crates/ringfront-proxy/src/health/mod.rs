@@ -236,6 +236,9 @@ impl Checker {
         } else if was == UP {
             m.not_up_since_ms = Some(now);
         }
+        if want == DOWN {
+            m.health.ejections.fetch_add(1, Ordering::Relaxed);
+        }
         let mut cause = cause;
         if want == UP && was == DOWN {
             cause.push_str(&start_ramp(m, now));
@@ -277,6 +280,24 @@ impl Checker {
             return;
         };
         m.health.checks.fetch_add(1, Ordering::Relaxed);
+        if check == 0 {
+            m.health.rise.store(
+                if outcome.is_ok() {
+                    cs.passes.saturating_add(1)
+                } else {
+                    0
+                },
+                Ordering::Relaxed,
+            );
+            m.health.fall.store(
+                if outcome.is_err() {
+                    cs.fails.saturating_add(1)
+                } else {
+                    0
+                },
+                Ordering::Relaxed,
+            );
+        }
         let cause = match &outcome {
             Ok(what) => {
                 m.health.last_probe.store(1, Ordering::Relaxed);

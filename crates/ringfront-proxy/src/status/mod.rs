@@ -3,12 +3,14 @@
 //! fills from the live counters. See docs/status.md for every format, field and error.
 
 pub mod api;
+mod collect;
 mod csv;
 mod html;
 mod json;
 mod prometheus;
 pub mod query;
 pub mod view;
+pub use collect::collect;
 
 pub use api::{api, ApiResponse, API_CONTENT_TYPE};
 pub use query::{Query, QueryError, StatusFilter};
