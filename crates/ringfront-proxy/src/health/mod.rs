@@ -79,6 +79,9 @@ struct Machine {
     /// `passive_health nginx`: failed out (for logging the return once).
     passive_out: bool,
     not_up_since_ms: Option<u64>,
+    /// The state last written and logged: a change is logged against this, not against the
+    /// board (which a reload or a worker may have changed first).
+    logged: u8,
 }
 
 impl Machine {
@@ -203,6 +206,7 @@ impl Checker {
                     confirm_down: prev.as_ref().is_some_and(|p| p.confirm_down) && confirm,
                     passive_out: prev.as_ref().is_some_and(|p| p.passive_out),
                     not_up_since_ms: prev.as_ref().and_then(|p| p.not_up_since_ms),
+                    logged: prev.as_ref().map_or(health.state(), |p| p.logged),
                 };
                 machines.push((id, m));
             }
@@ -211,8 +215,13 @@ impl Checker {
         self.machines = machines.into_iter().map(|(_, m)| m).collect();
         self.snap = snap;
         self.epoch += 1;
+        let cause = if first {
+            "configuration loaded"
+        } else {
+            "configuration reloaded"
+        };
         for i in 0..self.machines.len() {
-            self.apply(i, "configuration loaded".into());
+            self.apply(i, cause.into());
         }
     }
 
@@ -222,7 +231,8 @@ impl Checker {
             return;
         };
         let want = m.desired();
-        let was = m.health.state.swap(want, Ordering::Relaxed);
+        m.health.state.store(want, Ordering::Relaxed);
+        let was = std::mem::replace(&mut m.logged, want);
         if was == want {
             return;
         }
@@ -363,7 +373,9 @@ impl Checker {
                     cause: cause.clone(),
                 });
                 // CHECKING -> UP: the peer was only held out for the probe's duration.
-                m.health.state.store(m.desired(), Ordering::Relaxed);
+                let want = m.desired();
+                m.health.state.store(want, Ordering::Relaxed);
+                m.logged = want;
                 if let Some(since) = m.not_up_since_ms.take() {
                     m.health
                         .downtime_ms
