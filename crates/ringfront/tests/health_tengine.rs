@@ -4,20 +4,11 @@
 mod common;
 
 use common::health::{
-    count, has_state, hc_config, requests_to, state_lines, user_requests, wait_state, Load,
+    count, has_state, hc_config, lines_after, requests_to, state_lines, user_requests, wait_state,
+    wait_until, Load,
 };
 use common::{addr, port};
 use ringfront_testkit::{Backend, Canned, Mode, Ringfront};
-
-/// stderr lines after the first one containing `marker`.
-fn lines_after(rf: &Ringfront, marker: &str) -> Vec<String> {
-    let lines = rf.stderr_lines();
-    let i = lines
-        .iter()
-        .position(|l| l.contains(marker))
-        .expect("marker line");
-    lines[i + 1..].to_vec()
-}
 
 #[test]
 fn tcp_check_takes_a_refusing_peer_out_and_back() {
@@ -86,7 +77,7 @@ fn http_check_with_send_and_expect_alive_rejects_a_redirect() {
         .find(|r| r.target == "/status")
         .expect("a probe");
     assert_eq!(probe.raw_head, b"GET /status HTTP/1.0\r\n\r\n");
-    assert!(requests_to(&b, "/status") >= 2);
+    wait_until("two probes of b", || requests_to(&b, "/status") >= 2);
     assert!(!has_state(&rf, &b, "marked"), "{:?}", state_lines(&rf, &b));
 
     let users = user_requests(&a, "/status");

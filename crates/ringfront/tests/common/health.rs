@@ -72,6 +72,27 @@ pub fn state_lines(rf: &Ringfront, b: &Backend) -> Vec<String> {
         .collect()
 }
 
+/// stderr lines after the first one containing `marker` (which must have been printed).
+pub fn lines_after(rf: &Ringfront, marker: &str) -> Vec<String> {
+    let lines = rf.stderr_lines();
+    let i = lines
+        .iter()
+        .position(|l| l.contains(marker))
+        .expect("marker line");
+    lines[i + 1..].to_vec()
+}
+
+/// Whether ringfront logged a failed request to `b` (`connect() failed`, `timed out`, ...)
+/// in `lines`: an error line naming `b` as the request's upstream.
+pub fn tried(lines: &[String], b: &Backend) -> Vec<String> {
+    let upstream = format!("upstream: \"http://127.0.0.1:{}/", b.port());
+    lines
+        .iter()
+        .filter(|l| l.contains("[error]") && l.contains(&upstream))
+        .cloned()
+        .collect()
+}
+
 /// Polls `cond` every 10 ms until it holds; panics with `what` after [`WAIT`].
 pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
     let deadline = Instant::now() + WAIT;
