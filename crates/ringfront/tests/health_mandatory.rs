@@ -19,7 +19,11 @@ fn hanging_peer(mandatory: &str) -> (Ringfront, Backend, Backend, u16) {
         p,
         &[addr(&a), addr(&b)],
         "",
-        &format!("health_check interval=200ms uri=/health {mandatory}; proxy_read_timeout 500ms;"),
+        // fails=2 and a 1 s read timeout: one slow probe of b on a loaded machine does
+        // not take b out.
+        &format!(
+            "health_check interval=200ms fails=2 uri=/health {mandatory}; proxy_read_timeout 1s;"
+        ),
         "",
     ));
     (rf, a, b, p)
@@ -43,7 +47,7 @@ fn mandatory_peer_whose_probe_hangs_never_gets_a_request() {
     assert!(requests_to(&a, "/health") >= 1);
     let down = wait_state(&rf, &a, "marked down");
     assert!(
-        down.contains("first active check failed (timed out; http GET /health every 200ms fails=1 passes=1 mandatory)"),
+        down.contains("first active check failed (timed out; http GET /health every 200ms fails=2 passes=1 mandatory)"),
         "{down}"
     );
     let up = wait_state(&rf, &b, "marked up");
@@ -65,8 +69,8 @@ fn non_mandatory_peer_gets_requests_before_its_first_probe() {
         "{passive}"
     );
     // ... and the probe, which times out too, takes it out for the active check.
-    let down = wait_state(&rf, &a, "marked down: 1 failed active checks (timed out; ");
-    assert!(down.contains("every 200ms fails=1 passes=1)"), "{down}");
+    let down = wait_state(&rf, &a, "marked down: 2 failed active checks (timed out; ");
+    assert!(down.contains("every 200ms fails=2 passes=1)"), "{down}");
     let before = user_requests(&a, "/health");
     let served = load.spread(10);
     assert_eq!(count(&served, &b), 10);
