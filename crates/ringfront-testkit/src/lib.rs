@@ -17,7 +17,7 @@ mod raw;
 mod ringfront;
 mod wire;
 
-pub use backend::{body_pattern, Backend, Mode, Recorded};
+pub use backend::{body_pattern, Backend, Canned, Mode, Recorded};
 pub use http::{Client, Response};
 pub use net::{free_port, FullBacklogListener};
 pub use nginx::{Nginx, NGINX_BIN};

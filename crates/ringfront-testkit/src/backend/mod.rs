@@ -41,6 +41,33 @@ pub enum Mode {
     Reset,
 }
 
+/// A fixed answer for one path, set with [`Backend::set_route`] (e.g. a `/health` endpoint
+/// whose status, headers or body a test flips at run time).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Canned {
+    pub status: u16,
+    /// Sent after `Server` and `X-Backend`, before `Content-Length`.
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Canned {
+    /// `status` with a `text/plain` body and no extra headers.
+    pub fn status(status: u16, body: &str) -> Canned {
+        Canned {
+            status,
+            headers: vec![("Content-Type".into(), "text/plain".into())],
+            body: body.as_bytes().to_vec(),
+        }
+    }
+
+    /// Adds a header.
+    pub fn header(mut self, name: &str, value: &str) -> Canned {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+}
+
 /// One request as the backend received it.
 #[derive(Debug, Clone)]
 pub struct Recorded {
@@ -82,6 +109,8 @@ struct State {
     accepted: usize,
     requests: Vec<Recorded>,
     conns: HashMap<u64, TcpStream>,
+    /// Canned answers by path (the target without its query), for Ok mode.
+    routes: HashMap<String, Canned>,
     next_conn: u64,
     threads: Vec<JoinHandle<()>>,
 }
@@ -111,6 +140,7 @@ impl Backend {
                 accepted: 0,
                 requests: Vec::new(),
                 conns: HashMap::new(),
+                routes: HashMap::new(),
                 next_conn: 0,
                 threads: Vec::new(),
             }),
@@ -199,6 +229,17 @@ impl Backend {
         self.shared.cond.notify_all();
     }
 
+    /// From now on, Ok-mode requests whose path (target without the query) is `path` get
+    /// `answer` instead of the usual one; replaces an earlier answer for that path.
+    pub fn set_route(&self, path: &str, answer: Canned) {
+        self.shared.lock().routes.insert(path.to_string(), answer);
+    }
+
+    /// Drops the canned answer for `path`: its requests get the usual answer again.
+    pub fn clear_route(&self, path: &str) {
+        self.shared.lock().routes.remove(path);
+    }
+
     /// Stops listening, closes every connection and joins all threads. Idempotent.
     pub fn stop(&mut self) {
         let threads = {
@@ -251,6 +292,11 @@ impl Shared {
 
     fn mode(&self) -> Mode {
         self.lock().mode
+    }
+
+    fn route(&self, target: &str) -> Option<Canned> {
+        let path = target.split('?').next().unwrap_or(target);
+        self.lock().routes.get(path).cloned()
     }
 
     fn count_hit(&self) {

@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::time::Duration;
 
-use super::{Mode, Recorded, Shared};
+use super::{Canned, Mode, Recorded, Shared};
 use crate::wire::{BufStream, Head};
 
 /// The body a `?size=N` request gets: a repeating `a..z` pattern, so tests can compare
@@ -112,6 +112,17 @@ pub(super) fn serve(shared: &Shared, conn: &mut BufStream) {
             }
         }
 
+        if let Some(canned) = shared.route(&target) {
+            let keep_alive = if version == "HTTP/1.1" {
+                !head.has_token("connection", "close")
+            } else {
+                head.has_token("connection", "keep-alive")
+            };
+            if !answer_canned(shared, conn, &method, &version, &canned, keep_alive) {
+                return;
+            }
+            continue;
+        }
         if head.has_token("upgrade", "websocket") {
             upgrade_echo(shared, conn);
             return;
@@ -207,6 +218,39 @@ fn answer(
         } else {
             out.extend_from_slice(&body);
         }
+    }
+    conn.write_all(&out).is_ok() && keep_alive
+}
+
+/// Writes a [`Canned`] answer; returns whether the connection stays open.
+fn answer_canned(
+    shared: &Shared,
+    conn: &mut BufStream,
+    method: &str,
+    version: &str,
+    canned: &Canned,
+    keep_alive: bool,
+) -> bool {
+    let mut out = Vec::with_capacity(canned.body.len() + 256);
+    let _ = write!(
+        out,
+        "HTTP/1.1 {} {}\r\nServer: ringfront-testkit\r\nX-Backend: {}\r\n",
+        canned.status,
+        reason(canned.status),
+        shared.port()
+    );
+    for (n, v) in &canned.headers {
+        let _ = write!(out, "{n}: {v}\r\n");
+    }
+    let _ = write!(out, "Content-Length: {}\r\n", canned.body.len());
+    if !keep_alive {
+        out.extend_from_slice(b"Connection: close\r\n");
+    } else if version != "HTTP/1.1" {
+        out.extend_from_slice(b"Connection: keep-alive\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+    if method != "HEAD" {
+        out.extend_from_slice(&canned.body);
     }
     conn.write_all(&out).is_ok() && keep_alive
 }

@@ -205,3 +205,36 @@ fn start_on_fixed_port() {
     );
     drop(b);
 }
+
+#[test]
+fn canned_route_answers_its_path_until_cleared() {
+    let b = Backend::start();
+    b.set_route(
+        "/health",
+        Canned::status(503, "maintenance").header("X-State", "draining"),
+    );
+    let mut c = Client::connect(b.addr());
+    let r = c.request("GET", "/health?x=1", &[], b"");
+    assert_eq!((r.status, r.text().as_str()), (503, "maintenance"));
+    assert_eq!(r.header("x-state"), Some("draining"));
+    assert_eq!(r.header("x-backend"), Some(b.port().to_string().as_str()));
+    // Same connection (keepalive kept), other paths unaffected.
+    let r = c.request("GET", "/other", &[], b"");
+    assert_eq!(
+        (r.status, r.text()),
+        (200, format!("backend {}\n", b.port()))
+    );
+    b.set_route("/health", Canned::status(200, "ok"));
+    assert_eq!(c.request("GET", "/health", &[], b"").status, 200);
+    b.clear_route("/health");
+    let r = c.request("GET", "/health", &[], b"");
+    assert_eq!(
+        (r.status, r.text()),
+        (200, format!("backend {}\n", b.port()))
+    );
+    assert_eq!(b.accepted(), 1);
+    // Other modes still win over the route.
+    b.set_route("/health", Canned::status(200, "ok"));
+    b.set_mode(Mode::Close);
+    assert!(try_get(b.addr(), "/health").is_err());
+}

@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+pub mod health;
+
 use ringfront_testkit::{free_port, Backend};
 
 /// Replaces `{KEY}` placeholders, so nginx's own braces need no escaping.
