@@ -10,7 +10,7 @@ use common::health::{
     count, hc_config, lines_after, requests_to, tried, wait_state, wait_until, Load,
 };
 use common::{differential, port, proxy_config, servers, Run};
-use ringfront_testkit::{Backend, Mode, Ringfront};
+use ringfront_testkit::{Backend, Canned, Mode, Ringfront};
 
 /// One request longer than `proxy_read_timeout`; `timeout` is not in `proxy_next_upstream`,
 /// so it ends with the 504 of its first peer.
@@ -155,4 +155,48 @@ fn confirm_mode_ejects_a_refusing_peer_until_it_listens_again() {
     assert!(up.contains("marked up: probe passed (connected)"), "{up}");
     let served = load.spread(10);
     assert!(count(&served, &a) >= 4, "{served:?}");
+}
+
+/// The other half of article 000: a tenant's request that the backend answers with 504
+/// (`proxy_next_upstream ... http_504`, so it counts as a failure of the peer and is retried
+/// on the next one). nginx mode takes the healthy peer out; confirm mode keeps it in.
+#[test]
+fn a_tenants_504_takes_the_peer_out_only_in_nginx_mode() {
+    for mode in ["nginx", "confirm"] {
+        let (a, b) = (Backend::start(), Backend::start());
+        let p = port();
+        let rf = Ringfront::start(&hc_config(
+            p,
+            &article_000_servers(&a, &b),
+            &format!("passive_health {mode};"),
+            "proxy_next_upstream error timeout http_504; health_check interval=5s uri=/health;",
+            "",
+        ));
+        // Only a's tenant endpoint answers 504; b answers it normally.
+        a.set_route("/tenant", Canned::status(504, "tenant timed out"));
+        let mut load = Load::new(p);
+        // Round robin: the first or the second request meets a, fails there (504) and is
+        // retried on b, so the client sees b's 200 either way.
+        for _ in 0..2 {
+            assert_eq!(load.get("/tenant").0, 200, "{mode}");
+        }
+        assert_eq!(requests_to(&a, "/tenant"), 1, "{mode}");
+        let verdict = if mode == "confirm" {
+            "kept up"
+        } else {
+            "marked down"
+        };
+        let line = wait_state(&rf, &a, verdict);
+        assert!(
+            line.contains("passive failures (http_5xx)"),
+            "{mode}: {line}"
+        );
+        let served = load.spread(8);
+        if mode == "confirm" {
+            assert!((3..=5).contains(&count(&served, &a)), "{mode}: {served:?}");
+        } else {
+            // a is out for fail_timeout; b (never failed) serves everything.
+            assert_eq!(count(&served, &b), 8, "{mode}: {served:?}");
+        }
+    }
 }
