@@ -22,7 +22,7 @@ use crate::session::{Reply, Req};
 use crate::snapshot::{LocationRt, Snapshot};
 use crate::upstream::{attempt, Failure, Ft, Params};
 use crate::vars::{self, TryLog};
-use crate::worker::Worker;
+use crate::worker::{PeerState, Worker};
 
 /// RFC 9110 9.2.2 methods nginx will not resend once sent (POST, LOCK, PATCH).
 fn non_idempotent(method: &[u8]) -> bool {
@@ -255,18 +255,6 @@ pub async fn run(
             && started.elapsed() >= s.proxy_next_upstream_timeout;
         match res {
             Err(f) => {
-                let outcome = {
-                    let mut peers = state.peers.borrow_mut();
-                    free(
-                        &snap.topology,
-                        &mut peers,
-                        &snap.board,
-                        &mut at,
-                        true,
-                        None,
-                        now_secs(),
-                    )
-                };
                 if let Some(h) = snap.board.get(id) {
                     h.note_failure(match f.ft {
                         Ft::Timeout => FailKind::Timeout,
@@ -275,7 +263,7 @@ pub async fn run(
                         Ft::Error => FailKind::Error,
                     });
                 }
-                report(w, snap, up, id, outcome);
+                let outcome = end_try(w, snap, &state, &mut at, up, id, true, None);
                 let upstream_url = format!("http://{}{}", spec.name, uri);
                 w.log(
                     snap,
@@ -345,19 +333,7 @@ pub async fn run(
                                 });
                             }
                         }
-                        let outcome = {
-                            let mut peers = state.peers.borrow_mut();
-                            free(
-                                &snap.topology,
-                                &mut peers,
-                                &snap.board,
-                                &mut at,
-                                failed,
-                                None,
-                                now_secs(),
-                            )
-                        };
-                        report(w, snap, up, id, outcome);
+                        end_try(w, snap, &state, &mut at, up, id, failed, None);
                         this_try.response_time = Some(try_start.elapsed());
                         tries.push(this_try);
                         continue;
@@ -385,25 +361,13 @@ pub async fn run(
                     group
                         .least_time_last_byte
                         .map(|lb| if lb { last_byte } else { header_time });
-                let outcome = {
-                    let mut peers = state.peers.borrow_mut();
-                    free(
-                        &snap.topology,
-                        &mut peers,
-                        &snap.board,
-                        &mut at,
-                        false,
-                        response_time,
-                        now_secs(),
-                    )
-                };
                 if let Some(h) = snap.board.get(id) {
                     h.note_response(
                         status,
                         u64::try_from(last_byte.as_micros()).unwrap_or(u64::MAX),
                     );
                 }
-                report(w, snap, up, id, outcome);
+                end_try(w, snap, &state, &mut at, up, id, false, response_time);
                 if let Some(last) = tries.last_mut() {
                     last.response_time = Some(last_byte);
                 }
@@ -416,6 +380,34 @@ pub async fn run(
 
 fn elapsed_us(since: Instant) -> u64 {
     u64::try_from(since.elapsed().as_micros()).unwrap_or(u64::MAX)
+}
+
+/// Ends the current try: `free` (nginx's `peer.free`), then the checker hears what it saw.
+#[allow(clippy::too_many_arguments)]
+fn end_try(
+    w: &Worker,
+    snap: &Snapshot,
+    state: &PeerState,
+    at: &mut Attempt,
+    up: UpstreamId,
+    id: PeerId,
+    failed: bool,
+    response_time: Option<std::time::Duration>,
+) -> FreeOutcome {
+    let outcome = {
+        let mut peers = state.peers.borrow_mut();
+        free(
+            &snap.topology,
+            &mut peers,
+            &snap.board,
+            at,
+            failed,
+            response_time,
+            now_secs(),
+        )
+    };
+    report(w, snap, up, id, outcome);
+    outcome
 }
 
 /// Tells the health checker what `free` saw: a peer that reached `max_fails` (in

@@ -362,22 +362,13 @@ pub async fn serve(w: &Rc<Worker>, mut stream: TcpStream, client: SocketAddr, lo
                 tries: vec![],
             };
             (reply, None)
-        } else if let Some(ret) = &s.return_ {
+        } else if s.return_.is_some() || s.check_status.is_some() || s.api {
+            // Answered here: `return`, or the status page / API.
             out.clear();
-            let reply = local_return(&mut out, &req, loc, ret, head_only);
-            let (r, o) = write_all(&mut stream, std::mem::take(&mut out), s.send_timeout).await;
-            out = o;
-            let ok = r.is_ok();
-            (
-                Reply {
-                    reusable: reply.reusable && ok,
-                    ..reply
-                },
-                Some(stream),
-            )
-        } else if s.check_status.is_some() || s.api {
-            out.clear();
-            let reply = local_status(w, &snap, &mut out, &req, loc, head_only);
+            let reply = match &s.return_ {
+                Some(ret) => local_return(&mut out, &req, loc, ret, head_only),
+                None => local_status(w, &snap, &mut out, &req, loc, head_only),
+            };
             let (r, o) = write_all(&mut stream, std::mem::take(&mut out), s.send_timeout).await;
             out = o;
             let ok = r.is_ok();

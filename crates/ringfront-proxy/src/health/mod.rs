@@ -85,6 +85,15 @@ struct Machine {
 }
 
 impl Machine {
+    /// Ends a period out of service: its length goes to the peer's downtime.
+    fn close_downtime(&mut self, now: u64) {
+        if let Some(since) = self.not_up_since_ms.take() {
+            self.health
+                .downtime_ms
+                .fetch_add(now.saturating_sub(since), Ordering::Relaxed);
+        }
+    }
+
     fn desired(&self) -> u8 {
         if self.checks.iter().any(|c| c.verdict == Verdict::Unknown) {
             CHECKING
@@ -238,11 +247,7 @@ impl Checker {
         }
         let now = now_ms();
         if want == UP {
-            if let Some(since) = m.not_up_since_ms.take() {
-                m.health
-                    .downtime_ms
-                    .fetch_add(now.saturating_sub(since), Ordering::Relaxed);
-            }
+            m.close_downtime(now);
         } else if was == UP {
             m.not_up_since_ms = Some(now);
         }
@@ -376,11 +381,7 @@ impl Checker {
                 let want = m.desired();
                 m.health.state.store(want, Ordering::Relaxed);
                 m.logged = want;
-                if let Some(since) = m.not_up_since_ms.take() {
-                    m.health
-                        .downtime_ms
-                        .fetch_add(now_ms().saturating_sub(since), Ordering::Relaxed);
-                }
+                m.close_downtime(now_ms());
                 self.log(LogLevel::Notice, format_args!("{label} kept up: {cause}"));
             }
             Err(why) => {
@@ -639,11 +640,7 @@ fn handle(c: &Shared_, ev: Event) {
                 return;
             };
             m.passive_out = false;
-            if let Some(since) = m.not_up_since_ms.take() {
-                m.health
-                    .downtime_ms
-                    .fetch_add(now_ms().saturating_sub(since), Ordering::Relaxed);
-            }
+            m.close_downtime(now_ms());
             let mut cause = "answered a request after its failed-out period".to_string();
             cause.push_str(&start_ramp(m, now_ms()));
             m.health.change.set(StateChange {
