@@ -126,3 +126,48 @@ fn article_001_warming_backend_held_out_then_ramped() {
     println!("shares of the warmed-up peer: {s:?}");
     assert_ramp(&s);
 }
+
+/// The passive path: in nginx mode a peer failed out by `max_fails` returns when a request
+/// succeeds after its `fail_timeout`; that return starts the slow-start ramp too.
+#[test]
+fn slow_start_ramps_a_peer_back_after_its_fail_timeout() {
+    let (a, b) = (Backend::start(), Backend::start());
+    a.set_mode(Mode::Close);
+    let p = port();
+    let rf = Ringfront::start(&hc_config(
+        p,
+        &[
+            format!("{} max_fails=1 fail_timeout=1s slow_start=3s", addr(&a)),
+            format!("{} slow_start=3s", addr(&b)),
+        ],
+        "",
+        "",
+        "",
+    ));
+    let mut load = Load::new(p);
+    // Round robin meets a within two requests; its failure is retried on b.
+    for _ in 0..2 {
+        assert_eq!(load.get("/"), (200, b.port()));
+    }
+    let down = wait_state(&rf, &a, "marked down");
+    assert!(
+        down.contains("reached max_fails=1, out for fail_timeout=1s"),
+        "{down}"
+    );
+    a.set_mode(Mode::Ok);
+    // After fail_timeout one request probes a, succeeds, and the ramp begins.
+    let mut sent = 0;
+    while !has_state(&rf, &a, "marked up") {
+        assert_eq!(load.get("/").0, 200);
+        sent += 1;
+        assert!(sent < 100_000, "a never came back");
+    }
+    let up = wait_state(&rf, &a, "marked up");
+    assert!(
+        up.contains("answered a request after its failed-out period, slow start over 3000ms"),
+        "{up}"
+    );
+    let s = shares(&mut load, &a, 5, Duration::from_millis(750));
+    println!("shares of the returning peer: {s:?}");
+    assert_ramp(&s);
+}
