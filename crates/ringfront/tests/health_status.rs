@@ -157,14 +157,27 @@ fn prometheus_metrics_are_scraped_and_parsed() {
     for _ in 0..12 {
         assert_eq!(get(&s, "/").status, 200);
     }
-    let r = get(&s, "/metrics");
+    // A worker counts a response once the client has it all: the last one may be a moment
+    // behind the scrape (another worker can answer it). Scrape until all 12 are in.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let (r, body, samples) = loop {
+        let r = get(&s, "/metrics");
+        let body = text(&r);
+        let samples = parse_metrics(&body);
+        let counted: f64 = samples
+            .iter()
+            .filter(|(n, _, _)| n == "ringfront_upstream_peer_response_time_seconds_count")
+            .map(|(_, _, v)| v)
+            .sum();
+        if counted >= 12.0 || std::time::Instant::now() > deadline {
+            break (r, body, samples);
+        }
+    };
     assert_eq!(r.status, 200);
     assert!(r
         .header("content-type")
         .unwrap_or("")
         .starts_with("text/plain"));
-    let body = text(&r);
-    let samples = parse_metrics(&body);
     let sum = |name: &str, f: &dyn Fn(&HashMap<String, String>) -> bool| -> f64 {
         samples
             .iter()
