@@ -8,12 +8,23 @@ use std::time::Duration;
 
 use socket2::{Domain, Socket, Type};
 
-/// A port on 127.0.0.1 that was free a moment ago (bind port 0, read it, close).
+/// A port on 127.0.0.1 that was free a moment ago (bind port 0, read it, close), and that
+/// this process has not handed out before: the kernel may give a just-closed port to the
+/// next `bind(0)`, and two tests running in parallel with the same port would both listen
+/// on it (ringfront and nginx bind with `SO_REUSEPORT`) and share each other's connections.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("bind 127.0.0.1:0")
-        .port()
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    loop {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("bind 127.0.0.1:0")
+            .port();
+        let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+        if !given.contains(&port) {
+            given.push(port);
+            return port;
+        }
+    }
 }
 
 /// A listener on 127.0.0.1 that never accepts and whose accept queue is full, so the kernel
