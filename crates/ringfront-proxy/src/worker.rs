@@ -46,8 +46,14 @@ pub struct Worker {
     pub busy: Cell<usize>,
     /// Idle keepalive client connections, oldest first.
     pub idle: crate::idle::IdleQueue,
+    /// Spare request buffers, so that idle connections hold none.
+    bufs: RefCell<Vec<Vec<u8>>>,
     state: RefCell<Rc<PeerState>>,
 }
+
+/// The size of a request buffer, and how many spare ones a worker keeps (256 KiB at most).
+const BUF_SIZE: usize = 4096;
+const SPARE_BUFS: usize = 64;
 
 impl Worker {
     pub fn snapshot(&self) -> Arc<Snapshot> {
@@ -65,6 +71,23 @@ impl Worker {
             *self.state.borrow_mut() = fresh.clone();
         }
         fresh
+    }
+
+    /// An empty buffer with room for `BUF_SIZE` bytes.
+    pub fn take_buf(&self) -> Vec<u8> {
+        self.bufs
+            .borrow_mut()
+            .pop()
+            .unwrap_or_else(|| Vec::with_capacity(BUF_SIZE))
+    }
+
+    /// Keeps `buf` for another request unless there are enough spares, or it grew large.
+    pub fn give_buf(&self, mut buf: Vec<u8>) {
+        let mut bufs = self.bufs.borrow_mut();
+        if (BUF_SIZE..=2 * BUF_SIZE).contains(&buf.capacity()) && bufs.len() < SPARE_BUFS {
+            buf.clear();
+            bufs.push(buf);
+        }
     }
 
     pub fn stopping(&self) -> bool {
@@ -141,7 +164,7 @@ async fn accept_loop(w: Rc<Worker>, listener: Rc<TcpListener>, ctl: Rc<AcceptCtl
         }
         let handle = ctl.canceller.borrow().handle();
         match listener.cancelable_accept(handle).await {
-            Ok((stream, client)) => {
+            Ok((stream, _)) => {
                 let snap = w.snapshot();
                 // Full: make room by closing the oldest idle keepalive connection, as nginx
                 // does; refuse the newcomer only when every connection is busy.
@@ -158,16 +181,10 @@ async fn accept_loop(w: Rc<Worker>, listener: Rc<TcpListener>, ctl: Rc<AcceptCtl
                     drop(stream);
                     continue;
                 }
-                let local = stream
-                    .local_addr()
-                    .unwrap_or_else(|_| ([0, 0, 0, 0], 0).into());
                 let _ = stream.set_nodelay(true);
-                let w2 = w.clone();
-                w.conns.set(w.conns.get() + 1);
-                monoio::spawn(async move {
-                    crate::session::serve(&w2, stream, client, local).await;
-                    w2.conns.set(w2.conns.get() - 1);
-                });
+                if let Some(conn) = crate::session::Conn::new(w.clone(), stream) {
+                    monoio::spawn(crate::session::serve(conn));
+                }
             }
             Err(_) if w.stopping() || ctl.gone.get() => return,
             Err(e) => {
@@ -194,6 +211,8 @@ fn spawn_accept(w: &Rc<Worker>, listener: TcpListener) -> Rc<AcceptCtl> {
 
 async fn worker_main(w: Rc<Worker>, initial: Vec<(SocketAddr, TcpListener)>) {
     let mut listeners: HashMap<SocketAddr, Rc<AcceptCtl>> = HashMap::new();
+    let reaper = w.clone();
+    monoio::spawn(async move { reaper.idle.reap().await });
     for (addr, l) in initial {
         listeners.insert(addr, spawn_accept(&w, l));
     }
@@ -259,6 +278,7 @@ pub fn run(
         conns: Cell::new(0),
         busy: Cell::new(0),
         idle: Default::default(),
+        bufs: Default::default(),
         state: RefCell::new(Rc::new(PeerState::new(&snap))),
     });
     let started = ready.clone();
