@@ -6,8 +6,6 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
-use std::future::Future;
-use std::pin::Pin;
 use std::rc::{Rc, Weak};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
@@ -16,16 +14,20 @@ use std::time::{Duration, Instant};
 #[derive(Default)]
 pub struct IdleSignal {
     closed: Cell<bool>,
+    idle: Cell<bool>,
     /// Which idle period the connection is in; a queue entry from an older one is stale.
     period: Cell<u32>,
-    idle: Cell<bool>,
     waker: Cell<Option<Waker>>,
 }
 
 impl IdleSignal {
-    /// Resolves when the worker asks this idle connection to close.
-    pub fn closed(&self) -> Closed<'_> {
-        Closed(self)
+    /// Ready once the worker has asked this idle connection to close.
+    pub fn poll_closed(&self, cx: &mut Context<'_>) -> Poll<()> {
+        if self.closed.get() {
+            return Poll::Ready(());
+        }
+        self.waker.set(Some(cx.waker().clone()));
+        Poll::Pending
     }
 
     fn close(&self) {
@@ -36,21 +38,19 @@ impl IdleSignal {
     }
 }
 
-pub struct Closed<'a>(&'a IdleSignal);
+/// Milliseconds on the queue's own clock, wrapping: deadlines are compared as differences,
+/// and no timeout is longer than `MAX_TIMEOUT_MS`.
+type Ms = u32;
+const MAX_TIMEOUT_MS: u128 = 1 << 30;
 
-impl Future for Closed<'_> {
-    type Output = ();
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if self.0.closed.get() {
-            return Poll::Ready(());
-        }
-        self.0.waker.set(Some(cx.waker().clone()));
-        Poll::Pending
-    }
+/// Whether `deadline` has come at `now`.
+fn due(deadline: Ms, now: Ms) -> bool {
+    now.wrapping_sub(deadline) as i32 >= 0
 }
 
+/// One idle period of one connection: 16 bytes.
 struct Entry {
-    deadline: Instant,
+    deadline: Ms,
     period: u32,
     sig: Weak<IdleSignal>,
 }
@@ -66,13 +66,13 @@ impl Entry {
 
 /// Entries of one `keepalive_timeout` value: pushed in time order, so deadlines ascend.
 struct Lane {
-    timeout: Duration,
+    timeout: Ms,
     q: VecDeque<Entry>,
 }
 
 impl Lane {
-    /// Drops stale entries at the front; the live front entry, if any.
-    fn front(&mut self) -> Option<(Instant, Rc<IdleSignal>)> {
+    /// Drops stale entries at the front; the live front entry's deadline and connection.
+    fn front(&mut self) -> Option<(Ms, Rc<IdleSignal>)> {
         loop {
             let e = self.q.front()?;
             match e.live() {
@@ -86,42 +86,56 @@ impl Lane {
 }
 
 /// The worker's idle connections, one lane per `keepalive_timeout` value in use.
-#[derive(Default)]
 pub struct IdleQueue {
+    epoch: Instant,
     lanes: RefCell<Vec<Lane>>,
     /// Connections idle now; entries beyond these are stale and compacted away.
     live: Cell<usize>,
-    /// The reaper, parked until the earliest deadline may have changed.
+    /// When the reaper wakes next (`None`: parked until a push).
+    armed: Cell<Option<Ms>>,
     reaper: Cell<Option<Waker>>,
     kicked: Cell<bool>,
 }
 
+impl Default for IdleQueue {
+    fn default() -> Self {
+        IdleQueue {
+            epoch: Instant::now(),
+            lanes: RefCell::default(),
+            live: Cell::new(0),
+            armed: Cell::new(None),
+            reaper: Cell::new(None),
+            kicked: Cell::new(false),
+        }
+    }
+}
+
 impl IdleQueue {
+    fn now(&self) -> Ms {
+        self.epoch.elapsed().as_millis() as Ms
+    }
+
     /// Registers `sig` as idle from now on, to be closed after `timeout`.
     pub fn push(&self, sig: &Rc<IdleSignal>, timeout: Duration) {
         let period = sig.period.get().wrapping_add(1);
         sig.period.set(period);
         sig.idle.set(true);
         self.live.set(self.live.get() + 1);
+        let timeout = timeout.as_millis().min(MAX_TIMEOUT_MS) as Ms;
+        let deadline = self.now().wrapping_add(timeout);
         let entry = Entry {
-            deadline: Instant::now() + timeout,
+            deadline,
             period,
             sig: Rc::downgrade(sig),
         };
         let mut lanes = self.lanes.borrow_mut();
-        let first = match lanes.iter_mut().find(|l| l.timeout == timeout) {
-            Some(l) => {
-                l.q.push_back(entry);
-                l.q.len() == 1
-            }
-            None => {
-                lanes.push(Lane {
-                    timeout,
-                    q: VecDeque::from([entry]),
-                });
-                true
-            }
-        };
+        match lanes.iter_mut().find(|l| l.timeout == timeout) {
+            Some(l) => l.q.push_back(entry),
+            None => lanes.push(Lane {
+                timeout,
+                q: VecDeque::from([entry]),
+            }),
+        }
         // Entries of connections that became busy again are dropped lazily; compact when
         // they outnumber the live ones so the queue stays proportional to idle connections.
         let total: usize = lanes.iter().map(|l| l.q.len()).sum();
@@ -132,8 +146,8 @@ impl IdleQueue {
             }
         }
         drop(lanes);
-        // A lane's first entry may be the new earliest deadline: let the reaper look.
-        if first {
+        // Wake the reaper only when this deadline comes before the one it sleeps until.
+        if self.armed.get().is_none_or(|at| !due(at, deadline)) {
             self.kick();
         }
     }
@@ -147,14 +161,15 @@ impl IdleQueue {
 
     /// Asks the oldest idle connection to close. False when there is none.
     pub fn close_oldest(&self) -> bool {
+        let now = self.now();
         let mut lanes = self.lanes.borrow_mut();
-        let mut oldest: Option<(usize, Instant)> = None;
+        let mut oldest: Option<(usize, Ms)> = None;
         for (i, l) in lanes.iter_mut().enumerate() {
             let timeout = l.timeout;
             if let Some((deadline, _)) = l.front() {
-                let since = deadline.checked_sub(timeout).unwrap_or(deadline);
-                if oldest.is_none_or(|(_, t)| since < t) {
-                    oldest = Some((i, since));
+                let age = now.wrapping_sub(deadline.wrapping_sub(timeout));
+                if oldest.is_none_or(|(_, a)| age > a) {
+                    oldest = Some((i, age));
                 }
             }
         }
@@ -167,24 +182,26 @@ impl IdleQueue {
         true
     }
 
-    /// Closes every connection whose keepalive deadline has passed; the next deadline.
-    fn expire(&self, now: Instant) -> Option<Instant> {
-        let mut due = Vec::new();
-        let mut next: Option<Instant> = None;
+    /// Closes every connection whose keepalive deadline has come at `now`; the next one.
+    fn expire(&self, now: Ms) -> Option<Ms> {
+        let mut closing = Vec::new();
+        let mut next: Option<Ms> = None;
         let mut lanes = self.lanes.borrow_mut();
         for l in lanes.iter_mut() {
             while let Some((deadline, sig)) = l.front() {
-                if deadline > now {
-                    next = Some(next.map_or(deadline, |n| n.min(deadline)));
+                if !due(deadline, now) {
+                    if next.is_none_or(|n| due(deadline, n)) {
+                        next = Some(deadline);
+                    }
                     break;
                 }
                 l.q.pop_front();
-                due.push(sig);
+                closing.push(sig);
             }
         }
         lanes.retain(|l| !l.q.is_empty());
         drop(lanes);
-        for sig in due {
+        for sig in closing {
             sig.close();
         }
         next
@@ -197,40 +214,33 @@ impl IdleQueue {
         }
     }
 
-    /// Resolves when a push may have moved the earliest deadline forward.
-    fn kicked(&self) -> Kicked<'_> {
-        Kicked(self)
-    }
-
     /// The worker's keepalive reaper: sleeps until the earliest idle deadline, closes the
-    /// connections that are due, and parks when no connection is idle.
+    /// connections that are due, and parks while no connection is idle.
     pub async fn reap(&self) {
         loop {
             self.kicked.set(false);
-            match self.expire(Instant::now()) {
+            let now = self.now();
+            let next = self.expire(now);
+            self.armed.set(next);
+            let kicked = std::future::poll_fn(|cx| {
+                if self.kicked.replace(false) {
+                    return Poll::Ready(());
+                }
+                self.reaper.set(Some(cx.waker().clone()));
+                Poll::Pending
+            });
+            match next {
                 Some(at) => {
-                    let at = monoio::time::Instant::from_std(at);
+                    let ms = at.wrapping_sub(now) as i32;
+                    let wait = Duration::from_millis(ms.max(0) as u64);
                     monoio::select! {
-                        _ = monoio::time::sleep_until(at) => {},
-                        _ = self.kicked() => {},
+                        _ = monoio::time::sleep(wait) => {},
+                        _ = kicked => {},
                     }
                 }
-                None => self.kicked().await,
+                None => kicked.await,
             }
         }
-    }
-}
-
-struct Kicked<'a>(&'a IdleQueue);
-
-impl Future for Kicked<'_> {
-    type Output = ();
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if self.0.kicked.replace(false) {
-            return Poll::Ready(());
-        }
-        self.0.reaper.set(Some(cx.waker().clone()));
-        Poll::Pending
     }
 }
 
@@ -248,7 +258,9 @@ mod tests {
     fn close_oldest_skips_busy_and_picks_the_longest_idle() {
         let q = IdleQueue::default();
         let a = idle(&q, Duration::from_secs(60));
+        std::thread::sleep(Duration::from_millis(2));
         let b = idle(&q, Duration::from_secs(5));
+        std::thread::sleep(Duration::from_millis(2));
         let c = idle(&q, Duration::from_secs(60));
         q.leave(&a); // a is serving a request again
         assert!(q.close_oldest());
@@ -263,18 +275,25 @@ mod tests {
         let q = IdleQueue::default();
         let short = idle(&q, Duration::from_millis(10));
         let long = idle(&q, Duration::from_secs(60));
-        let now = Instant::now();
-        let next = q.expire(now + Duration::from_secs(1));
+        let now = q.now();
+        let next = q.expire(now + 1_000);
         assert!(short.closed.get() && !long.closed.get());
-        assert!(next.is_some_and(|n| n > now + Duration::from_secs(59)));
+        assert!(next.is_some_and(|n| n >= now + 59_000));
         // A connection idle again starts a new period: its old entry is stale.
         q.leave(&long);
         q.push(&long, Duration::from_secs(90));
         assert_eq!(q.lanes.borrow().iter().map(|l| l.q.len()).sum::<usize>(), 2);
-        q.expire(now + Duration::from_secs(61));
+        q.expire(now + 61_000);
         assert!(!long.closed.get());
-        assert!(q.expire(now + Duration::from_secs(120)).is_none());
+        assert!(q.expire(now + 120_000).is_none());
         assert!(long.closed.get());
+    }
+
+    #[test]
+    fn deadlines_compare_across_the_clock_wrap() {
+        assert!(due(u32::MAX - 5, 3));
+        assert!(!due(3, u32::MAX - 5));
+        assert!(due(7, 7));
     }
 
     #[test]
@@ -287,5 +306,6 @@ mod tests {
         }
         let total: usize = q.lanes.borrow().iter().map(|l| l.q.len()).sum();
         assert!(total <= 65, "{total}");
+        assert_eq!(std::mem::size_of::<Entry>(), 16);
     }
 }

@@ -12,6 +12,13 @@ use ringfront_config::LogLevel;
 use ringfront_http::RequestHead;
 
 use crate::body::{self, Body, BodyError};
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use monoio::buf::IoBufMut;
+use monoio::io::AsyncReadRent;
+
 use crate::io::{read_more, write_all};
 use crate::respond;
 use crate::snapshot::{LocationRt, Snapshot};
@@ -163,8 +170,6 @@ pub struct Conn {
     requests: u64,
     /// Bytes of the next (pipelined) request already read; no allocation while idle.
     buf: Vec<u8>,
-    /// The last request's location's `keepalive_timeout`.
-    keepalive: std::time::Duration,
     idle: Rc<crate::idle::IdleSignal>,
 }
 
@@ -196,7 +201,6 @@ impl Conn {
             id,
             requests: 0,
             buf: Vec::new(),
-            keepalive: std::time::Duration::ZERO,
             idle: Rc::default(),
         })
     }
@@ -207,49 +211,84 @@ fn addr(a: std::io::Result<SocketAddr>) -> SocketAddr {
     a.unwrap_or_else(|_| ([0, 0, 0, 0], 0).into())
 }
 
+/// Up to this many open connections on a worker, an idle keepalive connection waits with a
+/// read posted into its buffer, inside its boxed request future (about 10 KiB together);
+/// past it, it only waits for readability, holding neither, at the cost of one more ring
+/// operation per request (about 10 % more CPU per request in `loadtest/run.sh`).
+const LEAN_IDLE_ABOVE: usize = 64;
+
 /// Serves one client connection until it closes.
 #[allow(clippy::manual_async_fn)] // an `async fn` would store its argument twice
 pub fn serve(mut conn: Conn) -> impl std::future::Future<Output = ()> {
     async move {
         loop {
-            // Boxed: allocated when a request starts, freed when it has been answered.
-            conn = match Box::pin(request(conn)).await {
+            // Boxed: allocated when a request starts (the first is read at once, within
+            // client_header_timeout from accept), freed when the connection goes idle past
+            // LEAN_IDLE_ABOVE connections; then it waits for readability only.
+            conn = match Box::pin(requests(conn)).await {
                 Some(c) => c,
                 None => return,
             };
-            if conn.buf.is_empty() && !idle_wait(&conn).await {
+            let ready = IdleWait {
+                readable: conn.stream.readable(false),
+                sig: &conn.idle,
+            }
+            .await;
+            conn.open.0.idle.leave(&conn.idle);
+            if !ready {
                 return;
             }
         }
     }
 }
 
-/// Waits between requests for the client's next bytes, holding no buffer and no timer: the
-/// worker's reaper closes the connection at `keepalive_timeout`, or earlier to make room
-/// (`worker_connections`). False: close the connection.
-async fn idle_wait(conn: &Conn) -> bool {
-    let w = &conn.open.0;
-    if w.stopping() {
-        return false;
+pin_project_lite::pin_project! {
+    /// Waits between requests for the client's next bytes, holding no buffer and no timer:
+    /// the worker's reaper closes the connection at `keepalive_timeout`, or earlier to make
+    /// room (`worker_connections`). False: close the connection. Hand-written rather than
+    /// `select!` so that it adds only a pointer to monoio's readiness future.
+    struct IdleWait<'a, F> {
+        #[pin]
+        readable: F,
+        sig: &'a crate::idle::IdleSignal,
     }
-    w.idle.push(&conn.idle, conn.keepalive);
-    let ready = monoio::select! {
-        r = conn.stream.readable(false) => r.is_ok(),
-        _ = conn.idle.closed() => false,
-    };
-    w.idle.leave(&conn.idle);
-    ready
 }
 
-/// Reads, answers and logs one request. The connection back when it may serve another.
-async fn request(conn: Conn) -> Option<Conn> {
+impl<F: Future<Output = std::io::Result<()>>> Future for IdleWait<'_, F> {
+    type Output = bool;
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<bool> {
+        let this = self.project();
+        match this.readable.poll(cx) {
+            Poll::Ready(r) => Poll::Ready(r.is_ok()),
+            Poll::Pending => this.sig.poll_closed(cx).map(|()| false),
+        }
+    }
+}
+
+/// Serves requests until the connection closes (`None`) or goes idle while the worker has
+/// more than LEAN_IDLE_ABOVE connections.
+async fn requests(mut conn: Conn) -> Option<Conn> {
+    let mut idle = false;
+    loop {
+        conn = request(conn, idle).await?;
+        // Idle unless pipelined bytes of the next request are already in.
+        idle = conn.buf.is_empty();
+        if idle && conn.open.0.conns.get() > LEAN_IDLE_ABOVE {
+            return Some(conn);
+        }
+    }
+}
+
+/// Reads, answers and logs one request (first waiting for it with a read posted when `idle`).
+/// The connection back when it may serve another, registered as idle unless pipelined bytes
+/// of the next request are in.
+async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
     let Conn {
         open,
         mut stream,
         id: conn_id,
         mut requests,
         buf,
-        keepalive: _,
         idle,
     } = conn;
     let w = &open.0;
@@ -260,6 +299,23 @@ async fn request(conn: Conn) -> Option<Conn> {
     } else {
         buf
     };
+    if idle_read {
+        // Idle below LEAN_IDLE_ABOVE: a read posted into the buffer, no extra readiness
+        // step; the reaper's close signal ends it at keepalive_timeout.
+        let (len, cap) = (buf.len(), buf.capacity());
+        let mut read = std::pin::pin!(stream.read(buf.slice_mut(len..cap)));
+        let r = std::future::poll_fn(|cx| match read.as_mut().poll(cx) {
+            Poll::Ready(r) => Poll::Ready(Some(r)),
+            Poll::Pending => idle.poll_closed(cx).map(|()| None),
+        })
+        .await;
+        w.idle.leave(&idle);
+        let (r, slice) = r?;
+        buf = slice.into_inner();
+        if !matches!(r, Ok(n) if n > 0) {
+            return None;
+        }
+    }
     let mut head = RequestHead::new();
     let snap = w.snapshot();
     let candidates = snap.servers_for(local);
@@ -442,14 +498,15 @@ async fn request(conn: Conn) -> Option<Conn> {
         return None;
     }
     buf.drain(..consumed.min(buf.len()));
-    // Pipelined bytes stay with the connection; an empty buffer goes back to the worker.
+    // Pipelined bytes stay with the connection; otherwise it is idle from now on and its
+    // buffer goes back to the worker.
     let buf = if buf.is_empty() {
         w.give_buf(buf);
+        w.idle.push(&idle, s.keepalive_timeout);
         Vec::new()
     } else {
         buf
     };
-    let keepalive = s.keepalive_timeout;
     drop(_busy);
     Some(Conn {
         open,
@@ -457,7 +514,6 @@ async fn request(conn: Conn) -> Option<Conn> {
         id: conn_id,
         requests,
         buf,
-        keepalive,
         idle,
     })
 }
@@ -593,8 +649,9 @@ mod tests {
             "serve future: {size} bytes, align {align}; Conn {} bytes",
             std::mem::size_of::<Conn>()
         );
-        let (wait, _) = future_of::<&'static Conn, _>(idle_wait);
-        eprintln!("idle_wait future: {wait}");
+        let (rd, _) = future_of::<&'static TcpStream, _>(|s: &'static TcpStream| s.readable(false));
+        let (req, _) = future_of::<Conn, _>(|c| request(c, true));
+        eprintln!("readable future: {rd}, request future: {req}");
         assert!(size <= 512, "{size}");
         assert!(align <= 16, "{align}");
     }
