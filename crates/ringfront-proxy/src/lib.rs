@@ -63,6 +63,7 @@ pub struct Shared {
     pub(crate) state: AtomicU8,
     pub(crate) next_conn: AtomicU64,
     pub logger: Logger,
+    pub(crate) release_memory: Option<fn()>,
 }
 
 /// Start-up options that are not in the configuration file.
@@ -72,6 +73,10 @@ pub struct EngineOptions {
     pub driver: Driver,
     /// One CPU id per worker (wrapping), or none for no pinning.
     pub cpus: Vec<usize>,
+    /// Called on a worker's thread when it has been quiet for a second (no request, no
+    /// connection opened or closed): the binary's allocator gives freed pages back to the
+    /// OS, which it otherwise does only on later allocator activity.
+    pub release_memory: Option<fn()>,
 }
 
 pub struct Engine {
@@ -97,6 +102,7 @@ impl Engine {
             state: AtomicU8::new(RUN),
             next_conn: AtomicU64::new(0),
             logger,
+            release_memory: opts.release_memory,
         });
         let cores = core_affinity::get_core_ids().unwrap_or_default();
         let mut threads = Vec::with_capacity(workers);

@@ -108,6 +108,7 @@ struct Busy<'a>(&'a Worker);
 impl<'a> Busy<'a> {
     fn new(w: &'a Worker) -> Self {
         w.busy.set(w.busy.get() + 1);
+        w.served.set(w.served.get() + 1);
         Busy(w)
     }
 }

@@ -44,6 +44,8 @@ pub struct Worker {
     pub conns: Cell<usize>,
     /// Requests being served (a connection idle in keepalive is not busy).
     pub busy: Cell<usize>,
+    /// Requests started since the worker began (to notice a quiet worker).
+    pub served: Cell<u64>,
     /// Idle keepalive client connections, oldest first.
     pub idle: crate::idle::IdleQueue,
     /// Spare request buffers, so that idle connections hold none.
@@ -217,11 +219,27 @@ async fn worker_main(w: Rc<Worker>, initial: Vec<(SocketAddr, TcpListener)>) {
         listeners.insert(addr, spawn_accept(&w, l));
     }
     let mut generation = w.snapshot().generation;
+    let mut activity = (0, 0);
+    let mut quiet_ticks = 0u32;
     loop {
         monoio::time::sleep(Duration::from_millis(50)).await;
         if w.stopping() {
             listeners.values().for_each(|c| c.stop());
             break;
+        }
+        // A second without requests or connections opening or closing: let the allocator
+        // give back what the last busy period freed (once per quiet period).
+        if let Some(release) = w.shared.release_memory {
+            let now = (w.served.get(), w.conns.get());
+            if now != activity || w.busy.get() > 0 {
+                activity = now;
+                quiet_ticks = 0;
+            } else {
+                quiet_ticks = quiet_ticks.saturating_add(1);
+                if quiet_ticks == QUIET_TICKS {
+                    release();
+                }
+            }
         }
         let snap = w.snapshot();
         if snap.generation == generation {
@@ -262,6 +280,9 @@ async fn worker_main(w: Rc<Worker>, initial: Vec<(SocketAddr, TcpListener)>) {
     }
 }
 
+/// How many 50 ms ticks without activity make a worker quiet.
+const QUIET_TICKS: u32 = 20;
+
 /// Runs one worker on the current thread until the engine stops. `ready` gets one message:
 /// `Ok` once the event loop runs with every listener registered, or why it could not start.
 pub fn run(
@@ -277,6 +298,7 @@ pub fn run(
         shared: shared.clone(),
         conns: Cell::new(0),
         busy: Cell::new(0),
+        served: Cell::new(0),
         idle: Default::default(),
         bufs: Default::default(),
         state: RefCell::new(Rc::new(PeerState::new(&snap))),
