@@ -81,6 +81,7 @@ pub struct Shared {
     pub workers: Box<[WorkerStats]>,
     /// When the engine started (Unix milliseconds), for status pages.
     pub started_unix_ms: u64,
+    pub(crate) release_memory: Option<fn()>,
 }
 
 /// Start-up options that are not in the configuration file.
@@ -90,6 +91,10 @@ pub struct EngineOptions {
     pub driver: Driver,
     /// One CPU id per worker (wrapping), or none for no pinning.
     pub cpus: Vec<usize>,
+    /// Called on a worker's thread when it has been quiet for a second (no request, no
+    /// connection opened or closed): the binary's allocator gives freed pages back to the
+    /// OS, which it otherwise does only on later allocator activity.
+    pub release_memory: Option<fn()>,
 }
 
 pub struct Engine {
@@ -122,6 +127,7 @@ impl Engine {
             started_unix_ms: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis() as u64),
+            release_memory: opts.release_memory,
         });
         let checker = Some(health::spawn(shared.clone(), health_rx)?);
         let cores = core_affinity::get_core_ids().unwrap_or_default();

@@ -183,7 +183,9 @@ pub async fn run(
     // Once sent, POST/LOCK/PATCH go to another peer only with `non_idempotent`.
     let resend_ok = !non_idempotent(req.head.method.get(req.buf)) || nu.non_idempotent;
     let head_only = req.head.is_head(req.buf);
-    let mut rbuf = Vec::with_capacity(8192);
+    // 4 KiB, as nginx's proxy_buffer_size on x86-64: a response head fits; a longer one
+    // grows the buffer, and the relay reads bodies 16 KiB at a time.
+    let mut rbuf = w.take_buf();
     // The balancer's inputs: the client address (ip_hash) and the evaluated `hash` key.
     let mut hash_key = Vec::new();
     if let Some(t) = &group.hash_key {

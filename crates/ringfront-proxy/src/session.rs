@@ -12,6 +12,13 @@ use ringfront_config::{LocationMatch, LogLevel};
 use ringfront_http::RequestHead;
 
 use crate::body::{self, Body, BodyError};
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use monoio::buf::IoBufMut;
+use monoio::io::AsyncReadRent;
+
 use crate::io::{read_more, write_all};
 use crate::respond;
 use crate::snapshot::{LocationRt, Snapshot};
@@ -101,6 +108,7 @@ struct Busy<'a>(&'a Worker);
 impl<'a> Busy<'a> {
     fn new(w: &'a Worker) -> Self {
         w.busy.set(w.busy.get() + 1);
+        w.served.set(w.served.get() + 1);
         w.stats()
             .requests
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -154,266 +162,370 @@ fn head_limits(
     (long_line || buf.len() > max).then_some(494)
 }
 
-/// Above this many open connections on a worker, idle keepalive connections wait without
-/// buffers (about 8 KiB less each); below it they keep them for the next request's read.
-const LEAN_IDLE_ABOVE: usize = 256;
+/// A client connection between requests: all that an idle keepalive connection holds (a
+/// few hundred bytes with its task). Everything a request needs — read buffer, parsed head,
+/// timers, the upstream exchange — lives in `request`'s future, boxed and freed when the
+/// request is answered, as nginx frees its buffers on idle keepalive connections.
+pub struct Conn {
+    open: Open,
+    /// Also holds the client and local addresses (monoio caches them in the stream).
+    stream: TcpStream,
+    id: u64,
+    requests: u64,
+    /// Bytes of the next (pipelined) request already read; no allocation while idle.
+    buf: Vec<u8>,
+    idle: Rc<crate::idle::IdleSignal>,
+}
+
+/// Counts the connection in `worker.conns` for as long as it is open.
+struct Open(Rc<Worker>);
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.conns.set(self.0.conns.get() - 1);
+        self.0.publish_conns();
+    }
+}
+
+impl Conn {
+    /// A freshly accepted connection; `None` when it is already gone (its addresses cannot
+    /// be read).
+    pub fn new(w: Rc<Worker>, stream: TcpStream) -> Option<Self> {
+        // Read once here, then served from the stream's cache for every request.
+        stream.peer_addr().ok()?;
+        stream.local_addr().ok()?;
+        let id = w
+            .shared
+            .next_conn
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            + 1;
+        w.conns.set(w.conns.get() + 1);
+        w.publish_conns();
+        Some(Conn {
+            open: Open(w),
+            stream,
+            id,
+            requests: 0,
+            buf: Vec::new(),
+            idle: Rc::default(),
+        })
+    }
+}
+
+/// The stream's cached address (read when the connection was accepted).
+fn addr(a: std::io::Result<SocketAddr>) -> SocketAddr {
+    a.unwrap_or_else(|_| ([0, 0, 0, 0], 0).into())
+}
+
+/// Up to this many open connections on a worker, an idle keepalive connection waits with a
+/// read posted into its buffer, inside its boxed request future (about 10 KiB together);
+/// past it, it only waits for readability, holding neither, at the cost of one more ring
+/// operation per request (about 10 % more CPU per request in `loadtest/run.sh`).
+const LEAN_IDLE_ABOVE: usize = 64;
 
 /// Serves one client connection until it closes.
-pub async fn serve(w: &Rc<Worker>, mut stream: TcpStream, client: SocketAddr, local: SocketAddr) {
-    let conn_id = w
-        .shared
-        .next_conn
-        .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-        + 1;
-    let mut buf: Vec<u8> = Vec::with_capacity(4096);
-    let mut head = RequestHead::new();
-    let mut out: Vec<u8> = Vec::with_capacity(4096);
-    let mut requests: u64 = 0;
-    let mut keepalive_wait = std::time::Duration::ZERO;
-    let idle = Rc::new(crate::idle::IdleSignal::default());
-    loop {
-        let snap = w.snapshot();
-        let candidates = snap.servers_for(local);
-        let Some(default) = candidates.first().and_then(|&i| snap.servers.get(i)) else {
-            return;
-        };
-        let base = &default.fallback.settings;
-        let (hdr_bufs, hdr_size) = base.large_client_header_buffers;
-        let max_head = hdr_bufs.saturating_mul(hdr_size).max(1024);
-        // Read until a whole head is in: the first byte within keepalive_timeout (the last
-        // request's location's), then the whole head within client_header_timeout (counted
-        // from accept on a fresh connection, as nginx does).
-        let mut busy = None;
-        let mut deadline: Option<Instant> = None;
-        // Set once a lean idle wait saw data coming: read it now.
-        let mut readable = false;
-        let head_len = loop {
-            if !buf.is_empty() {
-                if busy.is_none() {
-                    busy = Some(Busy::new(w));
-                }
-                let parsed = head.parse(&buf);
-                let complete = matches!(parsed, Ok(Some(_)));
-                if let Some(status) = head_limits(&buf, &head, complete, hdr_size, max_head) {
-                    reject(&mut stream, status, base.send_timeout).await;
-                    return;
-                }
-                match parsed {
-                    Ok(Some(n)) => break n,
-                    Ok(None) => {}
-                    Err(e) => {
-                        reject(&mut stream, e.status(), base.send_timeout).await;
-                        return;
-                    }
-                }
-            } else if w.stopping() {
-                return;
+#[allow(clippy::manual_async_fn)] // an `async fn` would store its argument twice
+pub fn serve(mut conn: Conn) -> impl std::future::Future<Output = ()> {
+    async move {
+        loop {
+            // Boxed: allocated when a request starts (the first is read at once, within
+            // client_header_timeout from accept), freed when the connection goes idle past
+            // LEAN_IDLE_ABOVE connections; then it waits for readability only.
+            conn = match Box::pin(requests(conn)).await {
+                Some(c) => c,
+                None => return,
+            };
+            let ready = IdleWait {
+                readable: conn.stream.readable(false),
+                sig: &conn.idle,
             }
-            let limit = if buf.is_empty() && requests > 0 {
-                keepalive_wait
-            } else {
-                let d =
-                    *deadline.get_or_insert_with(|| Instant::now() + base.client_header_timeout);
-                d.saturating_duration_since(Instant::now())
-            };
-            if limit.is_zero() {
-                return;
-            }
-            let r = if buf.is_empty() && requests > 0 && !readable {
-                // Idle between requests: the worker may ask us to close to make room.
-                w.idle.push(&idle);
-                if w.conns.get() > LEAN_IDLE_ABOVE {
-                    // Many open connections: wait for readability holding no buffers (as
-                    // nginx frees its buffers on idle keepalive connections), at the cost of
-                    // one more ring operation per request.
-                    buf = Vec::new();
-                    out = Vec::new();
-                    let ready = monoio::select! {
-                        r = monoio::time::timeout(limit, stream.readable(false)) => matches!(r, Ok(Ok(()))),
-                        _ = idle.closed() => false,
-                    };
-                    idle.busy();
-                    if !ready {
-                        return;
-                    }
-                    readable = true;
-                    continue;
-                }
-                let read = read_more(&mut stream, buf, 4096, limit);
-                let r = monoio::select! {
-                    r = read => Some(r),
-                    _ = idle.closed() => None,
-                };
-                idle.busy();
-                match r {
-                    Some((r, b)) => {
-                        buf = b;
-                        r
-                    }
-                    None => return,
-                }
-            } else {
-                let (r, b) = read_more(&mut stream, buf, 4096, limit).await;
-                buf = b;
-                r
-            };
-            match r {
-                Ok(0) | Err(_) => return,
-                Ok(_) => {}
-            }
-        };
-        let _busy = busy.unwrap_or_else(|| Busy::new(w));
-        requests += 1;
-        let start = Instant::now();
-
-        let (server, loc) = {
-            let path = request_path(&buf, &head);
-            // Server names are stored lower-cased; copy the Host only when it is not.
-            let host = vars::host(&buf, &head);
-            let lowered;
-            let host = if host.iter().any(u8::is_ascii_uppercase) {
-                lowered = host.to_ascii_lowercase();
-                &lowered[..]
-            } else {
-                host
-            };
-            let Some(server) = crate::route::server(&snap, candidates, host) else {
-                return;
-            };
-            (server, crate::route::location(server, &path))
-        };
-        let s = &loc.settings;
-        let server_name = server.names.first().map(String::as_str).unwrap_or("");
-        let keep_alive = head.keep_alive
-            && !w.stopping()
-            && !s.keepalive_timeout.is_zero()
-            && requests < s.keepalive_requests;
-
-        // nginx's access phase (allow/deny), before the body is read: the first matching
-        // rule decides.
-        let denied = s
-            .access_rules
-            .iter()
-            .find(|r| r.matches(client.ip()))
-            .is_some_and(|r| !r.allow);
-        if denied {
-            let ctx = log_context(&buf, &head, client, server_name, None);
-            w.log(
-                &snap,
-                LogLevel::Error,
-                conn_id,
-                format_args!("access forbidden by rule{ctx}"),
-            );
-            if !matches!(head.framing, ringfront_http::BodyFraming::None) {
-                // The unread body would be taken for the next request: answer and close.
-                reject(&mut stream, 403, s.send_timeout).await;
+            .await;
+            conn.open.0.idle.leave(&conn.idle);
+            if !ready {
                 return;
             }
         }
-        let mut decoded: Vec<u8> = Vec::new();
-        let (read, b) = body::read(&mut stream, buf, &head, head_len, s, &mut decoded).await;
-        buf = b;
-        let (body, consumed) = match read {
-            Ok(ok) => ok,
-            Err(BodyError::Closed) => return,
-            Err(BodyError::Reject(status)) => {
-                if status == 413 {
-                    let ctx = log_context(&buf, &head, client, server_name, None);
-                    let size = match head.framing {
-                        ringfront_http::BodyFraming::Length(n) => format!(": {n} bytes"),
-                        _ => String::new(),
-                    };
-                    w.log(
-                        &snap,
-                        LogLevel::Error,
-                        conn_id,
-                        format_args!("client intended to send too large body{size}{ctx}"),
-                    );
-                }
-                reject(&mut stream, status, s.send_timeout).await;
-                return;
-            }
-        };
-
-        let path = request_path(&buf, &head);
-        let req = Req {
-            buf: &buf,
-            head: &head,
-            client,
-            local,
-            server_name,
-            conn_id,
-            conn_requests: requests,
-            start,
-            path: &path,
-            keep_alive,
-        };
-        let head_only = head.is_head(&buf);
-        let (reply, back) = if denied {
-            let reply = local_error(&mut stream, &mut out, loc, 403, keep_alive, head_only).await;
-            (reply, Some(stream))
-        } else if s.return_.as_ref().is_some_and(|r| r.code == 444) {
-            // nginx's 444: close the connection without a response.
-            let reply = Reply {
-                status: 444,
-                body_bytes_sent: 0,
-                bytes_sent: 0,
-                reusable: false,
-                tries: vec![],
-            };
-            (reply, None)
-        } else if s.return_.is_some() || s.check_status.is_some() || s.api {
-            // Answered here: `return`, or the status page / API.
-            out.clear();
-            let reply = match &s.return_ {
-                Some(ret) => local_return(&mut out, &req, loc, ret, head_only),
-                None => local_status(w, &snap, &mut out, &req, loc, head_only),
-            };
-            let (r, o) = write_all(&mut stream, std::mem::take(&mut out), s.send_timeout).await;
-            out = o;
-            let ok = r.is_ok();
-            (
-                Reply {
-                    reusable: reply.reusable && ok,
-                    ..reply
-                },
-                Some(stream),
-            )
-        } else if let Some(up) = loc.upstream {
-            let body: &[u8] = match &body {
-                Body::Decoded => &decoded,
-                Body::InBuffer(r) => &buf[r.clone()],
-            };
-            // Boxed: the upstream exchange's state is large, and inline it would be part of
-            // every idle keepalive connection's footprint too.
-            Box::pin(crate::proxy::run(
-                w,
-                &snap,
-                loc,
-                up,
-                &req,
-                body,
-                stream,
-                std::mem::take(&mut out),
-            ))
-            .await
-        } else {
-            let reply = local_error(&mut stream, &mut out, loc, 404, keep_alive, head_only).await;
-            (reply, Some(stream))
-        };
-        access_log(w, &snap, loc, &req, &reply);
-        let Some(s2) = back else { return };
-        stream = s2;
-        if out.capacity() == 0 {
-            out = Vec::with_capacity(4096);
-        }
-        if !reply.reusable {
-            return;
-        }
-        keepalive_wait = s.keepalive_timeout;
-        drop(_busy);
-        buf.drain(..consumed.min(buf.len()));
     }
+}
+
+pin_project_lite::pin_project! {
+    /// Waits between requests for the client's next bytes, holding no buffer and no timer:
+    /// the worker's reaper closes the connection at `keepalive_timeout`, or earlier to make
+    /// room (`worker_connections`). False: close the connection. Hand-written rather than
+    /// `select!` so that it adds only a pointer to monoio's readiness future.
+    struct IdleWait<'a, F> {
+        #[pin]
+        readable: F,
+        sig: &'a crate::idle::IdleSignal,
+    }
+}
+
+impl<F: Future<Output = std::io::Result<()>>> Future for IdleWait<'_, F> {
+    type Output = bool;
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<bool> {
+        let this = self.project();
+        match this.readable.poll(cx) {
+            Poll::Ready(r) => Poll::Ready(r.is_ok()),
+            Poll::Pending => this.sig.poll_closed(cx).map(|()| false),
+        }
+    }
+}
+
+/// Serves requests until the connection closes (`None`) or goes idle while the worker has
+/// more than LEAN_IDLE_ABOVE connections.
+async fn requests(mut conn: Conn) -> Option<Conn> {
+    let mut idle = false;
+    loop {
+        conn = request(conn, idle).await?;
+        // Idle unless pipelined bytes of the next request are already in.
+        idle = conn.buf.is_empty();
+        if idle && conn.open.0.conns.get() > LEAN_IDLE_ABOVE {
+            return Some(conn);
+        }
+    }
+}
+
+/// Reads, answers and logs one request (first waiting for it with a read posted when `idle`).
+/// The connection back when it may serve another, registered as idle unless pipelined bytes
+/// of the next request are in.
+async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
+    let Conn {
+        open,
+        mut stream,
+        id: conn_id,
+        mut requests,
+        buf,
+        idle,
+    } = conn;
+    let w = &open.0;
+    let client = addr(stream.peer_addr());
+    let local = addr(stream.local_addr());
+    let mut buf = if buf.capacity() == 0 {
+        w.take_buf()
+    } else {
+        buf
+    };
+    if idle_read {
+        // Idle below LEAN_IDLE_ABOVE: a read posted into the buffer, no extra readiness
+        // step; the reaper's close signal ends it at keepalive_timeout.
+        let (len, cap) = (buf.len(), buf.capacity());
+        let mut read = std::pin::pin!(stream.read(buf.slice_mut(len..cap)));
+        let r = std::future::poll_fn(|cx| match read.as_mut().poll(cx) {
+            Poll::Ready(r) => Poll::Ready(Some(r)),
+            Poll::Pending => idle.poll_closed(cx).map(|()| None),
+        })
+        .await;
+        w.idle.leave(&idle);
+        let (r, slice) = r?;
+        buf = slice.into_inner();
+        if !matches!(r, Ok(n) if n > 0) {
+            return None;
+        }
+    }
+    let mut head = RequestHead::new();
+    let snap = w.snapshot();
+    let candidates = snap.servers_for(local);
+    let default = candidates.first().and_then(|&i| snap.servers.get(i))?;
+    let base = &default.fallback.settings;
+    let (hdr_bufs, hdr_size) = base.large_client_header_buffers;
+    let max_head = hdr_bufs.saturating_mul(hdr_size).max(1024);
+    // Read until a whole head is in, within client_header_timeout (counted from accept on a
+    // fresh connection, from the first byte on a keepalive one, as nginx does).
+    let mut busy = None;
+    let deadline = Instant::now() + base.client_header_timeout;
+    let head_len = loop {
+        if !buf.is_empty() {
+            if busy.is_none() {
+                busy = Some(Busy::new(w));
+            }
+            let parsed = head.parse(&buf);
+            let complete = matches!(parsed, Ok(Some(_)));
+            if let Some(status) = head_limits(&buf, &head, complete, hdr_size, max_head) {
+                reject(&mut stream, status, base.send_timeout).await;
+                return None;
+            }
+            match parsed {
+                Ok(Some(n)) => break n,
+                Ok(None) => {}
+                Err(e) => {
+                    reject(&mut stream, e.status(), base.send_timeout).await;
+                    return None;
+                }
+            }
+        } else if w.stopping() {
+            return None;
+        }
+        let limit = deadline.saturating_duration_since(Instant::now());
+        if limit.is_zero() {
+            return None;
+        }
+        let (r, b) = read_more(&mut stream, buf, 4096, limit).await;
+        buf = b;
+        match r {
+            Ok(0) | Err(_) => return None,
+            Ok(_) => {}
+        }
+    };
+    let _busy = busy.unwrap_or_else(|| Busy::new(w));
+    requests += 1;
+    let start = Instant::now();
+
+    let (server, loc) = {
+        let path = request_path(&buf, &head);
+        // Server names are stored lower-cased; copy the Host only when it is not.
+        let host = vars::host(&buf, &head);
+        let lowered;
+        let host = if host.iter().any(u8::is_ascii_uppercase) {
+            lowered = host.to_ascii_lowercase();
+            &lowered[..]
+        } else {
+            host
+        };
+        let server = crate::route::server(&snap, candidates, host)?;
+        (server, crate::route::location(server, &path))
+    };
+    let s = &loc.settings;
+    let server_name = server.names.first().map(String::as_str).unwrap_or("");
+    let keep_alive = head.keep_alive
+        && !w.stopping()
+        && !s.keepalive_timeout.is_zero()
+        && requests < s.keepalive_requests;
+
+    // nginx's access phase (allow/deny), before the body is read: the first matching
+    // rule decides.
+    let denied = s
+        .access_rules
+        .iter()
+        .find(|r| r.matches(client.ip()))
+        .is_some_and(|r| !r.allow);
+    if denied {
+        let ctx = log_context(&buf, &head, client, server_name, None);
+        w.log(
+            &snap,
+            LogLevel::Error,
+            conn_id,
+            format_args!("access forbidden by rule{ctx}"),
+        );
+        if !matches!(head.framing, ringfront_http::BodyFraming::None) {
+            // The unread body would be taken for the next request: answer and close.
+            reject(&mut stream, 403, s.send_timeout).await;
+            return None;
+        }
+    }
+    let mut decoded: Vec<u8> = Vec::new();
+    let (read, b) = body::read(&mut stream, buf, &head, head_len, s, &mut decoded).await;
+    buf = b;
+    let (body, consumed) = match read {
+        Ok(ok) => ok,
+        Err(BodyError::Closed) => return None,
+        Err(BodyError::Reject(status)) => {
+            if status == 413 {
+                let ctx = log_context(&buf, &head, client, server_name, None);
+                let size = match head.framing {
+                    ringfront_http::BodyFraming::Length(n) => format!(": {n} bytes"),
+                    _ => String::new(),
+                };
+                w.log(
+                    &snap,
+                    LogLevel::Error,
+                    conn_id,
+                    format_args!("client intended to send too large body{size}{ctx}"),
+                );
+            }
+            reject(&mut stream, status, s.send_timeout).await;
+            return None;
+        }
+    };
+
+    let path = request_path(&buf, &head);
+    let req = Req {
+        buf: &buf,
+        head: &head,
+        client,
+        local,
+        server_name,
+        conn_id,
+        conn_requests: requests,
+        start,
+        path: &path,
+        keep_alive,
+    };
+    let head_only = head.is_head(&buf);
+    let mut out = w.take_buf();
+    let (reply, back) = if denied {
+        let reply = local_error(&mut stream, &mut out, loc, 403, keep_alive, head_only).await;
+        (reply, Some(stream))
+    } else if s.return_.as_ref().is_some_and(|r| r.code == 444) {
+        // nginx's 444: close the connection without a response.
+        let reply = Reply {
+            status: 444,
+            body_bytes_sent: 0,
+            bytes_sent: 0,
+            reusable: false,
+            tries: vec![],
+        };
+        (reply, None)
+    } else if s.return_.is_some() || s.check_status.is_some() || s.api {
+        // Answered here: `return`, or the status page / API.
+        let reply = match &s.return_ {
+            Some(ret) => local_return(&mut out, &req, loc, ret, head_only),
+            None => local_status(w, &snap, &mut out, &req, loc, head_only),
+        };
+        let (r, o) = write_all(&mut stream, std::mem::take(&mut out), s.send_timeout).await;
+        out = o;
+        let ok = r.is_ok();
+        (
+            Reply {
+                reusable: reply.reusable && ok,
+                ..reply
+            },
+            Some(stream),
+        )
+    } else if let Some(up) = loc.upstream {
+        let body: &[u8] = match &body {
+            Body::Decoded => &decoded,
+            Body::InBuffer(r) => &buf[r.clone()],
+        };
+        crate::proxy::run(
+            w,
+            &snap,
+            loc,
+            up,
+            &req,
+            body,
+            stream,
+            std::mem::take(&mut out),
+        )
+        .await
+    } else {
+        let reply = local_error(&mut stream, &mut out, loc, 404, keep_alive, head_only).await;
+        (reply, Some(stream))
+    };
+    access_log(w, &snap, loc, &req, &reply);
+    w.give_buf(out);
+    let stream = back?;
+    if !reply.reusable {
+        return None;
+    }
+    buf.drain(..consumed.min(buf.len()));
+    // Pipelined bytes stay with the connection; otherwise it is idle from now on and its
+    // buffer goes back to the worker.
+    let buf = if buf.is_empty() {
+        w.give_buf(buf);
+        w.idle.push(&idle, s.keepalive_timeout);
+        Vec::new()
+    } else {
+        buf
+    };
+    drop(_busy);
+    Some(Conn {
+        open,
+        stream,
+        id: conn_id,
+        requests,
+        buf,
+        idle,
+    })
 }
 
 /// The path of the request target, without arguments (borrowed when it is valid UTF-8).
@@ -587,5 +699,30 @@ fn access_log(w: &Worker, snap: &Snapshot, loc: &LocationRt, req: &Req<'_>, repl
         w.shared
             .logger
             .write(sink, String::from_utf8_lossy(&line).into_owned());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn future_of<A, F: std::future::Future>(_: impl Fn(A) -> F) -> (usize, usize) {
+        (std::mem::size_of::<F>(), std::mem::align_of::<F>())
+    }
+
+    /// An idle keepalive connection is its task: keep the outer future small (it was
+    /// 2,304 bytes, 128-aligned, before requests were boxed and timers left it).
+    #[test]
+    fn the_connection_future_is_small() {
+        let (size, align) = future_of(serve);
+        eprintln!(
+            "serve future: {size} bytes, align {align}; Conn {} bytes",
+            std::mem::size_of::<Conn>()
+        );
+        let (rd, _) = future_of::<&'static TcpStream, _>(|s: &'static TcpStream| s.readable(false));
+        let (req, _) = future_of::<Conn, _>(|c| request(c, true));
+        eprintln!("readable future: {rd}, request future: {req}");
+        assert!(size <= 512, "{size}");
+        assert!(align <= 16, "{align}");
     }
 }

@@ -44,10 +44,18 @@ pub struct Worker {
     pub conns: Cell<usize>,
     /// Requests being served (a connection idle in keepalive is not busy).
     pub busy: Cell<usize>,
+    /// Requests started since the worker began (to notice a quiet worker).
+    pub served: Cell<u64>,
     /// Idle keepalive client connections, oldest first.
     pub idle: crate::idle::IdleQueue,
+    /// Spare request buffers, so that idle connections hold none.
+    bufs: RefCell<Vec<Vec<u8>>>,
     state: RefCell<Rc<PeerState>>,
 }
+
+/// The size of a request buffer, and how many spare ones a worker keeps (256 KiB at most).
+const BUF_SIZE: usize = 4096;
+const SPARE_BUFS: usize = 64;
 
 impl Worker {
     pub fn snapshot(&self) -> Arc<Snapshot> {
@@ -91,6 +99,23 @@ impl Worker {
         self.stats()
             .connections
             .store(self.conns.get() as u64, Ordering::Relaxed);
+    }
+
+    /// An empty buffer with room for `BUF_SIZE` bytes.
+    pub fn take_buf(&self) -> Vec<u8> {
+        self.bufs
+            .borrow_mut()
+            .pop()
+            .unwrap_or_else(|| Vec::with_capacity(BUF_SIZE))
+    }
+
+    /// Keeps `buf` for another request unless there are enough spares, or it grew large.
+    pub fn give_buf(&self, mut buf: Vec<u8>) {
+        let mut bufs = self.bufs.borrow_mut();
+        if (BUF_SIZE..=2 * BUF_SIZE).contains(&buf.capacity()) && bufs.len() < SPARE_BUFS {
+            buf.clear();
+            bufs.push(buf);
+        }
     }
 
     pub fn stopping(&self) -> bool {
@@ -141,7 +166,7 @@ async fn accept_loop(w: Rc<Worker>, listener: Rc<TcpListener>, ctl: Rc<AcceptCtl
         }
         let handle = ctl.canceller.borrow().handle();
         match listener.cancelable_accept(handle).await {
-            Ok((stream, client)) => {
+            Ok((stream, _)) => {
                 let snap = w.snapshot();
                 // Full: make room by closing the oldest idle keepalive connection, as nginx
                 // does; refuse the newcomer only when every connection is busy.
@@ -158,18 +183,10 @@ async fn accept_loop(w: Rc<Worker>, listener: Rc<TcpListener>, ctl: Rc<AcceptCtl
                     drop(stream);
                     continue;
                 }
-                let local = stream
-                    .local_addr()
-                    .unwrap_or_else(|_| ([0, 0, 0, 0], 0).into());
                 let _ = stream.set_nodelay(true);
-                let w2 = w.clone();
-                w.conns.set(w.conns.get() + 1);
-                w.publish_conns();
-                monoio::spawn(async move {
-                    crate::session::serve(&w2, stream, client, local).await;
-                    w2.conns.set(w2.conns.get() - 1);
-                    w2.publish_conns();
-                });
+                if let Some(conn) = crate::session::Conn::new(w.clone(), stream) {
+                    monoio::spawn(crate::session::serve(conn));
+                }
             }
             Err(_) if w.stopping() || ctl.gone.get() => return,
             Err(e) => {
@@ -196,15 +213,33 @@ fn spawn_accept(w: &Rc<Worker>, listener: TcpListener) -> Rc<AcceptCtl> {
 
 async fn worker_main(w: Rc<Worker>, initial: Vec<(SocketAddr, TcpListener)>) {
     let mut listeners: HashMap<SocketAddr, Rc<AcceptCtl>> = HashMap::new();
+    let reaper = w.clone();
+    monoio::spawn(async move { reaper.idle.reap().await });
     for (addr, l) in initial {
         listeners.insert(addr, spawn_accept(&w, l));
     }
     let mut generation = w.snapshot().generation;
+    let mut activity = (0, 0);
+    let mut quiet_ticks = 0u32;
     loop {
         monoio::time::sleep(Duration::from_millis(50)).await;
         if w.stopping() {
             listeners.values().for_each(|c| c.stop());
             break;
+        }
+        // A second without requests or connections opening or closing: let the allocator
+        // give back what the last busy period freed (once per quiet period).
+        if let Some(release) = w.shared.release_memory {
+            let now = (w.served.get(), w.conns.get());
+            if now != activity || w.busy.get() > 0 {
+                activity = now;
+                quiet_ticks = 0;
+            } else {
+                quiet_ticks = quiet_ticks.saturating_add(1);
+                if quiet_ticks == QUIET_TICKS {
+                    release();
+                }
+            }
         }
         let snap = w.snapshot();
         if snap.generation == generation {
@@ -245,6 +280,9 @@ async fn worker_main(w: Rc<Worker>, initial: Vec<(SocketAddr, TcpListener)>) {
     }
 }
 
+/// How many 50 ms ticks without activity make a worker quiet.
+const QUIET_TICKS: u32 = 20;
+
 /// Runs one worker on the current thread until the engine stops. `ready` gets one message:
 /// `Ok` once the event loop runs with every listener registered, or why it could not start.
 pub fn run(
@@ -260,7 +298,9 @@ pub fn run(
         shared: shared.clone(),
         conns: Cell::new(0),
         busy: Cell::new(0),
+        served: Cell::new(0),
         idle: Default::default(),
+        bufs: Default::default(),
         state: RefCell::new(Rc::new(PeerState::new(&snap))),
     });
     let started = ready.clone();

@@ -15,6 +15,25 @@ use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// mimalloc purges freed pages only `purge_delay` (1 s) after they were freed and only when
+/// the allocator is called again, so a worker that goes quiet after a burst keeps them;
+/// the workers call this once they have been quiet for a second.
+#[allow(unsafe_code)]
+mod release {
+    extern "C" {
+        // mimalloc's `void mi_collect(bool force)`, from the library the global allocator
+        // above links.
+        fn mi_collect(force: bool);
+    }
+
+    /// Frees the calling thread's empty mimalloc pages and gives them back to the OS.
+    pub fn memory() {
+        // SAFETY: mi_collect takes no pointers and only releases memory mimalloc owns and
+        // no longer hands out; mimalloc is this process's allocator.
+        unsafe { mi_collect(true) }
+    }
+}
+
 static GENERATION: AtomicU64 = AtomicU64::new(1);
 
 fn load(path: &Path) -> Result<(Config, Snapshot), String> {
@@ -138,6 +157,7 @@ fn run(args: &cli::Args) -> Result<()> {
         workers: n,
         driver: driver(args),
         cpus: cpus(&cfg, args, n),
+        release_memory: Some(release::memory),
     };
     let listens: Vec<String> = snap.listens.iter().map(|l| l.addr.to_string()).collect();
     let mut signals = signal_hook::iterator::Signals::new([SIGHUP, SIGQUIT, SIGTERM, SIGINT])

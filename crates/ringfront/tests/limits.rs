@@ -213,8 +213,9 @@ fn client_gone_mid_response_never_leaves_bytes_on_a_pooled_connection() {
 
 #[test]
 fn many_idle_keepalive_connections_wait_lean_and_still_serve() {
-    // Past 256 open connections idle ones wait for readability without buffers; they must
-    // still serve their next request (and reach end of stream cleanly).
+    // Past 64 open connections idle keepalive ones wait for readability holding no buffer
+    // and no request state; they must still serve their next request (and reach end of
+    // stream cleanly).
     let be = Backend::start();
     let p = port();
     let cfg = proxy_config(p, &[addr(&be)], "", "")
