@@ -43,8 +43,11 @@ pub enum Event {
     Recovered(Arc<PeerHealth>),
 }
 
-/// How often the checker looks at its channel, the configuration and the ramps.
+/// How often the checker looks at its channel, the configuration and the ramps while a
+/// `confirm` group exists (a held-out peer waits for its probe) or a ramp runs.
 const TICK: Duration = Duration::from_millis(5);
+/// Otherwise (only log lines and ramp starts can be waiting).
+const IDLE_TICK: Duration = Duration::from_millis(50);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Verdict {
@@ -698,6 +701,14 @@ async fn run(shared: Arc<Shared>, rx: Receiver<Event>) {
             handle(&c, ev);
         }
         c.borrow_mut().ramps();
-        monoio::time::sleep(TICK).await;
+        let busy = {
+            let cc = c.borrow();
+            cc.snap.groups.iter().any(|g| g.confirm)
+                || cc
+                    .machines
+                    .iter()
+                    .any(|m| m.health.ramp_since_ms.load(Ordering::Relaxed) != 0)
+        };
+        monoio::time::sleep(if busy { TICK } else { IDLE_TICK }).await;
     }
 }
