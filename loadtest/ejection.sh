@@ -30,10 +30,11 @@ GOOD1=$BASE GOOD2=$((BASE + 1)) DEAD=$((BASE + 2)) LISTEN=$((BASE + 3))
 PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; }
 trap cleanup EXIT
-die() { echo "ejection: $*" >&2; exit 1; }
+LOG_TAG=ejection
+# shellcheck source=loadtest/lib.sh
+source "$ROOT/loadtest/lib.sh"
 for b in "$RINGFRONT_BIN" "$DEMO_BACKEND_BIN" "$NGINX"; do [[ -x $b ]] || die "missing $b"; done
 command -v wrk >/dev/null || die "wrk not found"
-port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 for p in $GOOD1 $GOOD2 $DEAD $LISTEN; do port_free "$p" || die "port $p is taken"; done
 
 rm -rf "$OUT"; mkdir -p "$OUT"

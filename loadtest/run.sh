@@ -39,8 +39,9 @@ declare -A PORT=([ringfront]=${RINGFRONT_PORT:-18081} [nginx]=${NGINX_PORT:-1808
 declare -A PID=()
 BACKEND_PID=
 
-log() { printf 'loadtest: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
+LOG_TAG=loadtest
+# shellcheck source=loadtest/lib.sh
+source "$ROOT/loadtest/lib.sh"
 
 cleanup() {
     local p
@@ -68,7 +69,6 @@ NCPU=$(nproc)
 ((PROXY_CPU < NCPU && CLIENT_CPU < NCPU)) || die "need cores $PROXY_CPU and $CLIENT_CPU; this machine has $NCPU"
 CLK_TCK=$(getconf CLK_TCK)
 
-port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 # Wait until http://127.0.0.1:PORT/ answers with the backend's body (through the proxy).
 wait_http() {

@@ -67,12 +67,9 @@ FAIL_PORT=${DEMO_PORTS[-1]}
 
 PIDS=() # every long-running process started here
 
-log() { printf 'soak: %s\n' "$*" >&2; }
-die() {
-    log "error: $*"
-    exit 1
-}
-
+LOG_TAG=soak
+# shellcheck source=loadtest/lib.sh
+source "$ROOT/loadtest/lib.sh"
 stop_pid() {
     local p=$1
     kill -TERM "$p" 2>/dev/null || true
@@ -105,7 +102,6 @@ if want memory && (($(ulimit -n) < NOFILE_WANT)); then
     ulimit -n "$NOFILE_WANT" 2>/dev/null || die "ulimit -n is $(ulimit -n) (hard $(ulimit -Hn)); $IDLE_CONNS connections need $NOFILE_WANT"
 fi
 
-port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
 hwm_kb() { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status"; }
 threads() { awk '/^Threads:/ { print $2 }' "/proc/$1/status"; }

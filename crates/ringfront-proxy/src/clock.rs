@@ -46,6 +46,13 @@ pub struct Wall {
     pub unix_secs: u64,
 }
 
+/// Wall-clock milliseconds since the Unix epoch (status pages, state-change times).
+pub fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
 pub fn wall() -> Wall {
     let d = SystemTime::now()
         .duration_since(UNIX_EPOCH)

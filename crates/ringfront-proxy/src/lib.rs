@@ -124,9 +124,7 @@ impl Engine {
             logger,
             health_tx,
             workers: (0..workers).map(|_| WorkerStats::default()).collect(),
-            started_unix_ms: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as u64),
+            started_unix_ms: clock::unix_ms(),
             release_memory: opts.release_memory,
         });
         let checker = Some(health::spawn(shared.clone(), health_rx)?);

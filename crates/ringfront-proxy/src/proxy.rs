@@ -3,12 +3,12 @@
 //! chosen response to the client (streamed, framing preserved) or tunnel an upgrade.
 
 use std::rc::Rc;
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use monoio::net::TcpStream;
 use ringfront_config::{LocationMatch, LogLevel, NextUpstream};
 use ringfront_http::BodyFraming;
-use std::sync::atomic::Ordering;
 
 use ringfront_upstream::{
     free, select, Attempt, FailKind, FreeOutcome, PeerId, RequestKey, Selection, UpstreamId,
@@ -250,6 +250,7 @@ pub async fn run(
                 request_sent: true,
                 cached: false,
                 connect_time: Some(got.connect_time),
+                refused: false,
             }),
             other => other,
         };
@@ -258,12 +259,7 @@ pub async fn run(
         match res {
             Err(f) => {
                 if let Some(h) = snap.board.get(id) {
-                    h.note_failure(match f.ft {
-                        Ft::Timeout => FailKind::Timeout,
-                        Ft::InvalidHeader => FailKind::InvalidHeader,
-                        Ft::Error if f.msg.contains("Connection refused") => FailKind::Refused,
-                        Ft::Error => FailKind::Error,
-                    });
+                    h.note_failure(f.kind());
                 }
                 let outcome = end_try(w, snap, &state, &mut at, up, id, true, None);
                 let upstream_url = format!("http://{}{}", spec.name, uri);
@@ -325,8 +321,9 @@ pub async fn run(
                 if let Some(true) = status_listed(status, nu) {
                     if !nu.off && at.tries > 1 && resend_ok && !timed_out_overall {
                         let failed = !matches!(status, 403 | 404);
+                        let took = try_start.elapsed();
                         if let Some(h) = snap.board.get(id) {
-                            h.note_response(status, elapsed_us(try_start));
+                            h.note_response(status, micros(took));
                             if failed {
                                 h.note_failure(if status == 429 {
                                     FailKind::Http429
@@ -336,7 +333,7 @@ pub async fn run(
                             }
                         }
                         end_try(w, snap, &state, &mut at, up, id, failed, None);
-                        this_try.response_time = Some(try_start.elapsed());
+                        this_try.response_time = Some(took);
                         tries.push(this_try);
                         continue;
                     }
@@ -364,10 +361,7 @@ pub async fn run(
                         .least_time_last_byte
                         .map(|lb| if lb { last_byte } else { header_time });
                 if let Some(h) = snap.board.get(id) {
-                    h.note_response(
-                        status,
-                        u64::try_from(last_byte.as_micros()).unwrap_or(u64::MAX),
-                    );
+                    h.note_response(status, micros(last_byte));
                 }
                 end_try(w, snap, &state, &mut at, up, id, false, response_time);
                 if let Some(last) = tries.last_mut() {
@@ -380,8 +374,8 @@ pub async fn run(
     }
 }
 
-fn elapsed_us(since: Instant) -> u64 {
-    u64::try_from(since.elapsed().as_micros()).unwrap_or(u64::MAX)
+fn micros(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }
 
 /// Ends the current try: `free` (nginx's `peer.free`), then the checker hears what it saw.

@@ -3,22 +3,20 @@
 //! and go round again for keepalive and pipelined requests, answered in order.
 
 use std::borrow::Cow;
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::rc::Rc;
+use std::task::{Context, Poll};
 use std::time::Instant;
 
+use monoio::buf::IoBufMut;
+use monoio::io::AsyncReadRent;
 use monoio::net::TcpStream;
 use ringfront_config::{LocationMatch, LogLevel};
 use ringfront_http::RequestHead;
 
 use crate::body::{self, Body, BodyError};
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
-
-use monoio::buf::IoBufMut;
-use monoio::io::AsyncReadRent;
-
 use crate::io::{read_more, write_all};
 use crate::respond;
 use crate::snapshot::{LocationRt, Snapshot};
@@ -108,7 +106,6 @@ struct Busy<'a>(&'a Worker);
 impl<'a> Busy<'a> {
     fn new(w: &'a Worker) -> Self {
         w.busy.set(w.busy.get() + 1);
-        w.served.set(w.served.get() + 1);
         w.stats()
             .requests
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -177,13 +174,12 @@ pub struct Conn {
     idle: Rc<crate::idle::IdleSignal>,
 }
 
-/// Counts the connection in `worker.conns` for as long as it is open.
+/// Counts the connection in the worker's open connections for as long as it is open.
 struct Open(Rc<Worker>);
 
 impl Drop for Open {
     fn drop(&mut self) {
-        self.0.conns.set(self.0.conns.get() - 1);
-        self.0.publish_conns();
+        self.0.conn_closed();
     }
 }
 
@@ -199,8 +195,7 @@ impl Conn {
             .next_conn
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
             + 1;
-        w.conns.set(w.conns.get() + 1);
-        w.publish_conns();
+        w.conn_opened();
         Some(Conn {
             open: Open(w),
             stream,
@@ -279,7 +274,7 @@ async fn requests(mut conn: Conn) -> Option<Conn> {
         conn = request(conn, idle).await?;
         // Idle unless pipelined bytes of the next request are already in.
         idle = conn.buf.is_empty();
-        if idle && conn.open.0.conns.get() > LEAN_IDLE_ABOVE {
+        if idle && conn.open.0.conns() > LEAN_IDLE_ABOVE {
             return Some(conn);
         }
     }

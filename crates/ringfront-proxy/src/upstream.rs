@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use monoio::net::TcpStream;
 use ringfront_http::ResponseHead;
+use ringfront_upstream::FailKind;
 
 use crate::io::{errno_text, read_more, write_shared, IoFail};
 use crate::pool::{Idle, Pool};
@@ -35,6 +36,20 @@ pub struct Failure {
     /// The try used a reused keepalive connection (nginx's `peer.cached`).
     pub cached: bool,
     pub connect_time: Option<Duration>,
+    /// The connect was refused (the peer's port is closed).
+    pub refused: bool,
+}
+
+impl Failure {
+    /// The kind the health board counts.
+    pub fn kind(&self) -> FailKind {
+        match self.ft {
+            Ft::Timeout => FailKind::Timeout,
+            Ft::InvalidHeader => FailKind::InvalidHeader,
+            Ft::Error if self.refused => FailKind::Refused,
+            Ft::Error => FailKind::Error,
+        }
+    }
 }
 
 pub struct Got {
@@ -66,6 +81,7 @@ fn fail(ft: Ft, msg: String, request_sent: bool, connect_time: Option<Duration>)
         request_sent,
         cached: false,
         connect_time,
+        refused: false,
     }
 }
 
@@ -126,7 +142,14 @@ pub async fn attempt(
                         "connect() failed {} while connecting to upstream",
                         errno_text(&e)
                     );
-                    return (Err(fail(Ft::Error, msg, false, None)), rbuf);
+                    let refused = e.kind() == ErrorKind::ConnectionRefused;
+                    return (
+                        Err(Failure {
+                            refused,
+                            ..fail(Ft::Error, msg, false, None)
+                        }),
+                        rbuf,
+                    );
                 }
                 Err(_) => {
                     let msg = "upstream timed out (110: Connection timed out) while connecting to upstream".to_string();

@@ -40,12 +40,8 @@ impl PeerState {
 pub struct Worker {
     pub index: usize,
     pub shared: Arc<Shared>,
-    /// Open client connections (for `worker_connections` and draining).
-    pub conns: Cell<usize>,
     /// Requests being served (a connection idle in keepalive is not busy).
     pub busy: Cell<usize>,
-    /// Requests started since the worker began (to notice a quiet worker).
-    pub served: Cell<u64>,
     /// Idle keepalive client connections, oldest first.
     pub idle: crate::idle::IdleQueue,
     /// Spare request buffers, so that idle connections hold none.
@@ -94,11 +90,23 @@ impl Worker {
         self.shared.workers.get(self.index).unwrap_or(&NONE)
     }
 
-    /// Copies the open-connection count where status pages read it.
-    pub fn publish_conns(&self) {
-        self.stats()
-            .connections
-            .store(self.conns.get() as u64, Ordering::Relaxed);
+    /// Open client connections (for `worker_connections`, draining and status pages). Only
+    /// this worker writes the count, so a load and a store suffice.
+    pub fn conns(&self) -> usize {
+        self.stats().connections.load(Ordering::Relaxed) as usize
+    }
+
+    pub fn conn_opened(&self) {
+        let c = &self.stats().connections;
+        c.store(c.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    }
+
+    pub fn conn_closed(&self) {
+        let c = &self.stats().connections;
+        c.store(
+            c.load(Ordering::Relaxed).saturating_sub(1),
+            Ordering::Relaxed,
+        );
     }
 
     /// An empty buffer with room for `BUF_SIZE` bytes.
@@ -170,7 +178,7 @@ async fn accept_loop(w: Rc<Worker>, listener: Rc<TcpListener>, ctl: Rc<AcceptCtl
                 let snap = w.snapshot();
                 // Full: make room by closing the oldest idle keepalive connection, as nginx
                 // does; refuse the newcomer only when every connection is busy.
-                if w.conns.get() >= snap.worker_connections && !w.idle.close_oldest() {
+                if w.conns() >= snap.worker_connections && !w.idle.close_oldest() {
                     w.log(
                         &snap,
                         LogLevel::Alert,
@@ -230,7 +238,7 @@ async fn worker_main(w: Rc<Worker>, initial: Vec<(SocketAddr, TcpListener)>) {
         // A second without requests or connections opening or closing: let the allocator
         // give back what the last busy period freed (once per quiet period).
         if let Some(release) = w.shared.release_memory {
-            let now = (w.served.get(), w.conns.get());
+            let now = (w.stats().requests.load(Ordering::Relaxed), w.conns());
             if now != activity || w.busy.get() > 0 {
                 activity = now;
                 quiet_ticks = 0;
@@ -296,9 +304,7 @@ pub fn run(
     let w = Rc::new(Worker {
         index,
         shared: shared.clone(),
-        conns: Cell::new(0),
         busy: Cell::new(0),
-        served: Cell::new(0),
         idle: Default::default(),
         bufs: Default::default(),
         state: RefCell::new(Rc::new(PeerState::new(&snap))),

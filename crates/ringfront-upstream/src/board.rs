@@ -66,10 +66,11 @@ impl FailKind {
     }
 }
 
-/// Upper bounds (seconds) of the response-time histogram buckets; one more bucket counts
-/// everything slower.
-pub const RT_BUCKETS: [f64; 11] = [
-    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+/// Upper bounds (microseconds) of the response-time histogram buckets, 5 ms to 10 s; one
+/// more bucket counts everything slower.
+pub const RT_BUCKETS_US: [u64; 11] = [
+    5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000, 1_000_000, 2_500_000, 5_000_000,
+    10_000_000,
 ];
 
 /// The last state change of a peer, for status pages.
@@ -109,7 +110,7 @@ pub struct PeerHealth {
     pub failures: [AtomicU64; 6],
     /// The last eight failure kinds, four bits each, newest in the low bits.
     pub last_failures: AtomicU32,
-    /// Response-time histogram (to the last byte), `RT_BUCKETS.len() + 1` buckets.
+    /// Response-time histogram (to the last byte), `RT_BUCKETS_US.len() + 1` buckets.
     pub rt_buckets: [AtomicU64; 12],
     pub rt_sum_us: AtomicU64,
     /// Active-check probes run and failed.
@@ -207,6 +208,13 @@ impl PeerHealth {
             });
     }
 
+    /// Failed tries of `kind` so far.
+    pub fn failures_of(&self, kind: FailKind) -> u64 {
+        self.failures
+            .get(kind.index())
+            .map_or(0, |c| c.load(Ordering::Relaxed))
+    }
+
     /// The last `n` (at most eight) failure kinds, oldest first.
     pub fn recent_failures(&self, n: usize) -> Vec<FailKind> {
         let v = self.last_failures.load(Ordering::Relaxed);
@@ -223,11 +231,10 @@ impl PeerHealth {
         if let Some(c) = self.responses.get(class) {
             c.fetch_add(1, Ordering::Relaxed);
         }
-        let secs = elapsed_us as f64 / 1e6;
-        let b = RT_BUCKETS
+        let b = RT_BUCKETS_US
             .iter()
-            .position(|&le| secs <= le)
-            .unwrap_or(RT_BUCKETS.len());
+            .position(|&le| elapsed_us <= le)
+            .unwrap_or(RT_BUCKETS_US.len());
         if let Some(c) = self.rt_buckets.get(b) {
             c.fetch_add(1, Ordering::Relaxed);
         }

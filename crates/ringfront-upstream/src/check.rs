@@ -7,8 +7,9 @@ use std::sync::atomic::Ordering;
 use crate::board::PeerHealth;
 use crate::topology::PeerSpec;
 
-/// `max_fails != 0 && fails >= max_fails && now - checked <= fail_timeout`.
-pub(crate) fn failed_out(spec: &PeerSpec, h: &PeerHealth, now: u64) -> bool {
+/// `max_fails != 0 && fails >= max_fails && now - checked <= fail_timeout`: nginx's passive
+/// verdict (status pages show it as `unavail`).
+pub fn failed_out(spec: &PeerSpec, h: &PeerHealth, now: u64) -> bool {
     spec.max_fails != 0
         && h.fails() >= spec.max_fails
         && now.saturating_sub(h.checked()) <= spec.fail_timeout

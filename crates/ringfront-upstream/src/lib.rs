@@ -26,11 +26,12 @@ mod worker;
 mod testutil;
 
 pub use attempt::{Attempt, Selection};
-pub use board::{Board, FailKind, PeerHealth, StateChange, CHECKING, DOWN, RT_BUCKETS, UP};
+pub use board::{Board, FailKind, PeerHealth, StateChange, CHECKING, DOWN, RT_BUCKETS_US, UP};
+pub use check::failed_out;
 pub use select::{free, select, FreeOutcome, RequestKey};
 pub use topology::{
     Balancer, PeerId, PeerList, PeerSpec, Topology, Upstream, UpstreamId, UpstreamSpec,
     SLOW_START_SCALE,
 };
 pub use tried::Tried;
-pub use worker::WorkerPeers;
+pub use worker::{splitmix64, WorkerPeers};

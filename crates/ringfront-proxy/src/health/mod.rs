@@ -25,7 +25,6 @@ use crossbeam_channel::Receiver;
 use ringfront_config::LogLevel;
 use ringfront_upstream::{PeerHealth, StateChange, CHECKING, DOWN, UP};
 
-pub use probe::judge;
 use rt::CheckRt;
 
 use crate::snapshot::Snapshot;
@@ -109,8 +108,19 @@ impl Machine {
         }
     }
 
-    fn label(&self) -> String {
-        format!("upstream server {} of \"{}\"", self.name, self.group)
+    /// Records a state change (with its cause) for status pages and returns its log line:
+    /// `upstream server ADDR of "GROUP" WORD: CAUSE`.
+    fn record(&self, state: u8, word: &str, cause: String) -> String {
+        let line = format!(
+            "upstream server {} of \"{}\" {word}: {cause}",
+            self.name, self.group
+        );
+        self.health.change.set(StateChange {
+            at_unix_ms: crate::clock::unix_ms(),
+            state,
+            cause,
+        });
+        line
     }
 
     fn passive_summary(&self) -> String {
@@ -139,12 +149,6 @@ fn now_ms() -> u64 {
     crate::clock::now_ms()
 }
 
-fn unix_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
-
 impl Checker {
     fn log(&self, level: LogLevel, msg: std::fmt::Arguments<'_>) {
         crate::logger::error_line(&self.shared.logger, &self.snap, level, "hc", 0, msg);
@@ -154,11 +158,7 @@ impl Checker {
         if below == 0 {
             return 0;
         }
-        self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.rng;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        (z ^ (z >> 31)) % below
+        ringfront_upstream::splitmix64(&mut self.rng) % below
     }
 
     /// Machines for a new configuration: surviving peers (same group name and address)
@@ -266,18 +266,13 @@ impl Checker {
             DOWN => "marked down",
             _ => "held out for checking",
         };
-        m.health.change.set(StateChange {
-            at_unix_ms: unix_ms(),
-            state: want,
-            cause: cause.clone(),
-        });
+        let line = m.record(want, word, cause);
         let level = if want == UP {
             LogLevel::Notice
         } else {
             LogLevel::Warn
         };
-        let label = m.label();
-        self.log(level, format_args!("{label} {word}: {cause}"));
+        self.log(level, format_args!("{line}"));
     }
 
     fn on_probe(&mut self, i: usize, check: usize, outcome: probe::Outcome) {
@@ -298,24 +293,6 @@ impl Checker {
             return;
         };
         m.health.checks.fetch_add(1, Ordering::Relaxed);
-        if check == 0 {
-            m.health.rise.store(
-                if outcome.is_ok() {
-                    cs.passes.saturating_add(1)
-                } else {
-                    0
-                },
-                Ordering::Relaxed,
-            );
-            m.health.fall.store(
-                if outcome.is_err() {
-                    cs.fails.saturating_add(1)
-                } else {
-                    0
-                },
-                Ordering::Relaxed,
-            );
-        }
         let cause = match &outcome {
             Ok(what) => {
                 m.health.last_probe.store(1, Ordering::Relaxed);
@@ -351,6 +328,10 @@ impl Checker {
                 }
             }
         };
+        if check == 0 {
+            m.health.rise.store(cs.passes, Ordering::Relaxed);
+            m.health.fall.store(cs.fails, Ordering::Relaxed);
+        }
         if !cause.is_empty() {
             self.apply(i, cause);
         }
@@ -371,21 +352,19 @@ impl Checker {
             Ok(what) => {
                 m.health.last_probe.store(1, Ordering::Relaxed);
                 m.health.fails.store(0, Ordering::Relaxed);
-                let label = m.label();
-                let cause = format!(
-                    "{summary} not confirmed: probe passed ({what}), failures blamed on the requests"
+                let line = m.record(
+                    UP,
+                    "kept up",
+                    format!(
+                        "{summary} not confirmed: probe passed ({what}), failures blamed on the requests"
+                    ),
                 );
-                m.health.change.set(StateChange {
-                    at_unix_ms: unix_ms(),
-                    state: UP,
-                    cause: cause.clone(),
-                });
                 // CHECKING -> UP: the peer was only held out for the probe's duration.
                 let want = m.desired();
                 m.health.state.store(want, Ordering::Relaxed);
                 m.logged = want;
                 m.close_downtime(now_ms());
-                self.log(LogLevel::Notice, format_args!("{label} kept up: {cause}"));
+                self.log(LogLevel::Notice, format_args!("{line}"));
             }
             Err(why) => {
                 m.health.checks_failed.fetch_add(1, Ordering::Relaxed);
@@ -464,28 +443,17 @@ fn start_ramp(m: &Machine, now: u64) -> String {
     format!(", slow start over {}ms", m.slow_start_ms)
 }
 
-type Shared_ = Rc<RefCell<Checker>>;
+type Ctx = Rc<RefCell<Checker>>;
 
-fn alive(c: &Shared_, epoch: u64) -> bool {
+fn alive(c: &Ctx, epoch: u64) -> bool {
     let c = c.borrow();
     c.epoch == epoch && c.shared.state.load(Ordering::Relaxed) == RUN
 }
 
 /// Probes one peer with one active check, forever (until the configuration changes).
-async fn probe_loop(c: Shared_, epoch: u64, i: usize, check: usize) {
-    // First probe soon (mandatory peers wait for it), spread over up to a second.
-    let first = {
-        let mut cc = c.borrow_mut();
-        let interval = cc
-            .snap
-            .groups
-            .iter()
-            .zip(&cc.snap.topology.upstreams)
-            .find(|(_, u)| u.ids().contains(&i))
-            .and_then(|(g, _)| g.checks.get(check))
-            .map_or(1000, |k| k.interval.as_millis() as u64);
-        cc.random(interval.min(100))
-    };
+async fn probe_loop(c: Ctx, epoch: u64, i: usize, check: usize) {
+    // First probe soon (mandatory peers wait for it), spread over 100 ms.
+    let first = c.borrow_mut().random(100);
     monoio::time::sleep(Duration::from_millis(first)).await;
     loop {
         if !alive(&c, epoch) {
@@ -518,7 +486,7 @@ async fn probe_loop(c: Shared_, epoch: u64, i: usize, check: usize) {
 
 /// A confirm probe, then (groups without active checks, probe failed) re-probes until one
 /// passes.
-async fn confirm(c: Shared_, epoch: u64, i: usize) {
+async fn confirm(c: Ctx, epoch: u64, i: usize) {
     let (snap, addr, fail_timeout) = {
         let cc = c.borrow();
         let Some(m) = cc.machines.get(i) else { return };
@@ -554,7 +522,7 @@ async fn confirm(c: Shared_, epoch: u64, i: usize) {
     }
 }
 
-fn spawn_probes(c: &Shared_) {
+fn spawn_probes(c: &Ctx) {
     let (epoch, work): (u64, Vec<(usize, usize)>) = {
         let cc = c.borrow();
         let work = cc
@@ -587,7 +555,7 @@ fn spawn_probes(c: &Shared_) {
     }
 }
 
-fn handle(c: &Shared_, ev: Event) {
+fn handle(c: &Ctx, ev: Event) {
     let mut cc = c.borrow_mut();
     match ev {
         Event::Suspect(h) => {
@@ -629,13 +597,8 @@ fn handle(c: &Shared_, ev: Event) {
                 m.max_fails,
                 m.fail_timeout
             );
-            m.health.change.set(StateChange {
-                at_unix_ms: unix_ms(),
-                state: DOWN,
-                cause: cause.clone(),
-            });
-            let label = m.label();
-            cc.log(LogLevel::Warn, format_args!("{label} marked down: {cause}"));
+            let line = m.record(DOWN, "marked down", cause);
+            cc.log(LogLevel::Warn, format_args!("{line}"));
         }
         Event::Recovered(h) => {
             let Some(i) = cc.find(&h) else { return };
@@ -646,13 +609,8 @@ fn handle(c: &Shared_, ev: Event) {
             m.close_downtime(now_ms());
             let mut cause = "answered a request after its failed-out period".to_string();
             cause.push_str(&start_ramp(m, now_ms()));
-            m.health.change.set(StateChange {
-                at_unix_ms: unix_ms(),
-                state: UP,
-                cause: cause.clone(),
-            });
-            let label = m.label();
-            cc.log(LogLevel::Notice, format_args!("{label} marked up: {cause}"));
+            let line = m.record(UP, "marked up", cause);
+            cc.log(LogLevel::Notice, format_args!("{line}"));
         }
     }
 }
@@ -678,8 +636,8 @@ pub fn spawn(shared: Arc<Shared>, rx: Receiver<Event>) -> std::io::Result<JoinHa
 
 async fn run(shared: Arc<Shared>, rx: Receiver<Event>) {
     let snap = shared.snapshot.load_full();
-    let seed = unix_ms() ^ u64::from(std::process::id()).rotate_left(32);
-    let c: Shared_ = Rc::new(RefCell::new(Checker {
+    let seed = crate::clock::unix_ms() ^ u64::from(std::process::id()).rotate_left(32);
+    let c: Ctx = Rc::new(RefCell::new(Checker {
         shared: shared.clone(),
         snap: snap.clone(),
         machines: Vec::new(),

@@ -3,18 +3,14 @@
 
 use std::sync::atomic::Ordering;
 
-use ringfront_upstream::{FailKind, PeerHealth, PeerSpec, CHECKING, DOWN, RT_BUCKETS};
+use ringfront_upstream::{
+    failed_out, FailKind, PeerHealth, PeerSpec, CHECKING, DOWN, RT_BUCKETS_US,
+};
 
 use super::view::{PeerState, PeerView, StatusView, UpstreamView, Verdict, WorkerView};
 use crate::health::rt::ProbeKind;
 use crate::snapshot::Snapshot;
 use crate::Shared;
-
-fn unix_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
 
 fn state(spec: &PeerSpec, h: &PeerHealth, now_s: u64) -> PeerState {
     if spec.down {
@@ -23,12 +19,7 @@ fn state(spec: &PeerSpec, h: &PeerHealth, now_s: u64) -> PeerState {
     match h.state() {
         DOWN => PeerState::Down,
         CHECKING => PeerState::Checking,
-        _ if spec.max_fails != 0
-            && h.fails() >= spec.max_fails
-            && now_s.saturating_sub(h.checked()) <= spec.fail_timeout =>
-        {
-            PeerState::Unavail
-        }
+        _ if failed_out(spec, h, now_s) => PeerState::Unavail,
         _ => PeerState::Up,
     }
 }
@@ -52,21 +43,21 @@ fn peer(
             .max(1)
             .min(spec.weight)
     };
-    let mut rt_buckets: Vec<(f64, u64)> = RT_BUCKETS
+    let mut rt_buckets: Vec<(f64, u64)> = RT_BUCKETS_US
         .iter()
         .zip(&h.rt_buckets)
-        .map(|(&le, c)| (le, load(c)))
+        .map(|(&le, c)| (le as f64 / 1e6, load(c)))
         .collect();
     rt_buckets.push((
         f64::INFINITY,
-        h.rt_buckets.get(RT_BUCKETS.len()).map_or(0, load),
+        h.rt_buckets.get(RT_BUCKETS_US.len()).map_or(0, load),
     ));
     let rt_count: u64 = rt_buckets.iter().map(|(_, c)| c).sum();
     let rt_sum_us = load(&h.rt_sum_us);
     let change = h.change.get();
     let failures: Vec<(&'static str, u64)> = FailKind::ALL
         .iter()
-        .map(|k| (k.name(), h.failures.get(*k as usize - 1).map_or(0, load)))
+        .map(|&k| (k.name(), h.failures_of(k)))
         .collect();
     PeerView {
         id: index,
@@ -170,7 +161,7 @@ pub fn collect(snap: &Snapshot, shared: &Shared) -> StatusView {
                 requests: w.requests.load(Ordering::Relaxed),
             })
             .collect(),
-        now_unix_ms: unix_ms(),
+        now_unix_ms: crate::clock::unix_ms(),
         generation: snap.generation,
         started_unix_ms: shared.started_unix_ms,
     }
