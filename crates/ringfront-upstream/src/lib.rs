@@ -13,6 +13,7 @@ mod board;
 mod chash;
 mod check;
 mod crc32;
+pub mod exchange;
 mod hash;
 mod least;
 mod random;

@@ -1,0 +1,355 @@
+//! The exchange with upstreams for one request, without I/O (nginx's `ngx_http_upstream`
+//! with `proxy_next_upstream`): the driver reports what happened — connected, sent, a
+//! response head, the body relayed, a failure with its phase and cause — with the time, and
+//! gets back what to do next: connect to a peer, send, read the head, relay the response,
+//! answer with an error status, or finish (keeping the connection or not). Every rule about
+//! tries, which failures and statuses move on, which count against the peer, the give-back
+//! of a try on a reused connection, non-idempotent methods, `proxy_next_upstream_timeout`,
+//! pool eligibility and the `$upstream_*` values lives here, tested with injected time.
+
+mod failure;
+mod pick;
+mod policy;
+mod record;
+#[cfg(test)]
+mod tests;
+
+use std::time::Duration;
+
+pub use failure::{Cause, Errno, FailClass, Failure, Phase, ECONNREFUSED};
+pub use pick::{Peers, Pick};
+pub use policy::{non_idempotent, status_is_failure, NextUpstream, Policy};
+pub use record::{TryPeer, TryRecord};
+
+use crate::attempt::Selection;
+use crate::board::FailKind;
+use crate::select::{FreeOutcome, RequestKey};
+use crate::topology::{PeerId, UpstreamId};
+
+/// What the driver saw. Every event comes with the monotonic time it happened at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    /// A connection to the peer is open: new, or `reused` from the keepalive pool having
+    /// served `requests` requests already.
+    Connected { reused: bool, requests: u64 },
+    /// The whole request was written.
+    Sent,
+    /// A final response head arrived (interim 1xx are skipped by the reader).
+    Head(Head),
+    /// The response was relayed to the client (or relaying stopped): `complete` when the
+    /// body ended where its framing said, `clean` when nothing followed it.
+    Relayed { complete: bool, clean: bool },
+    /// A step failed.
+    Failed(Failure),
+}
+
+/// The facts of a response head the exchange decides on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Head {
+    pub status: u16,
+    /// The upstream said `Connection: close` (or speaks HTTP/1.0 without keep-alive).
+    pub close: bool,
+    /// The body ends when the connection closes.
+    pub until_close: bool,
+}
+
+/// What the driver does next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Take an idle pooled connection to this peer or open one; report `Connected` or a
+    /// `Connect`-phase failure. Any connection of an earlier try is closed.
+    Connect(PeerId),
+    /// Write the request; report `Sent` or a failure.
+    Send,
+    /// Read the response head; report `Head` or a failure.
+    ReadHead,
+    /// Send the head to the client and stream the body (or tunnel a `101`); report
+    /// `Relayed`, or a `ReadBody` failure.
+    Relay,
+    /// No peer can be selected (nginx's "no live upstreams"): answer 502.
+    NoLive,
+    /// Answer the client with this status (the last try failed; nothing was relayed).
+    Respond(u16),
+    /// Done. `pool`: keep the upstream connection for another request.
+    Finish { pool: bool },
+}
+
+/// A try that ended: the driver logs it and tells the health checker what `free` saw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Freed {
+    pub peer: PeerId,
+    pub outcome: FreeOutcome,
+    /// The failure that ended it, if it was one (a listed status that moved on is not).
+    pub failure: Option<Failure>,
+}
+
+/// One step's result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Step {
+    pub action: Action,
+    pub freed: Option<Freed>,
+}
+
+impl Step {
+    fn only(action: Action) -> Step {
+        Step {
+            action,
+            freed: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Idle,
+    Connecting,
+    Sending,
+    ReadingHead,
+    Relaying,
+    Done,
+}
+
+/// One request's exchange with one upstream group.
+pub struct Exchange<'a> {
+    pick: Pick<'a>,
+    policy: Policy,
+    key: RequestKey<'a>,
+    state: State,
+    started: Duration,
+    try_started: Duration,
+    reused: bool,
+    requests: u64,
+    head: Option<Head>,
+    tries: Vec<TryRecord>,
+}
+
+fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}
+
+impl<'a> Exchange<'a> {
+    pub fn new(
+        peers: Peers<'a>,
+        upstream: UpstreamId,
+        policy: Policy,
+        key: RequestKey<'a>,
+    ) -> Self {
+        Exchange {
+            pick: Pick::new(peers, upstream, policy.tries),
+            policy,
+            key,
+            state: State::Idle,
+            started: Duration::ZERO,
+            try_started: Duration::ZERO,
+            reused: false,
+            requests: 0,
+            head: None,
+            tries: Vec::with_capacity(1),
+        }
+    }
+
+    /// The first action: select a peer.
+    pub fn start(&mut self, now: Duration) -> Step {
+        self.started = now;
+        Step::only(self.next_peer(now))
+    }
+
+    /// The `$upstream_*` values, one per try.
+    pub fn tries(&self) -> &[TryRecord] {
+        &self.tries
+    }
+
+    /// The `$upstream_*` values; a peer still held is freed (as a success).
+    pub fn into_tries(self) -> Vec<TryRecord> {
+        self.tries
+    }
+
+    /// The peer of the try in progress.
+    pub fn current(&self) -> Option<PeerId> {
+        self.pick.current()
+    }
+
+    /// Feeds one event; returns what to do next.
+    pub fn on(&mut self, ev: Event, now: Duration) -> Step {
+        match (self.state, ev) {
+            (State::Connecting, Event::Connected { reused, requests }) => {
+                self.reused = reused;
+                self.requests = requests;
+                if let Some(t) = self.tries.last_mut() {
+                    t.connect_time = Some(now.saturating_sub(self.try_started));
+                }
+                self.state = State::Sending;
+                Step::only(Action::Send)
+            }
+            (State::Sending, Event::Sent) => {
+                self.state = State::ReadingHead;
+                Step::only(Action::ReadHead)
+            }
+            (State::ReadingHead, Event::Head(h)) => self.on_head(h, now),
+            (State::Relaying, Event::Relayed { complete, clean }) => {
+                self.finish(complete && clean, now)
+            }
+            (State::Relaying, Event::Failed(_)) => self.finish(false, now),
+            (State::Connecting | State::Sending | State::ReadingHead, Event::Failed(f)) => {
+                self.on_failure(f, now)
+            }
+            // An event the driver should not have sent: end the try as an error.
+            (State::Idle | State::Done, _) => Step::only(Action::Respond(502)),
+            _ => self.on_failure(Failure::new(Phase::ReadHead, Cause::InvalidHeader), now),
+        }
+    }
+
+    fn timed_out(&self, now: Duration) -> bool {
+        !self.policy.timeout.is_zero() && now.saturating_sub(self.started) >= self.policy.timeout
+    }
+
+    fn next_peer(&mut self, now: Duration) -> Action {
+        match self.pick.select(&self.key, now.as_secs()) {
+            Selection::Peer(id) => {
+                self.state = State::Connecting;
+                self.try_started = now;
+                self.reused = false;
+                self.requests = 0;
+                self.head = None;
+                self.tries.push(TryRecord::new(TryPeer::Peer(id)));
+                Action::Connect(id)
+            }
+            Selection::NoLive => {
+                self.state = State::Done;
+                let mut t = TryRecord::new(TryPeer::Group(self.pick.upstream()));
+                t.status = Some(502);
+                self.tries.push(t);
+                Action::NoLive
+            }
+        }
+    }
+
+    fn health(&self, peer: PeerId) -> Option<&'a crate::board::PeerHealth> {
+        self.pick.peers().board.get(peer)
+    }
+
+    fn on_failure(&mut self, f: Failure, now: Duration) -> Step {
+        let Some(peer) = self.pick.current() else {
+            self.state = State::Done;
+            return Step::only(Action::Respond(f.status()));
+        };
+        if let Some(h) = self.health(peer) {
+            h.note_failure(f.kind());
+        }
+        let outcome = self.pick.free(true, None, now.as_secs());
+        if let Some(t) = self.tries.last_mut() {
+            t.status = Some(f.status());
+            t.response_time = Some(now.saturating_sub(self.try_started));
+        }
+        // nginx gives the try back when a reused keepalive connection fails with an error
+        // (the peer may just have closed it): the request moves on without using one up.
+        if self.reused && f.class() == FailClass::Error {
+            self.pick.give_back_try();
+        }
+        let listed = self.policy.next.lists_failure(f.class());
+        let blocked = f.phase.request_sent() && !self.policy.may_resend();
+        let action = if self.pick.tries() == 0 || !listed || blocked || self.timed_out(now) {
+            self.state = State::Done;
+            Action::Respond(f.status())
+        } else {
+            self.next_peer(now)
+        };
+        Step {
+            action,
+            freed: Some(Freed {
+                peer,
+                outcome,
+                failure: Some(f),
+            }),
+        }
+    }
+
+    fn on_head(&mut self, h: Head, now: Duration) -> Step {
+        if h.status == 101 && !self.policy.upgrade {
+            return self.on_failure(Failure::new(Phase::ReadHead, Cause::Unexpected101), now);
+        }
+        let took = now.saturating_sub(self.try_started);
+        if let Some(t) = self.tries.last_mut() {
+            t.status = Some(h.status);
+            t.header_time = Some(took);
+        }
+        let moves_on = self.policy.next.lists_status(h.status)
+            && self.pick.tries() > 1
+            && self.policy.may_resend()
+            && !self.timed_out(now);
+        let Some(peer) = self.pick.current().filter(|_| moves_on) else {
+            self.head = Some(h);
+            self.state = State::Relaying;
+            return Step::only(Action::Relay);
+        };
+        let failed = status_is_failure(h.status);
+        if let Some(health) = self.health(peer) {
+            health.note_response(h.status, micros(took));
+            if failed {
+                health.note_failure(if h.status == 429 {
+                    FailKind::Http429
+                } else {
+                    FailKind::Http5xx
+                });
+            }
+        }
+        let outcome = self.pick.free(failed, None, now.as_secs());
+        if let Some(t) = self.tries.last_mut() {
+            t.response_time = Some(took);
+        }
+        let action = self.next_peer(now);
+        Step {
+            action,
+            freed: Some(Freed {
+                peer,
+                outcome,
+                failure: None,
+            }),
+        }
+    }
+
+    /// The response was relayed (`ok`: completely and cleanly, or the tunnel ended).
+    fn finish(&mut self, ok: bool, now: Duration) -> Step {
+        self.state = State::Done;
+        let took = now.saturating_sub(self.try_started);
+        let header_time = self.tries.last().and_then(|t| t.header_time);
+        if let Some(t) = self.tries.last_mut() {
+            t.response_time = Some(took);
+        }
+        let status = self.head.map_or(0, |h| h.status);
+        let peer = self.pick.current();
+        if let Some(health) = peer.and_then(|p| self.health(p)) {
+            health.note_response(status, micros(took));
+        }
+        // nginx frees the peer when the request is finalised, after the body: errors while
+        // relaying the body are not failures of the peer.
+        let rt = self.policy.least_time_last_byte.map(|last_byte| {
+            if last_byte {
+                took
+            } else {
+                header_time.unwrap_or(took)
+            }
+        });
+        let outcome = self.pick.free(false, rt, now.as_secs());
+        let pool = ok && self.poolable();
+        Step {
+            action: Action::Finish { pool },
+            freed: peer.map(|peer| Freed {
+                peer,
+                outcome,
+                failure: None,
+            }),
+        }
+    }
+
+    /// Whether the connection may carry another request (nginx's keepalive module rules).
+    fn poolable(&self) -> bool {
+        let Some(h) = self.head else { return false };
+        h.status != 101
+            && !h.close
+            && !h.until_close
+            && !self.policy.http10
+            && self.policy.keepalive > 0
+            && self.requests + 1 < self.policy.keepalive_requests
+    }
+}

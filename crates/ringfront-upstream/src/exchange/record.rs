@@ -1,0 +1,35 @@
+//! One try as the logs see it: the `$upstream_addr`, `$upstream_status`,
+//! `$upstream_response_time`, `$upstream_connect_time` and `$upstream_header_time` values.
+
+use std::time::Duration;
+
+use crate::topology::{PeerId, UpstreamId};
+
+/// Who a try went to: a peer, or — when none could be selected — the group (nginx logs the
+/// group's name as `$upstream_addr` then).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TryPeer {
+    Peer(PeerId),
+    Group(UpstreamId),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TryRecord {
+    pub peer: TryPeer,
+    pub status: Option<u16>,
+    pub response_time: Option<Duration>,
+    pub connect_time: Option<Duration>,
+    pub header_time: Option<Duration>,
+}
+
+impl TryRecord {
+    pub fn new(peer: TryPeer) -> Self {
+        TryRecord {
+            peer,
+            status: None,
+            response_time: None,
+            connect_time: None,
+            header_time: None,
+        }
+    }
+}
