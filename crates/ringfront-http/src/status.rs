@@ -89,21 +89,9 @@ pub fn wire_status(status: u16) -> u16 {
 /// The status goes through [`wire_status`], so 494 writes `400 Bad Request`; a status
 /// outside 100..=999 is written as 500 rather than producing a malformed line.
 pub fn write_status_line(out: &mut Vec<u8>, status: u16) {
-    let status = match wire_status(status) {
-        s @ 100..=999 => s,
-        _ => 500,
-    };
-    out.extend_from_slice(b"HTTP/1.1 ");
-    // Three digits: status is in 100..=999 here.
-    let digits = [
-        b'0' + (status / 100 % 10) as u8,
-        b'0' + (status / 10 % 10) as u8,
-        b'0' + (status % 10) as u8,
-    ];
-    out.extend_from_slice(&digits);
-    out.push(b' ');
-    out.extend_from_slice(reason(status).as_bytes());
-    out.extend_from_slice(b"\r\n");
+    let before = out.len();
+    crate::HeadWriter::response(out, status);
+    debug_assert!(out.len() > before);
 }
 
 #[cfg(test)]

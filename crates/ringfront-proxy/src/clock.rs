@@ -9,6 +9,12 @@ fn epoch() -> Instant {
     *EPOCH.get_or_init(Instant::now)
 }
 
+/// Monotonic time since the process started, plus a constant (the exchange machine's and
+/// the failure accounting's clock: `mono().as_secs()` is `now_secs()`).
+pub fn mono() -> std::time::Duration {
+    epoch().elapsed() + std::time::Duration::from_secs(1_000_000)
+}
+
 /// Monotonic whole seconds since the process started, plus a constant so that "0" (the
 /// board's initial `checked`) is always far in the past.
 pub fn now_secs() -> u64 {

@@ -5,6 +5,7 @@
 
 mod body;
 mod clock;
+mod head_reader;
 pub mod health;
 mod idle;
 mod io;
@@ -12,12 +13,14 @@ pub mod logger;
 mod pool;
 mod proxy;
 mod relay;
+mod req;
 mod respond;
 mod route;
 mod session;
 pub mod snapshot;
 pub mod status;
 mod upstream;
+mod upstream_request;
 mod vars;
 mod worker;
 

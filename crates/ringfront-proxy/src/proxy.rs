@@ -1,421 +1,297 @@
-//! The upstream loop (`ngx_http_upstream` + `proxy_next_upstream`): select a peer, try it,
-//! classify the outcome, report it to the balancer, move on while nginx would, then relay the
-//! chosen response to the client (streamed, framing preserved) or tunnel an upgrade.
+//! The upstream driver: performs what the exchange machine (`ringfront_upstream::exchange`)
+//! asks — connect, send, read the head, relay, answer — with monoio, and reports back what
+//! happened. Every decision (moving on, counting failures, pooling) is the machine's; this
+//! file only does I/O, logging and the health checker's notifications.
 
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
-use std::time::Instant;
 
 use monoio::net::TcpStream;
-use ringfront_config::{LocationMatch, LogLevel, NextUpstream};
-use ringfront_http::BodyFraming;
-
-use ringfront_upstream::{
-    free, select, Attempt, FailKind, FreeOutcome, PeerId, RequestKey, Selection, UpstreamId,
-    CHECKING, UP,
+use ringfront_config::LogLevel;
+use ringfront_upstream::exchange::{
+    Action, Event, Exchange, Freed, Head, NextUpstream, Peers, Policy,
 };
+use ringfront_upstream::{RequestKey, UpstreamId, CHECKING, UP};
 
-use crate::clock::now_secs;
+use crate::clock::mono;
 use crate::health;
-use crate::respond;
-use crate::session::{Reply, Req};
-use crate::snapshot::{LocationRt, Snapshot};
-use crate::upstream::{attempt, Failure, Ft, Params};
-use crate::vars::{self, TryLog};
-use crate::worker::{PeerState, Worker};
+use crate::relay::{Relay, Relayed};
+use crate::req::{Cx, Reply};
+use crate::snapshot::GroupConf;
+use crate::upstream::{self, Conn, Target};
+use crate::upstream_request::{self, Outbound};
+use crate::worker::PeerState;
+use crate::{respond, vars};
 
-/// RFC 9110 9.2.2 methods nginx will not resend once sent (POST, LOCK, PATCH).
-fn non_idempotent(method: &[u8]) -> bool {
-    matches!(method, b"POST" | b"LOCK" | b"PATCH")
-}
-
-/// `proxy_next_upstream http_*` flags for a response status; `None` if not a next-upstream status.
-fn status_listed(status: u16, nu: &NextUpstream) -> Option<bool> {
-    Some(match status {
-        500 => nu.http_500,
-        502 => nu.http_502,
-        503 => nu.http_503,
-        504 => nu.http_504,
-        403 => nu.http_403,
-        404 => nu.http_404,
-        429 => nu.http_429,
-        _ => return None,
-    })
-}
-
-/// The URI sent upstream: unchanged, or with the matched prefix replaced by proxy_pass's URI.
-fn upstream_uri(loc: &LocationRt, req: &Req<'_>, out: &mut Vec<u8>) {
-    let target = vars::origin_path(req.head.target.get(req.buf));
-    let Some(uri) = loc
-        .settings
-        .proxy_pass
-        .as_ref()
-        .and_then(|p| p.uri.as_ref())
-    else {
-        out.extend_from_slice(target);
-        return;
-    };
-    let args = target.iter().position(|&b| b == b'?').map(|i| &target[i..]);
-    match &loc.matcher {
-        Some(LocationMatch::Prefix(p) | LocationMatch::PrefixNoRegex(p))
-            if req.path.starts_with(p.as_str()) =>
-        {
-            out.extend_from_slice(uri.as_bytes());
-            out.extend_from_slice(&req.path.as_bytes()[p.len()..]);
-        }
-        _ => out.extend_from_slice(uri.as_bytes()),
-    }
-    if let Some(a) = args {
-        out.extend_from_slice(a);
+fn next_upstream(n: &ringfront_config::NextUpstream) -> NextUpstream {
+    NextUpstream {
+        error: n.error,
+        timeout: n.timeout,
+        invalid_header: n.invalid_header,
+        http_500: n.http_500,
+        http_502: n.http_502,
+        http_503: n.http_503,
+        http_504: n.http_504,
+        http_403: n.http_403,
+        http_404: n.http_404,
+        http_429: n.http_429,
+        non_idempotent: n.non_idempotent,
+        off: n.off,
     }
 }
 
-/// Builds the request head (and body) sent to every peer tried: the client's headers minus
-/// hop-by-hop ones, `proxy_set_header` applied, the body framed by Content-Length.
-fn build_request(
-    loc: &LocationRt,
-    req: &Req<'_>,
-    proxy_host: &str,
-    keepalive: bool,
-    body: &[u8],
-) -> (Vec<u8>, usize) {
-    let s = &loc.settings;
-    let mut out = Vec::with_capacity(req.head.head_len + 128 + body.len());
-    out.extend_from_slice(req.head.method.get(req.buf));
-    out.push(b' ');
-    let uri_start = out.len();
-    upstream_uri(loc, req, &mut out);
-    let uri_len = out.len() - uri_start;
-    let v11 = s.proxy_http_version != "1.0";
-    out.extend_from_slice(if v11 {
-        b" HTTP/1.1\r\n"
-    } else {
-        b" HTTP/1.0\r\n"
-    });
-    let v = req.vars(proxy_host, None);
-    let set = &s.proxy_set_header;
-    let overridden = |name: &[u8]| {
-        set.iter()
-            .any(|(n, _)| n.as_bytes().eq_ignore_ascii_case(name))
-    };
-    if !overridden(b"host") {
-        out.extend_from_slice(b"Host: ");
-        out.extend_from_slice(proxy_host.as_bytes());
-        out.extend_from_slice(b"\r\n");
+fn policy(cx: &Cx<'_>, g: &GroupConf) -> Policy {
+    let s = cx.settings();
+    let mut p = Policy::new(cx.req.head.method.get(cx.req.buf));
+    p.next = next_upstream(&s.proxy_next_upstream);
+    p.tries = s.proxy_next_upstream_tries;
+    p.timeout = s.proxy_next_upstream_timeout;
+    p.upgrade = cx.req.head.upgrade;
+    p.keepalive = g.keepalive;
+    p.keepalive_requests = g.keepalive_requests;
+    p.http10 = s.proxy_http_version == "1.0";
+    p.least_time_last_byte = g.least_time_last_byte;
+    p
+}
+
+/// What the driver holds between steps of one exchange.
+struct Io {
+    request: Rc<Vec<u8>>,
+    conn: Option<Conn>,
+    head: Option<ringfront_http::ResponseHead>,
+    rbuf: Vec<u8>,
+    out: Vec<u8>,
+    client: Option<TcpStream>,
+    relayed: Option<Reply>,
+}
+
+impl Io {
+    /// The URI sent upstream (for log lines), borrowed from the request's bytes.
+    fn uri(&self, range: &std::ops::Range<usize>) -> std::borrow::Cow<'_, str> {
+        String::from_utf8_lossy(self.request.get(range.clone()).unwrap_or_default())
     }
-    let upstream_keepalive = keepalive && v11;
-    if !upstream_keepalive && !overridden(b"connection") {
-        out.extend_from_slice(b"Connection: close\r\n");
-    }
-    for (name, t) in set {
-        let mark = out.len();
-        out.extend_from_slice(name.as_bytes());
-        out.extend_from_slice(b": ");
-        let vstart = out.len();
-        vars::render(&mut out, t, &v, false);
-        if out.len() == vstart {
-            out.truncate(mark); // an empty value means "do not send"
-        } else {
-            out.extend_from_slice(b"\r\n");
-        }
-    }
-    let conn_hdr = req.head.header(req.buf, "connection").unwrap_or(b"");
-    for h in &req.head.headers {
-        let name = h.name.get(req.buf);
-        if ringfront_http::is_hop_by_hop(name)
-            || name.eq_ignore_ascii_case(b"content-length")
-            || name.eq_ignore_ascii_case(b"expect")
-            || name.eq_ignore_ascii_case(b"host")
-            || overridden(name)
-            || ringfront_http::connection_lists(conn_hdr, name)
-        {
-            continue;
-        }
-        out.extend_from_slice(name);
-        out.extend_from_slice(b": ");
-        out.extend_from_slice(h.value.get(req.buf));
-        out.extend_from_slice(b"\r\n");
-    }
-    if !body.is_empty() || !matches!(req.head.framing, BodyFraming::None) {
-        out.extend_from_slice(b"Content-Length: ");
-        out.extend_from_slice(body.len().to_string().as_bytes());
-        out.extend_from_slice(b"\r\n");
-    }
-    out.extend_from_slice(b"\r\n");
-    out.extend_from_slice(body);
-    (out, uri_len)
 }
 
 /// Proxies one request to group `up`. Returns the reply and the client stream unless it
 /// was consumed (upgrade tunnel) or must be dropped.
-#[allow(clippy::too_many_arguments)]
 pub async fn run(
-    w: &Rc<Worker>,
-    snap: &Snapshot,
-    loc: &LocationRt,
+    cx: &Cx<'_>,
     up: UpstreamId,
-    req: &Req<'_>,
     body: &[u8],
     client: TcpStream,
-    mut out: Vec<u8>,
+    out: Vec<u8>,
 ) -> (Reply, Option<TcpStream>) {
-    let s = &loc.settings;
-    let nu = &s.proxy_next_upstream;
-    let Some(group) = snap.groups.get(up) else {
-        out.clear();
-        let (status, n) = respond::error(&mut out, Some(loc), 502, false, false);
-        let _ = crate::io::write_all(&mut { client }, out, s.send_timeout).await;
-        return (reply(status, n, 0, false, vec![]), None);
+    let Some(group) = cx.snap.groups.get(up) else {
+        return respond_error(cx, 502, client, out, Vec::new()).await;
     };
-    let keepalive = group.keepalive > 0;
-    let (request, uri_len) = build_request(loc, req, &group.proxy_host, keepalive, body);
-    let uri_start = req.head.method.len() + 1;
-    let request = Rc::new(request);
-    // For log lines only: borrowed from the request bytes, no copy on the request path.
-    let uri_bytes = request
-        .get(uri_start..uri_start + uri_len)
-        .unwrap_or_default();
-    let uri = String::from_utf8_lossy(uri_bytes);
-    let state = w.peer_state(snap);
-    let mut at = Attempt::new(&snap.topology, up, s.proxy_next_upstream_tries);
-    let mut tries: Vec<TryLog> = Vec::with_capacity(1);
-    let started = Instant::now();
-    // Once sent, POST/LOCK/PATCH go to another peer only with `non_idempotent`.
-    let resend_ok = !non_idempotent(req.head.method.get(req.buf)) || nu.non_idempotent;
-    let head_only = req.head.is_head(req.buf);
-    // 4 KiB, as nginx's proxy_buffer_size on x86-64: a response head fits; a longer one
-    // grows the buffer, and the relay reads bodies 16 KiB at a time.
-    let mut rbuf = w.take_buf();
-    // The balancer's inputs: the client address (ip_hash) and the evaluated `hash` key.
+    // The peer state this request started with: it is freed and pooled into the same one
+    // even if a reload publishes another meanwhile.
+    let state = cx.w.peer_state(cx.snap);
+    let outbound = upstream_request::build(cx, &group.proxy_host, group.keepalive > 0, body);
     let mut hash_key = Vec::new();
     if let Some(t) = &group.hash_key {
-        vars::render(&mut hash_key, t, &req.vars(&group.proxy_host, None), false);
+        vars::render(
+            &mut hash_key,
+            t,
+            &cx.req.vars(&group.proxy_host, None, None),
+            false,
+        );
     }
     let key = RequestKey {
-        client: Some(req.client.ip()),
+        client: Some(cx.req.client.ip()),
         hash: &hash_key,
     };
+    let peers = Peers {
+        topo: &cx.snap.topology,
+        board: &cx.snap.board,
+        worker: &state.peers,
+    };
+    let mut ex = Exchange::new(peers, up, policy(cx, group), key);
+    let Outbound { bytes, uri } = outbound;
+    let mut io = Io {
+        request: Rc::new(bytes),
+        conn: None,
+        head: None,
+        rbuf: cx.w.take_buf(),
+        out,
+        client: Some(client),
+        relayed: None,
+    };
+    let mut step = ex.start(mono());
     loop {
-        let sel = {
-            let mut peers = state.peers.borrow_mut();
-            select(
-                &snap.topology,
-                &mut peers,
-                &snap.board,
-                &mut at,
-                &key,
-                now_secs(),
-            )
-        };
-        let id = match sel {
-            Selection::Peer(id) => id,
-            Selection::NoLive => {
-                let name = &snap.topology.upstreams[up].name;
-                w.log(
-                    snap,
+        if let Some(f) = step.freed {
+            report(cx, up, &io.uri(&uri), f);
+        }
+        let ev = match step.action {
+            Action::Connect(peer) => connect(cx, group, &state, peer, &mut io).await,
+            Action::Send => send(cx, &mut io).await,
+            Action::ReadHead => read_head(cx, &mut io).await,
+            Action::Relay => relay(cx, uri.clone(), ex.current(), &mut io).await,
+            Action::NoLive => {
+                let name = &cx.snap.topology.upstreams[up].name;
+                cx.log(
                     LogLevel::Error,
-                    req.conn_id,
-                    format_args!(
-                        "no live upstreams while connecting to upstream{}",
-                        req.log_context(Some(&format!("http://{name}{uri}")))
-                    ),
+                    format_args!("no live upstreams while connecting to upstream"),
+                    Some(&format!("http://{name}{}", io.uri(&uri))),
                 );
-                tries.push(TryLog {
-                    addr: name.clone(),
-                    status: Some(502),
-                    ..TryLog::default()
-                });
-                return finish_error(502, loc, req, client, out, tries, head_only).await;
+                return finish_error(cx, 502, io, ex).await;
             }
+            Action::Respond(status) => return finish_error(cx, status, io, ex).await,
+            Action::Finish { pool } => return finish(cx, group, &state, pool, io, ex),
         };
-        let Some(spec) = snap.topology.peer(id) else {
-            return finish_error(502, loc, req, client, out, tries, head_only).await;
-        };
-        let params = Params {
-            addr: spec.addr,
-            peer: id,
-            connect_timeout: s.proxy_connect_timeout,
-            send_timeout: s.proxy_send_timeout,
-            read_timeout: s.proxy_read_timeout,
-            idle_timeout: group.keepalive_timeout,
-        };
-        let try_start = Instant::now();
-        let (res, b) = attempt(&params, &state.pool, &request, rbuf).await;
-        rbuf = b;
-        // A 101 nobody asked for would leave the connection in an unknown protocol.
-        let res = match res {
-            Ok(got) if got.head.status == 101 && !req.head.upgrade => Err(Failure {
-                ft: Ft::InvalidHeader,
-                msg: "upstream sent unexpected 101 Switching Protocols while reading response header from upstream".into(),
-                request_sent: true,
-                cached: false,
-                connect_time: Some(got.connect_time),
-                refused: false,
-            }),
-            other => other,
-        };
-        let timed_out_overall = !s.proxy_next_upstream_timeout.is_zero()
-            && started.elapsed() >= s.proxy_next_upstream_timeout;
-        match res {
-            Err(f) => {
-                if let Some(h) = snap.board.get(id) {
-                    h.note_failure(f.kind());
-                }
-                let outcome = end_try(w, snap, &state, &mut at, up, id, true, None);
-                let upstream_url = format!("http://{}{}", spec.name, uri);
-                w.log(
-                    snap,
-                    LogLevel::Error,
-                    req.conn_id,
-                    format_args!("{}{}", f.msg, req.log_context(Some(&upstream_url))),
-                );
-                if outcome.disabled {
-                    w.log(
-                        snap,
-                        LogLevel::Warn,
-                        req.conn_id,
-                        format_args!(
-                            "upstream server temporarily disabled while {}{}",
-                            f.msg
-                                .rsplit(" while ")
-                                .next()
-                                .unwrap_or("connecting to upstream"),
-                            req.log_context(Some(&upstream_url))
-                        ),
-                    );
-                }
-                let status = if f.ft == Ft::Timeout { 504 } else { 502 };
-                tries.push(TryLog {
-                    addr: spec.name.clone(),
-                    status: Some(status),
-                    response_time: Some(try_start.elapsed()),
-                    connect_time: f.connect_time,
-                    header_time: None,
-                });
-                // nginx gives the try back when a reused keepalive connection fails with an
-                // error (the peer may just have closed it): the request moves on to the
-                // next peer without using up a try.
-                if f.cached && f.ft == Ft::Error {
-                    at.tries += 1;
-                }
-                let listed = !nu.off
-                    && match f.ft {
-                        Ft::Error => nu.error,
-                        Ft::Timeout => nu.timeout,
-                        Ft::InvalidHeader => nu.invalid_header,
-                    };
-                let blocked = f.request_sent && !resend_ok;
-                if at.tries == 0 || !listed || blocked || timed_out_overall {
-                    return finish_error(status, loc, req, client, out, tries, head_only).await;
-                }
-            }
-            Ok(got) => {
-                let status = got.head.status;
-                let mut this_try = TryLog {
-                    addr: spec.name.clone(),
-                    status: Some(status),
-                    response_time: None,
-                    connect_time: Some(got.connect_time),
-                    header_time: Some(got.header_time),
-                };
-                if let Some(true) = status_listed(status, nu) {
-                    if !nu.off && at.tries > 1 && resend_ok && !timed_out_overall {
-                        let failed = !matches!(status, 403 | 404);
-                        let took = try_start.elapsed();
-                        if let Some(h) = snap.board.get(id) {
-                            h.note_response(status, micros(took));
-                            if failed {
-                                h.note_failure(if status == 429 {
-                                    FailKind::Http429
-                                } else {
-                                    FailKind::Http5xx
-                                });
-                            }
-                        }
-                        end_try(w, snap, &state, &mut at, up, id, failed, None);
-                        this_try.response_time = Some(took);
-                        tries.push(this_try);
-                        continue;
-                    }
-                }
-                let header_time = got.header_time;
-                tries.push(this_try);
-                let relay = crate::relay::Relay {
-                    w,
-                    snap,
-                    group: up,
-                    peer: id,
-                    peer_name: &spec.name,
-                    uri: &uri,
-                    req,
-                    settings: s,
-                    head_only,
-                };
-                let (mut r, back) = relay.run(got, rbuf, client, out).await;
-                let last_byte = try_start.elapsed();
-                // nginx frees the peer when the request is finalised, after the body: the
-                // connection counts for max_conns/least_conn until then. Errors while relaying
-                // the body are not failures of the peer.
-                let response_time =
-                    group
-                        .least_time_last_byte
-                        .map(|lb| if lb { last_byte } else { header_time });
-                if let Some(h) = snap.board.get(id) {
-                    h.note_response(status, micros(last_byte));
-                }
-                end_try(w, snap, &state, &mut at, up, id, false, response_time);
-                if let Some(last) = tries.last_mut() {
-                    last.response_time = Some(last_byte);
-                }
-                r.tries = tries;
-                return (r, back);
-            }
+        step = ex.on(ev, mono());
+    }
+}
+
+async fn connect(cx: &Cx<'_>, g: &GroupConf, state: &PeerState, peer: usize, io: &mut Io) -> Event {
+    io.conn = None;
+    let Some(spec) = cx.snap.topology.peer(peer) else {
+        return Event::Failed(ringfront_upstream::exchange::Failure::new(
+            ringfront_upstream::exchange::Phase::Connect,
+            ringfront_upstream::exchange::Cause::Closed,
+        ));
+    };
+    let target = Target {
+        addr: spec.addr,
+        peer,
+        connect_timeout: cx.settings().proxy_connect_timeout,
+        idle_timeout: g.keepalive_timeout,
+    };
+    match upstream::connect(&state.pool, &target).await {
+        Ok(c) => {
+            let ev = Event::Connected {
+                reused: c.reused,
+                requests: c.requests,
+            };
+            io.conn = Some(c);
+            ev
+        }
+        Err(f) => Event::Failed(f),
+    }
+}
+
+async fn send(cx: &Cx<'_>, io: &mut Io) -> Event {
+    let Some(conn) = io.conn.as_mut() else {
+        return Event::Sent;
+    };
+    match upstream::send(conn, &io.request, cx.settings().proxy_send_timeout).await {
+        Ok(()) => Event::Sent,
+        Err(f) => {
+            io.conn = None;
+            Event::Failed(f)
         }
     }
 }
 
-fn micros(d: std::time::Duration) -> u64 {
-    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+async fn read_head(cx: &Cx<'_>, io: &mut Io) -> Event {
+    let Some(conn) = io.conn.as_mut() else {
+        return Event::Sent;
+    };
+    let rbuf = std::mem::take(&mut io.rbuf);
+    let (r, b) = upstream::read_head(conn, rbuf, cx.settings().proxy_read_timeout).await;
+    io.rbuf = b;
+    match r {
+        Ok(head) => {
+            let ev = Event::Head(Head {
+                status: head.status,
+                close: head.connection_close,
+                until_close: matches!(
+                    head.framing(cx.req.head_only),
+                    ringfront_http::BodyFraming::UntilClose
+                ),
+            });
+            io.head = Some(head);
+            ev
+        }
+        Err(f) => {
+            io.conn = None;
+            Event::Failed(f)
+        }
+    }
 }
 
-/// Ends the current try: `free` (nginx's `peer.free`), then the checker hears what it saw.
-#[allow(clippy::too_many_arguments)]
-fn end_try(
-    w: &Worker,
-    snap: &Snapshot,
-    state: &PeerState,
-    at: &mut Attempt,
-    up: UpstreamId,
-    id: PeerId,
-    failed: bool,
-    response_time: Option<std::time::Duration>,
-) -> FreeOutcome {
-    let outcome = {
-        let mut peers = state.peers.borrow_mut();
-        free(
-            &snap.topology,
-            &mut peers,
-            &snap.board,
-            at,
-            failed,
-            response_time,
-            now_secs(),
-        )
+async fn relay(
+    cx: &Cx<'_>,
+    uri: std::ops::Range<usize>,
+    peer: Option<usize>,
+    io: &mut Io,
+) -> Event {
+    let (Some(conn), Some(head), Some(client)) = (io.conn.take(), io.head.take(), io.client.take())
+    else {
+        return Event::Relayed {
+            complete: false,
+            clean: false,
+        };
     };
-    report(w, snap, up, id, outcome);
-    outcome
+    let name = peer
+        .and_then(|p| cx.snap.topology.peer(p))
+        .map_or("", |p| p.name.as_str());
+    let request = io.request.clone();
+    let uri = String::from_utf8_lossy(request.get(uri).unwrap_or_default());
+    let relay = Relay {
+        cx,
+        peer: name,
+        uri: &uri,
+        head: &head,
+    };
+    let rbuf = std::mem::take(&mut io.rbuf);
+    let out = std::mem::take(&mut io.out);
+    let (requests, reused) = (conn.requests, conn.reused);
+    let Relayed {
+        event,
+        reply,
+        client,
+        upstream,
+        bufs: [rbuf, out],
+    } = relay.run(rbuf, conn.stream, client, out).await;
+    io.rbuf = rbuf;
+    io.out = out;
+    io.client = client;
+    io.conn = upstream.map(|stream| Conn {
+        stream,
+        requests,
+        reused,
+    });
+    io.relayed = Some(reply);
+    event
+}
+
+/// Logs a try that ended in failure and tells the health checker what `free` saw.
+fn report(cx: &Cx<'_>, up: UpstreamId, uri: &str, f: Freed) {
+    if let Some(failure) = f.failure {
+        let name = cx
+            .snap
+            .topology
+            .peer(f.peer)
+            .map_or("", |p| p.name.as_str());
+        let url = format!("http://{name}{uri}");
+        cx.log(LogLevel::Error, format_args!("{failure}"), Some(&url));
+        if f.outcome.disabled {
+            cx.log(
+                LogLevel::Warn,
+                format_args!(
+                    "upstream server temporarily disabled while {}",
+                    failure.phase.doing()
+                ),
+                Some(&url),
+            );
+        }
+    }
+    notify_checker(cx, up, f);
 }
 
 /// Tells the health checker what `free` saw: a peer that reached `max_fails` (in
 /// `passive_health confirm` groups this worker first takes it out of every worker's
 /// selection, `UP` -> `CHECKING`, and asks for the probe) or one that came back.
-fn report(w: &Worker, snap: &Snapshot, up: UpstreamId, id: PeerId, outcome: FreeOutcome) {
-    if !outcome.disabled && !outcome.recovered {
+fn notify_checker(cx: &Cx<'_>, up: UpstreamId, f: Freed) {
+    if !f.outcome.disabled && !f.outcome.recovered {
         return;
     }
-    let Some(h) = snap.board.arc(id) else { return };
-    let confirm = snap.groups.get(up).is_some_and(|g| g.confirm);
-    let ev = if outcome.recovered {
+    let Some(h) = cx.snap.board.arc(f.peer) else {
+        return;
+    };
+    let confirm = cx.snap.groups.get(up).is_some_and(|g| g.confirm);
+    let ev = if f.outcome.recovered {
         health::Event::Recovered(h.clone())
     } else if !confirm {
         health::Event::Disabled(h.clone())
@@ -428,35 +304,66 @@ fn report(w: &Worker, snap: &Snapshot, up: UpstreamId, id: PeerId, outcome: Free
     } else {
         return;
     };
-    let _ = w.shared.health_tx.send(ev);
+    let _ = cx.w.shared.health_tx.send(ev);
 }
 
-fn reply(status: u16, body: u64, bytes: u64, reusable: bool, tries: Vec<TryLog>) -> Reply {
-    Reply {
-        status,
-        body_bytes_sent: body,
-        bytes_sent: bytes,
-        reusable,
-        tries,
+/// The response was relayed: pool the upstream connection when the machine says so, give
+/// the buffers back.
+fn finish(
+    cx: &Cx<'_>,
+    g: &GroupConf,
+    state: &PeerState,
+    pool: bool,
+    io: Io,
+    ex: Exchange<'_>,
+) -> (Reply, Option<TcpStream>) {
+    let peer = ex.current();
+    let tries = ex.into_tries();
+    if let (true, Some(conn), Some(peer)) = (pool, io.conn, peer) {
+        let group = cx.snap.topology.group_of(peer).unwrap_or(0);
+        upstream::pool(&state.pool, group, peer, g.keepalive, conn);
     }
+    cx.w.give_buf(io.rbuf);
+    cx.w.give_buf(io.out);
+    let mut reply = io.relayed.unwrap_or_else(|| Reply::new(502, 0, 0, false));
+    reply.tries = tries;
+    (reply, io.client)
 }
 
 async fn finish_error(
+    cx: &Cx<'_>,
     status: u16,
-    loc: &LocationRt,
-    req: &Req<'_>,
+    io: Io,
+    ex: Exchange<'_>,
+) -> (Reply, Option<TcpStream>) {
+    let tries = ex.into_tries();
+    cx.w.give_buf(io.rbuf);
+    let Some(client) = io.client else {
+        return (Reply::new(status, 0, 0, false), None);
+    };
+    respond_error(cx, status, client, io.out, tries).await
+}
+
+async fn respond_error(
+    cx: &Cx<'_>,
+    status: u16,
     mut client: TcpStream,
     mut out: Vec<u8>,
-    tries: Vec<TryLog>,
-    head_only: bool,
+    tries: Vec<ringfront_upstream::exchange::TryRecord>,
 ) -> (Reply, Option<TcpStream>) {
+    let req = cx.req;
     out.clear();
-    let (sent, n) = respond::error(&mut out, Some(loc), status, req.keep_alive, head_only);
+    let (sent, n) = respond::error(
+        &mut out,
+        Some(cx.loc),
+        status,
+        req.keep_alive,
+        req.head_only,
+    );
     let bytes = out.len() as u64;
-    let (r, _) = crate::io::write_all(&mut client, out, loc.settings.send_timeout).await;
-    let ok = r.is_ok();
-    (
-        reply(sent, n, bytes, req.keep_alive && ok, tries),
-        Some(client),
-    )
+    let (r, out) = crate::io::write_all(&mut client, out, cx.settings().send_timeout).await;
+    cx.w.give_buf(out);
+    let mut reply = Reply::new(sent, n, bytes, req.keep_alive && r.is_ok());
+    reply.tries = tries;
+    (reply, Some(client))
 }

@@ -1,33 +1,39 @@
 //! Relaying the chosen upstream response to the client: the head rewritten (hop-by-hop
 //! fields dropped, our Connection added), the body streamed with its framing checked as it
-//! passes so the upstream connection is pooled only when the response ended exactly where
-//! its framing said; `101 Switching Protocols` becomes a two-way tunnel.
-
-use std::time::Instant;
+//! passes, so that the exchange can tell whether the response ended exactly where its
+//! framing said (only then may the upstream connection be pooled); `101 Switching
+//! Protocols` becomes a two-way tunnel. Whether to pool is the exchange machine's decision.
 
 use monoio::io::{AsyncReadRent, AsyncWriteRent, Splitable};
 use monoio::net::TcpStream;
-use ringfront_config::{LocationSettings, LogLevel};
-use ringfront_http::{connection_lists, is_hop_by_hop, BodyFraming, ChunkedDecoder};
-use ringfront_upstream::{PeerId, UpstreamId};
+use ringfront_config::LogLevel;
+use ringfront_http::{
+    connection_lists, is_hop_by_hop, BodyFraming, ChunkedDecoder, HeadWriter, ResponseHead,
+};
+use ringfront_upstream::exchange::{Cause, Event, Failure, Phase};
 
 use crate::io::{read_more, write_all, IoFail};
-use crate::pool::Idle;
-use crate::session::{Reply, Req};
-use crate::snapshot::Snapshot;
-use crate::upstream::Got;
-use crate::worker::Worker;
+use crate::req::{Cx, Reply};
 
+/// The response to relay and where it comes from.
 pub struct Relay<'a> {
-    pub w: &'a Worker,
-    pub snap: &'a Snapshot,
-    pub group: UpstreamId,
-    pub peer: PeerId,
-    pub peer_name: &'a str,
+    pub cx: &'a Cx<'a>,
+    /// The peer's name and the URI sent, for log lines (`http://PEER/URI`).
+    pub peer: &'a str,
     pub uri: &'a str,
-    pub req: &'a Req<'a>,
-    pub settings: &'a LocationSettings,
-    pub head_only: bool,
+    pub head: &'a ResponseHead,
+}
+
+/// What relaying produced.
+pub struct Relayed {
+    /// For the exchange machine: `Relayed { complete, clean }`, or a body failure.
+    pub event: Event,
+    pub reply: Reply,
+    /// The client connection, unless it must close (or went into a tunnel).
+    pub client: Option<TcpStream>,
+    /// The upstream connection, unless it went into a tunnel.
+    pub upstream: Option<TcpStream>,
+    pub bufs: [Vec<u8>; 2],
 }
 
 enum Mode {
@@ -38,18 +44,25 @@ enum Mode {
     UntilClose,
 }
 
+/// How the body ended.
+#[derive(Default)]
+struct End {
+    complete: bool,
+    /// Bytes beyond the end of the body arrived.
+    extra: bool,
+    client_ok: bool,
+    failure: Option<Failure>,
+    body_sent: u64,
+}
+
 impl Relay<'_> {
-    fn log_body_error(&self, what: &str) {
-        let url = format!("http://{}{}", self.peer_name, self.uri);
-        self.w.log(
-            self.snap,
-            LogLevel::Error,
-            self.req.conn_id,
-            format_args!(
-                "{what} while reading upstream{}",
-                self.req.log_context(Some(&url))
-            ),
-        );
+    fn url(&self) -> String {
+        format!("http://{}{}", self.peer, self.uri)
+    }
+
+    fn log_upstream(&self, f: &Failure) {
+        self.cx
+            .log(LogLevel::Error, format_args!("{f}"), Some(&self.url()));
     }
 
     /// nginx's lines for a client that stopped reading or went away mid-response (`info`,
@@ -59,215 +72,203 @@ impl Relay<'_> {
             IoFail::Timeout => "client timed out (110: Connection timed out)".to_string(),
             IoFail::Io(e) => format!("writev() failed {}", crate::io::errno_text(e)),
         };
-        let url = format!("http://{}{}", self.peer_name, self.uri);
-        self.w.log(
-            self.snap,
+        self.cx.log(
             LogLevel::Info,
-            self.req.conn_id,
-            format_args!(
-                "{what} while sending to client{}",
-                self.req.log_context(Some(&url))
-            ),
+            format_args!("{what} while sending to client"),
+            Some(&self.url()),
         );
     }
 
     pub async fn run(
         self,
-        got: Got,
-        mut rbuf: Vec<u8>,
+        rbuf: Vec<u8>,
+        upstream: TcpStream,
         mut client: TcpStream,
         mut out: Vec<u8>,
-    ) -> (Reply, Option<TcpStream>) {
-        let Got {
-            stream: mut upstream,
-            head,
-            requests,
-            ..
-        } = got;
-        let req = self.req;
-        let s = self.settings;
-        let status = head.status;
+    ) -> Relayed {
+        let req = self.cx.req;
+        let s = self.cx.settings();
+        let status = self.head.status;
         let upgrade = status == 101 && req.head.upgrade;
         let framing = if upgrade {
             BodyFraming::None
         } else {
-            head.framing(self.head_only)
+            self.head.framing(req.head_only)
         };
-        let client_v10 = req.head.minor_version == 0;
         let mut mode = match framing {
             BodyFraming::None => Mode::Done,
             BodyFraming::Length(n) => Mode::Length(n),
-            BodyFraming::Chunked if client_v10 => Mode::Dechunk(ChunkedDecoder::new()),
+            BodyFraming::Chunked if req.head.minor_version == 0 => {
+                Mode::Dechunk(ChunkedDecoder::new())
+            }
             BodyFraming::Chunked => Mode::Chunked(ChunkedDecoder::new()),
             BodyFraming::UntilClose => Mode::UntilClose,
         };
         let keep =
             req.keep_alive && !matches!(mode, Mode::UntilClose | Mode::Dechunk(_)) && !upgrade;
-
         out.clear();
-        out.extend_from_slice(b"HTTP/1.1 ");
-        // The parser guarantees a three-digit status.
-        let digits = [
-            b'0' + (status / 100 % 10) as u8,
-            b'0' + (status / 10 % 10) as u8,
-            b'0' + (status % 10) as u8,
-        ];
-        out.extend_from_slice(&digits);
-        out.push(b' ');
-        out.extend_from_slice(head.reason.get(&rbuf));
-        out.extend_from_slice(b"\r\n");
-        let conn_hdr = head.header(&rbuf, "connection").unwrap_or(b"");
-        for h in &head.headers {
-            let name = h.name.get(&rbuf);
-            let keep_upgrade = upgrade
-                && (name.eq_ignore_ascii_case(b"upgrade")
-                    || name.eq_ignore_ascii_case(b"connection"));
-            if !keep_upgrade && (is_hop_by_hop(name) || connection_lists(conn_hdr, name)) {
-                continue;
-            }
-            out.extend_from_slice(name);
-            out.extend_from_slice(b": ");
-            out.extend_from_slice(h.value.get(&rbuf));
-            out.extend_from_slice(b"\r\n");
-        }
-        if matches!(mode, Mode::Chunked(_)) {
-            out.extend_from_slice(b"Transfer-Encoding: chunked\r\n");
-        }
-        if !upgrade {
-            out.extend_from_slice(if keep {
-                b"Connection: keep-alive\r\n"
-            } else {
-                b"Connection: close\r\n"
-            });
-        }
-        out.extend_from_slice(b"\r\n");
-        let head_bytes = out.len();
-
+        let head_bytes = encode_head(self.head, &rbuf, upgrade, keep, &mode, &mut out) as u64;
         // Body bytes that came with the head.
-        let initial = rbuf.get(head.head_len..).unwrap_or(&[]);
-        let mut extra = false;
-        // Broken chunked framing: the client gets what came before, then the connection
-        // closes (never a response presented as complete); not a failure of the peer.
-        let mut broken = false;
-        let mut complete = match consume(&mut mode, initial, &mut out, &mut extra) {
-            Ok(done) => done,
-            Err(BadChunk) => {
-                broken = true;
-                false
-            }
-        };
-        let mut body_sent = (out.len() - head_bytes) as u64;
-        let mut bytes_sent = out.len() as u64;
+        let initial = rbuf.get(self.head.head_len..).unwrap_or(&[]);
+        let mut end = End::default();
+        match consume(&mut mode, initial, &mut out, &mut end.extra) {
+            Ok(done) => end.complete = done,
+            Err(bad) => end.failure = Some(bad),
+        }
+        end.body_sent = out.len() as u64 - head_bytes;
         let (r, o) = write_all(&mut client, out, s.send_timeout).await;
         out = o;
         if let Err(e) = r {
             self.log_client_error(&e);
-            return (reply(status, body_sent, bytes_sent, false), None);
+            return self.done(end, head_bytes, None, Some(upstream), [rbuf, out]);
         }
+        end.client_ok = true;
         if upgrade {
             tunnel(client, upstream, s.proxy_read_timeout, s.send_timeout).await;
-            return (reply(status, body_sent, bytes_sent, false), None);
+            end.complete = true;
+            return self.done(end, head_bytes, None, None, [rbuf, out]);
         }
-        let mut client_ok = true;
-        while !complete && !broken {
+        let mut upstream = upstream;
+        let mut bufs = [rbuf, out];
+        if !end.complete && end.failure.is_none() {
+            self.body(&mut mode, &mut upstream, &mut client, &mut bufs, &mut end)
+                .await;
+        }
+        if let Some(f) = &end.failure {
+            self.log_upstream(f);
+        }
+        let ok = end.complete && end.client_ok && end.failure.is_none();
+        let client = ok.then_some(client);
+        let reply_keep = keep;
+        let mut r = self.done(end, head_bytes, client, Some(upstream), bufs);
+        r.reply.reusable = reply_keep && r.client.is_some();
+        r
+    }
+
+    /// Streams the rest of the body, 16 KiB at a time.
+    async fn body(
+        &self,
+        mode: &mut Mode,
+        upstream: &mut TcpStream,
+        client: &mut TcpStream,
+        bufs: &mut [Vec<u8>; 2],
+        end: &mut End,
+    ) {
+        let s = self.cx.settings();
+        loop {
+            let mut rbuf = std::mem::take(&mut bufs[0]);
             rbuf.clear();
-            let (r, b) = read_more(&mut upstream, rbuf, 16 * 1024, s.proxy_read_timeout).await;
-            rbuf = b;
+            let (r, b) = read_more(upstream, rbuf, 16 * 1024, s.proxy_read_timeout).await;
+            bufs[0] = b;
             match r {
                 Ok(0) if matches!(mode, Mode::UntilClose) => {
-                    complete = true;
-                    break;
+                    end.complete = true;
+                    return;
                 }
-                Ok(0) => {
-                    self.log_body_error("upstream prematurely closed connection");
-                    break;
-                }
+                Ok(0) => end.failure = Some(Failure::new(Phase::ReadBody, Cause::Closed)),
                 Err(IoFail::Timeout) => {
-                    self.log_body_error("upstream timed out (110: Connection timed out)");
-                    break;
+                    end.failure = Some(Failure::new(Phase::ReadBody, Cause::TimedOut))
                 }
-                Err(IoFail::Io(e)) => {
-                    self.log_body_error(&format!("recv() failed {}", crate::io::errno_text(&e)));
-                    break;
-                }
+                Err(IoFail::Io(e)) => end.failure = Some(Failure::io(Phase::ReadBody, &e)),
                 Ok(_) => {}
             }
-            let progress = if let Mode::Dechunk(_) = mode {
-                out.clear();
-                consume(&mut mode, &rbuf, &mut out, &mut extra)
+            if end.failure.is_some() {
+                return;
+            }
+            let dechunk = matches!(mode, Mode::Dechunk(_));
+            let progress = if dechunk {
+                bufs[1].clear();
+                let [r, o] = bufs;
+                consume(mode, r, o, &mut end.extra)
             } else {
-                consume_in_place(&mut mode, &mut rbuf, &mut extra)
+                consume_in_place(mode, &mut bufs[0], &mut end.extra)
             };
             match progress {
-                Ok(done) => complete = done,
-                Err(BadChunk) => {
-                    broken = true;
-                    break;
+                Ok(done) => end.complete = done,
+                Err(bad) => {
+                    end.failure = Some(bad);
+                    return;
                 }
             }
-            let chunk = if let Mode::Dechunk(_) = mode {
-                std::mem::take(&mut out)
-            } else {
-                std::mem::take(&mut rbuf)
-            };
-            body_sent += chunk.len() as u64;
-            bytes_sent += chunk.len() as u64;
-            let (r, b) = write_all(&mut client, chunk, s.send_timeout).await;
-            if let Mode::Dechunk(_) = mode {
-                out = b;
-            } else {
-                rbuf = b;
-            }
+            let i = usize::from(dechunk);
+            let chunk = std::mem::take(&mut bufs[i]);
+            end.body_sent += chunk.len() as u64;
+            let (r, b) = write_all(client, chunk, s.send_timeout).await;
+            bufs[i] = b;
             if let Err(e) = r {
                 self.log_client_error(&e);
-                client_ok = false;
-                break;
+                end.client_ok = false;
+                return;
+            }
+            if end.complete {
+                return;
             }
         }
-        if broken {
-            self.log_body_error("upstream sent invalid chunked response");
-            client_ok = false;
+    }
+
+    fn done(
+        &self,
+        end: End,
+        head_bytes: u64,
+        client: Option<TcpStream>,
+        upstream: Option<TcpStream>,
+        bufs: [Vec<u8>; 2],
+    ) -> Relayed {
+        let event = match end.failure {
+            Some(f) => Event::Failed(f),
+            None => Event::Relayed {
+                complete: end.complete,
+                clean: !end.extra,
+            },
+        };
+        Relayed {
+            event,
+            reply: Reply::new(
+                self.head.status,
+                end.body_sent,
+                head_bytes + end.body_sent,
+                false,
+            ),
+            client,
+            upstream,
+            bufs,
         }
-        let g = self.snap.groups.get(self.group);
-        let reusable_upstream = complete
-            && !extra
-            && !head.connection_close
-            && !matches!(framing, BodyFraming::UntilClose)
-            && s.proxy_http_version != "1.0"
-            && g.is_some_and(|g| g.keepalive > 0 && requests + 1 < g.keepalive_requests);
-        if reusable_upstream {
-            if let Some(g) = g {
-                let state = self.w.peer_state(self.snap);
-                state.pool.borrow_mut().put(
-                    self.group,
-                    self.peer,
-                    g.keepalive,
-                    Idle {
-                        stream: upstream,
-                        since: Instant::now(),
-                        requests: requests + 1,
-                    },
-                );
-            }
-        }
-        let ok = complete && client_ok;
-        let r = reply(status, body_sent, bytes_sent, keep && ok);
-        (r, ok.then_some(client))
     }
 }
 
-fn reply(status: u16, body: u64, bytes: u64, reusable: bool) -> Reply {
-    Reply {
-        status,
-        body_bytes_sent: body,
-        bytes_sent: bytes,
-        reusable,
-        tries: Vec::new(),
+/// The head the client gets: the upstream's status and fields minus hop-by-hop ones (an
+/// upgrade keeps `Upgrade`/`Connection`), our framing and `Connection`. Returns its length.
+fn encode_head(
+    head: &ResponseHead,
+    rbuf: &[u8],
+    upgrade: bool,
+    keep: bool,
+    mode: &Mode,
+    out: &mut Vec<u8>,
+) -> usize {
+    let mut h = HeadWriter::relayed(out, head.status, head.reason.get(rbuf));
+    let conn_hdr = head.header(rbuf, "connection").unwrap_or(b"");
+    for f in &head.headers {
+        let name = f.name.get(rbuf);
+        let keep_upgrade = upgrade
+            && (name.eq_ignore_ascii_case(b"upgrade") || name.eq_ignore_ascii_case(b"connection"));
+        if !keep_upgrade && (is_hop_by_hop(name) || connection_lists(conn_hdr, name)) {
+            continue;
+        }
+        h.header(name, f.value.get(rbuf));
     }
+    if matches!(mode, Mode::Chunked(_)) {
+        h.header(b"Transfer-Encoding", b"chunked");
+    }
+    if !upgrade {
+        h.header(b"Connection", if keep { b"keep-alive" } else { b"close" });
+    }
+    h.finish()
 }
 
-/// The upstream's chunked framing broke mid-body.
-struct BadChunk;
+fn bad_chunk() -> Failure {
+    Failure::new(Phase::ReadBody, Cause::InvalidChunked)
+}
 
 /// Feeds body bytes through the framing: appends what belongs to the client to `out`, flags
 /// bytes beyond the end as `extra`, and says whether the body is complete.
@@ -276,7 +277,7 @@ fn consume(
     data: &[u8],
     out: &mut Vec<u8>,
     extra: &mut bool,
-) -> Result<bool, BadChunk> {
+) -> Result<bool, Failure> {
     Ok(match mode {
         Mode::Done => {
             *extra |= !data.is_empty();
@@ -290,13 +291,13 @@ fn consume(
             *left == 0
         }
         Mode::Chunked(dec) => {
-            let p = dec.scan(data).map_err(|_| BadChunk)?;
+            let p = dec.scan(data).map_err(|_| bad_chunk())?;
             out.extend_from_slice(&data[..p.consumed]);
             *extra |= p.consumed < data.len();
             p.done
         }
         Mode::Dechunk(dec) => {
-            let p = dec.decode(data, out).map_err(|_| BadChunk)?;
+            let p = dec.decode(data, out).map_err(|_| bad_chunk())?;
             *extra |= p.consumed < data.len();
             p.done
         }
@@ -308,11 +309,7 @@ fn consume(
 }
 
 /// Like `consume` for the pass-through modes, but trims `buf` in place instead of copying.
-fn consume_in_place(
-    mode: &mut Mode,
-    buf: &mut Vec<u8>,
-    extra: &mut bool,
-) -> Result<bool, BadChunk> {
+fn consume_in_place(mode: &mut Mode, buf: &mut Vec<u8>, extra: &mut bool) -> Result<bool, Failure> {
     Ok(match mode {
         Mode::Length(left) => {
             let take = (buf.len() as u64).min(*left) as usize;
@@ -322,7 +319,7 @@ fn consume_in_place(
             *left == 0
         }
         Mode::Chunked(dec) => {
-            let p = dec.scan(buf).map_err(|_| BadChunk)?;
+            let p = dec.scan(buf).map_err(|_| bad_chunk())?;
             *extra |= p.consumed < buf.len();
             buf.truncate(p.consumed);
             p.done
@@ -369,4 +366,58 @@ async fn tunnel(
         pump(&mut cr, &mut uw, idle, send),
         pump(&mut ur, &mut cw, idle, send)
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn framing_modes_consume() {
+        let mut extra = false;
+        let mut out = Vec::new();
+        let mut m = Mode::Length(3);
+        assert!(consume(&mut m, b"abcd", &mut out, &mut extra).unwrap());
+        assert_eq!(out, b"abc");
+        assert!(extra);
+        let mut extra = false;
+        let mut m = Mode::Chunked(ChunkedDecoder::new());
+        let mut buf = b"2\r\nhi\r\n0\r\n\r\n".to_vec();
+        assert!(consume_in_place(&mut m, &mut buf, &mut extra).unwrap());
+        assert!(!extra);
+        let mut m = Mode::Dechunk(ChunkedDecoder::new());
+        out.clear();
+        assert!(consume(&mut m, b"2\r\nhi\r\n0\r\n\r\n", &mut out, &mut extra).unwrap());
+        assert_eq!(out, b"hi");
+        let mut m = Mode::Chunked(ChunkedDecoder::new());
+        let e = consume(&mut m, b"zz\r\n", &mut out, &mut extra).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "upstream sent invalid chunked response while reading upstream"
+        );
+        let mut m = Mode::Done;
+        assert!(consume(&mut m, b"x", &mut out, &mut extra).unwrap());
+        assert!(extra);
+    }
+
+    #[test]
+    fn relayed_heads_drop_hop_by_hop_fields() {
+        let raw = b"HTTP/1.1 200 Fine\r\nConnection: close, X-Gone\r\nKeep-Alive: 5\r\nX-Gone: 1\r\nX-Kept: 2\r\nTransfer-Encoding: chunked\r\n\r\n";
+        let mut head = ResponseHead::new();
+        head.parse(raw).unwrap();
+        let mut out = Vec::new();
+        let n = encode_head(
+            &head,
+            raw,
+            false,
+            true,
+            &Mode::Chunked(ChunkedDecoder::new()),
+            &mut out,
+        );
+        assert_eq!(n, out.len());
+        assert_eq!(
+            std::str::from_utf8(&out).unwrap(),
+            "HTTP/1.1 200 Fine\r\nX-Kept: 2\r\nTransfer-Encoding: chunked\r\nConnection: keep-alive\r\n\r\n"
+        );
+    }
 }

@@ -18,88 +18,11 @@ use ringfront_http::RequestHead;
 
 use crate::body::{self, Body, BodyError};
 use crate::io::{read_more, write_all};
+use crate::req::{log_context, Cx, Reply, Req};
 use crate::respond;
 use crate::snapshot::{LocationRt, Snapshot};
-use crate::vars::{self, TryLog, Vars};
+use crate::vars;
 use crate::worker::Worker;
-
-/// What answering one request produced, for the log and the keepalive decision.
-pub struct Reply {
-    pub status: u16,
-    pub body_bytes_sent: u64,
-    pub bytes_sent: u64,
-    /// The client connection may serve another request.
-    pub reusable: bool,
-    pub tries: Vec<TryLog>,
-}
-
-/// Request facts shared by the proxy loop and the logs.
-pub struct Req<'a> {
-    pub buf: &'a [u8],
-    pub head: &'a RequestHead,
-    pub client: SocketAddr,
-    pub local: SocketAddr,
-    pub server_name: &'a str,
-    pub conn_id: u64,
-    pub conn_requests: u64,
-    pub start: Instant,
-    pub path: &'a str,
-    /// The client wants and may keep the connection after this response.
-    pub keep_alive: bool,
-}
-
-impl Req<'_> {
-    pub fn vars<'b>(&'b self, proxy_host: &'b str, reply: Option<&'b Reply>) -> Vars<'b> {
-        Vars {
-            buf: self.buf,
-            head: self.head,
-            client: self.client,
-            local: self.local,
-            server_name: self.server_name,
-            proxy_host,
-            conn_id: self.conn_id,
-            conn_requests: self.conn_requests,
-            start: self.start,
-            status: reply.map_or(0, |r| r.status),
-            body_bytes_sent: reply.map_or(0, |r| r.body_bytes_sent),
-            bytes_sent: reply.map_or(0, |r| r.bytes_sent),
-            tries: reply.map_or(&[], |r| &r.tries),
-        }
-    }
-
-    /// `, client: ..., server: ..., request: "...", host: "..."` as nginx ends its error lines.
-    pub fn log_context(&self, upstream: Option<&str>) -> String {
-        log_context(self.buf, self.head, self.client, self.server_name, upstream)
-    }
-}
-
-/// The tail nginx puts on error-log lines about a request.
-fn log_context(
-    buf: &[u8],
-    head: &RequestHead,
-    client: SocketAddr,
-    server_name: &str,
-    upstream: Option<&str>,
-) -> String {
-    let mut s = format!(
-        ", client: {}, server: {}, request: \"{} {} HTTP/1.{}\"",
-        client.ip(),
-        server_name,
-        String::from_utf8_lossy(head.method.get(buf)),
-        String::from_utf8_lossy(head.target.get(buf)),
-        head.minor_version
-    );
-    if let Some(u) = upstream {
-        s.push_str(&format!(", upstream: \"{u}\""));
-    }
-    if let Some(h) = head.host {
-        s.push_str(&format!(
-            ", host: \"{}\"",
-            String::from_utf8_lossy(h.get(buf))
-        ));
-    }
-    s
-}
 
 struct Busy<'a>(&'a Worker);
 
@@ -444,22 +367,16 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         start,
         path: &path,
         keep_alive,
+        head_only: head.is_head(&buf),
     };
-    let head_only = head.is_head(&buf);
+    let head_only = req.head_only;
     let mut out = w.take_buf();
     let (reply, back) = if denied {
         let reply = local_error(&mut stream, &mut out, loc, 403, keep_alive, head_only).await;
         (reply, Some(stream))
     } else if s.return_.as_ref().is_some_and(|r| r.code == 444) {
         // nginx's 444: close the connection without a response.
-        let reply = Reply {
-            status: 444,
-            body_bytes_sent: 0,
-            bytes_sent: 0,
-            reusable: false,
-            tries: vec![],
-        };
-        (reply, None)
+        (Reply::new(444, 0, 0, false), None)
     } else if s.return_.is_some() || s.check_status.is_some() || s.api {
         // Answered here: `return`, or the status page / API.
         let reply = match &s.return_ {
@@ -481,17 +398,13 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
             Body::Decoded => &decoded,
             Body::InBuffer(r) => &buf[r.clone()],
         };
-        crate::proxy::run(
+        let cx = Cx {
             w,
-            &snap,
+            snap: &snap,
             loc,
-            up,
-            &req,
-            body,
-            stream,
-            std::mem::take(&mut out),
-        )
-        .await
+            req: &req,
+        };
+        crate::proxy::run(&cx, up, body, stream, std::mem::take(&mut out)).await
     } else {
         let reply = local_error(&mut stream, &mut out, loc, 404, keep_alive, head_only).await;
         (reply, Some(stream))
@@ -544,13 +457,7 @@ async fn local_error(
     let bytes = out.len() as u64;
     let (r, o) = write_all(stream, std::mem::take(out), loc.settings.send_timeout).await;
     *out = o;
-    Reply {
-        status,
-        body_bytes_sent: n,
-        bytes_sent: bytes,
-        reusable: keep_alive && r.is_ok(),
-        tries: vec![],
-    }
+    Reply::new(status, n, bytes, keep_alive && r.is_ok())
 }
 
 /// `check_status` and `api` locations: the status page or the JSON API, built from the
@@ -604,13 +511,7 @@ fn local_status(
         req.keep_alive,
         head_only,
     );
-    Reply {
-        status,
-        body_bytes_sent: n,
-        bytes_sent: out.len() as u64,
-        reusable: req.keep_alive,
-        tries: Vec::new(),
-    }
+    Reply::new(status, n, out.len() as u64, req.keep_alive)
 }
 
 fn local_return(
@@ -622,7 +523,7 @@ fn local_return(
 ) -> Reply {
     let mut text = Vec::new();
     if let Some(t) = &ret.text {
-        vars::render(&mut text, t, &req.vars("", None), false);
+        vars::render(&mut text, t, &req.vars("", None, None), false);
     }
     let code = ret.code;
     // absolute_redirect on (nginx's default): a relative URL gets scheme, host and port.
@@ -666,13 +567,7 @@ fn local_return(
     } else {
         respond::error(out, Some(loc), code, req.keep_alive, head_only)
     };
-    Reply {
-        status,
-        body_bytes_sent: body_bytes,
-        bytes_sent: out.len() as u64,
-        reusable: req.keep_alive,
-        tries: Vec::new(),
-    }
+    Reply::new(status, body_bytes, out.len() as u64, req.keep_alive)
 }
 
 fn access_log(w: &Worker, snap: &Snapshot, loc: &LocationRt, req: &Req<'_>, reply: &Reply) {
@@ -683,7 +578,7 @@ fn access_log(w: &Worker, snap: &Snapshot, loc: &LocationRt, req: &Req<'_>, repl
         .upstream
         .and_then(|u| snap.groups.get(u))
         .map_or("", |g| g.proxy_host.as_str());
-    let v = req.vars(proxy_host, Some(reply));
+    let v = req.vars(proxy_host, Some(reply), Some(&snap.topology));
     for (sink, fmt) in &loc.access_logs {
         let Some(t) = snap.log_formats.get(*fmt) else {
             continue;

@@ -1,87 +1,72 @@
-//! One try against one peer: take an idle pooled connection or connect, send the request,
-//! read and parse the response head. Failures come back classified the way
-//! `proxy_next_upstream` needs them (error / timeout / invalid_header), worded as nginx logs
-//! them. Pooled connections the peer has already closed are dropped before use (nginx
-//! watches idle connections for the same reason); one that fails after being reused is
-//! reported as `cached`, so the caller can give the try back as nginx does.
+//! The I/O of one try, step by step as the exchange machine asks for them: open a connection
+//! to the peer (or take an idle pooled one), write the request, read the response head. Each
+//! step ends in an `Event` for the machine; failures carry their phase and cause.
 
 use std::cell::RefCell;
-use std::io::ErrorKind;
 use std::net::SocketAddr;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use monoio::net::TcpStream;
 use ringfront_http::ResponseHead;
-use ringfront_upstream::FailKind;
+use ringfront_upstream::exchange::{Cause, Failure, Phase};
+use ringfront_upstream::PeerId;
 
-use crate::io::{errno_text, read_more, write_shared, IoFail};
+use crate::head_reader::{self, HeadError};
+use crate::io::{write_shared, IoFail};
 use crate::pool::{Idle, Pool};
 
-/// nginx's failure classes for `proxy_next_upstream`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ft {
-    Error,
-    Timeout,
-    InvalidHeader,
-}
-
-#[derive(Debug)]
-pub struct Failure {
-    pub ft: Ft,
-    /// nginx's message, e.g. `connect() failed (111: Connection refused) while connecting to upstream`.
-    pub msg: String,
-    /// Some of the request was written (matters for non-idempotent methods).
-    pub request_sent: bool,
-    /// The try used a reused keepalive connection (nginx's `peer.cached`).
-    pub cached: bool,
-    pub connect_time: Option<Duration>,
-    /// The connect was refused (the peer's port is closed).
-    pub refused: bool,
-}
-
-impl Failure {
-    /// The kind the health board counts.
-    pub fn kind(&self) -> FailKind {
-        match self.ft {
-            Ft::Timeout => FailKind::Timeout,
-            Ft::InvalidHeader => FailKind::InvalidHeader,
-            Ft::Error if self.refused => FailKind::Refused,
-            Ft::Error => FailKind::Error,
-        }
-    }
-}
-
-pub struct Got {
+/// A connection to the peer of the current try.
+pub struct Conn {
     pub stream: TcpStream,
-    pub head: ResponseHead,
-    /// Requests served on this connection before this one.
+    /// Requests served on it before this one (0 for a new connection).
     pub requests: u64,
-    pub connect_time: Duration,
-    pub header_time: Duration,
+    pub reused: bool,
 }
 
-/// The response-head size ringfront accepts (nginx: `proxy_buffer_size`, 4k|8k; larger
-/// heads are common enough behind modern apps that ringfront allows 64k).
-const MAX_RESPONSE_HEAD: usize = 64 * 1024;
-
-pub struct Params {
+/// Where and how long to wait.
+pub struct Target {
     pub addr: SocketAddr,
-    pub peer: usize,
+    pub peer: PeerId,
     pub connect_timeout: Duration,
-    pub send_timeout: Duration,
-    pub read_timeout: Duration,
     pub idle_timeout: Duration,
 }
 
-fn fail(ft: Ft, msg: String, request_sent: bool, connect_time: Option<Duration>) -> Failure {
-    Failure {
-        ft,
-        msg,
-        request_sent,
-        cached: false,
-        connect_time,
-        refused: false,
+fn timed_out(phase: Phase) -> Failure {
+    Failure::new(phase, Cause::TimedOut)
+}
+
+/// An idle pooled connection to the peer, or a new one.
+pub async fn connect(pool: &RefCell<Pool>, t: &Target) -> Result<Conn, Failure> {
+    if let Some(idle) = take_pooled(pool, t) {
+        return Ok(idle);
+    }
+    match monoio::time::timeout(t.connect_timeout, TcpStream::connect_addr(t.addr)).await {
+        Ok(Ok(stream)) => {
+            let _ = stream.set_nodelay(true);
+            Ok(Conn {
+                stream,
+                requests: 0,
+                reused: false,
+            })
+        }
+        Ok(Err(e)) => Err(Failure::io(Phase::Connect, &e)),
+        Err(_) => Err(timed_out(Phase::Connect)),
+    }
+}
+
+fn take_pooled(pool: &RefCell<Pool>, t: &Target) -> Option<Conn> {
+    loop {
+        let Idle {
+            stream, requests, ..
+        } = pool.borrow_mut().take(t.peer, t.idle_timeout)?;
+        if idle_alive(&stream) {
+            return Some(Conn {
+                stream,
+                requests,
+                reused: true,
+            });
+        }
     }
 }
 
@@ -101,145 +86,50 @@ fn idle_alive(stream: &TcpStream) -> bool {
             libc::MSG_PEEK | libc::MSG_DONTWAIT,
         )
     };
-    n < 0 && std::io::Error::last_os_error().kind() == ErrorKind::WouldBlock
+    n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::WouldBlock
 }
 
-/// Runs one try. `rbuf` comes back holding the response head and whatever body bytes
-/// arrived with it.
-pub async fn attempt(
-    p: &Params,
-    pool: &RefCell<Pool>,
-    request: &Rc<Vec<u8>>,
+/// Puts a connection that finished a response cleanly back into the pool.
+pub fn pool(pool: &RefCell<Pool>, group: usize, peer: PeerId, cap: usize, conn: Conn) {
+    pool.borrow_mut().put(
+        group,
+        peer,
+        cap,
+        Idle {
+            stream: conn.stream,
+            since: Instant::now(),
+            requests: conn.requests + 1,
+        },
+    );
+}
+
+/// Writes the whole request.
+pub async fn send(conn: &mut Conn, request: &Rc<Vec<u8>>, limit: Duration) -> Result<(), Failure> {
+    match write_shared(&mut conn.stream, request.clone(), limit).await {
+        Ok(()) => Ok(()),
+        Err(IoFail::Io(e)) => Err(Failure::io(Phase::SendRequest, &e)),
+        Err(IoFail::Timeout) => Err(timed_out(Phase::SendRequest)),
+    }
+}
+
+/// Reads the response head into `rbuf` (cleared first).
+pub async fn read_head(
+    conn: &mut Conn,
     mut rbuf: Vec<u8>,
-) -> (Result<Got, Failure>, Vec<u8>) {
-    let started = Instant::now();
-    let mut pooled = None;
-    while let Some(idle) = pool.borrow_mut().take(p.peer, p.idle_timeout) {
-        if idle_alive(&idle.stream) {
-            pooled = Some(idle);
-            break;
-        }
-    }
+    limit: Duration,
+) -> (Result<ResponseHead, Failure>, Vec<u8>) {
     rbuf.clear();
-    let reused = pooled.is_some();
-    // nginx's `peer.cached`: errors on a reused connection are reported as such.
-    let fail = |ft, msg, sent, ct| Failure {
-        cached: reused,
-        ..fail(ft, msg, sent, ct)
-    };
-    let (mut stream, requests) = match pooled.take() {
-        Some(Idle {
-            stream, requests, ..
-        }) => (stream, requests),
-        None => {
-            match monoio::time::timeout(p.connect_timeout, TcpStream::connect_addr(p.addr)).await {
-                Ok(Ok(s)) => {
-                    let _ = s.set_nodelay(true);
-                    (s, 0)
-                }
-                Ok(Err(e)) => {
-                    let msg = format!(
-                        "connect() failed {} while connecting to upstream",
-                        errno_text(&e)
-                    );
-                    let refused = e.kind() == ErrorKind::ConnectionRefused;
-                    return (
-                        Err(Failure {
-                            refused,
-                            ..fail(Ft::Error, msg, false, None)
-                        }),
-                        rbuf,
-                    );
-                }
-                Err(_) => {
-                    let msg = "upstream timed out (110: Connection timed out) while connecting to upstream".to_string();
-                    return (Err(fail(Ft::Timeout, msg, false, None)), rbuf);
-                }
-            }
-        }
-    };
-    let connect_time = started.elapsed();
-    let ct = Some(connect_time);
-    match write_shared(&mut stream, request.clone(), p.send_timeout).await {
-        Ok(()) => {}
-        Err(IoFail::Io(e)) => {
-            let msg = format!(
-                "writev() failed {} while sending request to upstream",
-                errno_text(&e)
-            );
-            return (Err(fail(Ft::Error, msg, true, ct)), rbuf);
-        }
-        Err(IoFail::Timeout) => {
-            let msg =
-                "upstream timed out (110: Connection timed out) while sending request to upstream"
-                    .to_string();
-            return (Err(fail(Ft::Timeout, msg, true, ct)), Vec::new());
-        }
-    }
-    let mut head = ResponseHead::new();
-    loop {
-        if !rbuf.is_empty() {
-            match head.parse(&rbuf) {
-                // Interim 1xx responses (other than 101) are skipped, as nginx does.
-                Ok(Some(n)) if (100..200).contains(&head.status) && head.status != 101 => {
-                    rbuf.drain(..n);
-                    continue;
-                }
-                Ok(Some(n)) if n > MAX_RESPONSE_HEAD => {
-                    let msg =
-                        "upstream sent too big header while reading response header from upstream"
-                            .to_string();
-                    return (Err(fail(Ft::InvalidHeader, msg, true, ct)), rbuf);
-                }
-                Ok(Some(_)) => {
-                    let got = Got {
-                        stream,
-                        head,
-                        requests,
-                        connect_time,
-                        header_time: started.elapsed(),
-                    };
-                    return (Ok(got), rbuf);
-                }
-                Ok(None) if rbuf.len() > MAX_RESPONSE_HEAD => {
-                    let msg =
-                        "upstream sent too big header while reading response header from upstream"
-                            .to_string();
-                    return (Err(fail(Ft::InvalidHeader, msg, true, ct)), rbuf);
-                }
-                Ok(None) => {}
-                Err(_) => {
-                    let msg = if rbuf.starts_with(b"HTTP/") {
-                        "upstream sent invalid header while reading response header from upstream"
-                    } else {
-                        "upstream sent no valid HTTP/1.0 header while reading response header from upstream"
-                    };
-                    return (
-                        Err(fail(Ft::InvalidHeader, msg.to_string(), true, ct)),
-                        rbuf,
-                    );
-                }
-            }
-        }
-        let (r, b) = read_more(&mut stream, rbuf, 4096, p.read_timeout).await;
-        rbuf = b;
-        match r {
-            Ok(0) => {
-                let msg = "upstream prematurely closed connection while reading response header from upstream".to_string();
-                return (Err(fail(Ft::Error, msg, true, ct)), rbuf);
-            }
-            Err(IoFail::Io(e)) => {
-                let msg = format!(
-                    "recv() failed {} while reading response header from upstream",
-                    errno_text(&e)
-                );
-                return (Err(fail(Ft::Error, msg, true, ct)), rbuf);
-            }
-            Err(IoFail::Timeout) => {
-                let msg = "upstream timed out (110: Connection timed out) while reading response header from upstream".to_string();
-                return (Err(fail(Ft::Timeout, msg, true, ct)), Vec::new());
-            }
-            Ok(_) => {}
-        }
-    }
+    let (r, rbuf) = head_reader::read(&mut conn.stream, rbuf, || limit).await;
+    let r = r.map_err(|e| {
+        let cause = match e {
+            HeadError::Io(e) => return Failure::io(Phase::ReadHead, &e),
+            HeadError::TimedOut => Cause::TimedOut,
+            HeadError::Closed => Cause::Closed,
+            HeadError::Invalid { http: true } => Cause::InvalidHeader,
+            HeadError::Invalid { http: false } => Cause::NoValidHeader,
+            HeadError::TooBig => Cause::TooBigHeader,
+        };
+        Failure::new(Phase::ReadHead, cause)
+    });
+    (r, rbuf)
 }

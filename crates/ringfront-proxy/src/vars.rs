@@ -8,19 +8,10 @@ use std::time::{Duration, Instant};
 
 use ringfront_config::{Template, TemplatePart, Variable};
 use ringfront_http::RequestHead;
+use ringfront_upstream::exchange::{TryPeer, TryRecord};
+use ringfront_upstream::Topology;
 
 use crate::clock;
-
-/// One try of the upstream loop, for the `$upstream_*` variables.
-#[derive(Debug, Clone, Default)]
-pub struct TryLog {
-    /// The peer's name, or the group name when no peer could be selected.
-    pub addr: String,
-    pub status: Option<u16>,
-    pub response_time: Option<Duration>,
-    pub connect_time: Option<Duration>,
-    pub header_time: Option<Duration>,
-}
 
 /// Everything a variable can read.
 pub struct Vars<'a> {
@@ -36,7 +27,9 @@ pub struct Vars<'a> {
     pub status: u16,
     pub body_bytes_sent: u64,
     pub bytes_sent: u64,
-    pub tries: &'a [TryLog],
+    /// One value per try; names are looked up in `topo`.
+    pub tries: &'a [TryRecord],
+    pub topo: Option<&'a Topology>,
 }
 
 fn path_and_args(target: &[u8]) -> (&[u8], Option<&[u8]>) {
@@ -103,7 +96,7 @@ fn push_num(out: &mut Vec<u8>, n: u64) {
     out.extend_from_slice(&tmp[i..]);
 }
 
-fn push_tries(out: &mut Vec<u8>, tries: &[TryLog], f: impl Fn(&mut Vec<u8>, &TryLog)) {
+fn push_tries(out: &mut Vec<u8>, tries: &[TryRecord], f: impl Fn(&mut Vec<u8>, &TryRecord)) {
     if tries.is_empty() {
         out.push(b'-');
         return;
@@ -133,6 +126,16 @@ fn header_named<'a>(v: &Vars<'a>, name: &str) -> Option<&'a [u8]> {
             });
         same.then(|| h.value.get(v.buf))
     })
+}
+
+/// `$upstream_addr` of one try: the peer's name, or the group's when none was selected.
+pub fn try_addr(topo: Option<&Topology>, peer: TryPeer) -> &str {
+    let name = match (topo, peer) {
+        (Some(t), TryPeer::Peer(id)) => t.peer(id).map(|p| p.name.as_str()),
+        (Some(t), TryPeer::Group(g)) => t.upstreams.get(g).map(|u| u.name.as_str()),
+        (None, _) => None,
+    };
+    name.unwrap_or("")
 }
 
 /// Appends the value of one variable; `-` stands for "not set" in logs, as nginx.
@@ -216,9 +219,9 @@ pub fn push_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, dash: bool) {
             }
             out.extend_from_slice(v.client.ip().to_string().as_bytes());
         }
-        Variable::UpstreamAddr => {
-            push_tries(out, v.tries, |o, t| o.extend_from_slice(t.addr.as_bytes()))
-        }
+        Variable::UpstreamAddr => push_tries(out, v.tries, |o, t| {
+            o.extend_from_slice(try_addr(v.topo, t.peer).as_bytes())
+        }),
         Variable::UpstreamStatus => push_tries(out, v.tries, |o, t| match t.status {
             Some(s) => push_num(o, u64::from(s)),
             None => o.push(b'-'),

@@ -1,0 +1,139 @@
+//! One request as the answering code sees it — its bytes, parsed head, addresses and the
+//! connection it came on — and what answering it produced (`Reply`). Shared by the session,
+//! the upstream driver, the relay and the logs, so none of them imports another for types.
+
+use std::net::SocketAddr;
+use std::time::Instant;
+
+use ringfront_http::RequestHead;
+use ringfront_upstream::exchange::TryRecord;
+use ringfront_upstream::Topology;
+
+use crate::vars::Vars;
+
+/// What answering one request produced, for the log and the keepalive decision.
+pub struct Reply {
+    pub status: u16,
+    pub body_bytes_sent: u64,
+    pub bytes_sent: u64,
+    /// The client connection may serve another request.
+    pub reusable: bool,
+    pub tries: Vec<TryRecord>,
+}
+
+impl Reply {
+    pub fn new(status: u16, body_bytes_sent: u64, bytes_sent: u64, reusable: bool) -> Self {
+        Reply {
+            status,
+            body_bytes_sent,
+            bytes_sent,
+            reusable,
+            tries: Vec::new(),
+        }
+    }
+}
+
+/// Request facts shared by the proxy loop and the logs.
+pub struct Req<'a> {
+    pub buf: &'a [u8],
+    pub head: &'a RequestHead,
+    pub client: SocketAddr,
+    pub local: SocketAddr,
+    pub server_name: &'a str,
+    pub conn_id: u64,
+    pub conn_requests: u64,
+    pub start: Instant,
+    pub path: &'a str,
+    /// The client wants and may keep the connection after this response.
+    pub keep_alive: bool,
+    /// HEAD: answers carry no body.
+    pub head_only: bool,
+}
+
+impl Req<'_> {
+    pub fn vars<'b>(
+        &'b self,
+        proxy_host: &'b str,
+        reply: Option<&'b Reply>,
+        topo: Option<&'b Topology>,
+    ) -> Vars<'b> {
+        Vars {
+            buf: self.buf,
+            head: self.head,
+            client: self.client,
+            local: self.local,
+            server_name: self.server_name,
+            proxy_host,
+            conn_id: self.conn_id,
+            conn_requests: self.conn_requests,
+            start: self.start,
+            status: reply.map_or(0, |r| r.status),
+            body_bytes_sent: reply.map_or(0, |r| r.body_bytes_sent),
+            bytes_sent: reply.map_or(0, |r| r.bytes_sent),
+            tries: reply.map_or(&[], |r| &r.tries),
+            topo,
+        }
+    }
+
+    /// `, client: ..., server: ..., request: "...", host: "..."` as nginx ends its error lines.
+    pub fn log_context(&self, upstream: Option<&str>) -> String {
+        log_context(self.buf, self.head, self.client, self.server_name, upstream)
+    }
+}
+
+/// The tail nginx puts on error-log lines about a request.
+pub fn log_context(
+    buf: &[u8],
+    head: &RequestHead,
+    client: SocketAddr,
+    server_name: &str,
+    upstream: Option<&str>,
+) -> String {
+    use std::fmt::Write as _;
+    let mut s = format!(
+        ", client: {}, server: {}, request: \"{} {} HTTP/1.{}\"",
+        client.ip(),
+        server_name,
+        String::from_utf8_lossy(head.method.get(buf)),
+        String::from_utf8_lossy(head.target.get(buf)),
+        head.minor_version
+    );
+    if let Some(u) = upstream {
+        let _ = write!(s, ", upstream: \"{u}\"");
+    }
+    if let Some(h) = head.host {
+        let _ = write!(s, ", host: \"{}\"", String::from_utf8_lossy(h.get(buf)));
+    }
+    s
+}
+
+/// Everything answering one request reads: the worker, the configuration it started on, the
+/// location it matched and the request itself.
+pub struct Cx<'a> {
+    pub w: &'a crate::worker::Worker,
+    pub snap: &'a crate::snapshot::Snapshot,
+    pub loc: &'a crate::snapshot::LocationRt,
+    pub req: &'a Req<'a>,
+}
+
+impl Cx<'_> {
+    pub fn settings(&self) -> &ringfront_config::LocationSettings {
+        &self.loc.settings
+    }
+
+    /// One error-log line about this request (`ctx` appended as nginx does).
+    pub fn log(
+        &self,
+        level: ringfront_config::LogLevel,
+        msg: std::fmt::Arguments<'_>,
+        upstream: Option<&str>,
+    ) {
+        let ctx = self.req.log_context(upstream);
+        self.w.log(
+            self.snap,
+            level,
+            self.req.conn_id,
+            format_args!("{msg}{ctx}"),
+        );
+    }
+}
