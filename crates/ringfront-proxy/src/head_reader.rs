@@ -23,6 +23,7 @@ pub enum HeadError {
     /// Bytes that are not a valid head; `http`: they started like one (`HTTP/`).
     Invalid {
         http: bool,
+        error: ringfront_http::ResponseError,
     },
     TooBig,
 }
@@ -74,8 +75,9 @@ fn parse(head: &mut ResponseHead, buf: &mut Vec<u8>) -> Step {
         Ok(Some(_)) => Step::Done,
         Ok(None) if buf.len() > MAX_RESPONSE_HEAD => Step::Fail(HeadError::TooBig),
         Ok(None) => Step::More,
-        Err(_) => Step::Fail(HeadError::Invalid {
+        Err(error) => Step::Fail(HeadError::Invalid {
             http: buf.starts_with(b"HTTP/"),
+            error,
         }),
     }
 }
@@ -92,6 +94,9 @@ mod tests {
                 Step::Done => return (Ok(head.status), buf),
                 Step::Again => continue,
                 Step::More => return (Err("more".into()), buf),
+                Step::Fail(HeadError::Invalid { http, .. }) => {
+                    return (Err(format!("Invalid {{ http: {http} }}")), buf)
+                }
                 Step::Fail(e) => return (Err(format!("{e:?}")), buf),
             }
         }

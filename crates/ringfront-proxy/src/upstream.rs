@@ -125,8 +125,8 @@ pub async fn read_head(
             HeadError::Io(e) => return Failure::io(Phase::ReadHead, &e),
             HeadError::TimedOut => Cause::TimedOut,
             HeadError::Closed => Cause::Closed,
-            HeadError::Invalid { http: true } => Cause::InvalidHeader,
-            HeadError::Invalid { http: false } => Cause::NoValidHeader,
+            HeadError::Invalid { http: true, .. } => Cause::InvalidHeader,
+            HeadError::Invalid { http: false, .. } => Cause::NoValidHeader,
             HeadError::TooBig => Cause::TooBigHeader,
         };
         Failure::new(Phase::ReadHead, cause)

@@ -10,6 +10,7 @@
 //! failed confirm probe -> `DOWN`; a confirm probe in flight -> `CHECKING`; else `UP`.
 //! Every change of that state is one error-log line with its cause.
 
+mod outcome;
 mod probe;
 pub mod rt;
 
@@ -275,7 +276,7 @@ impl Checker {
         self.log(level, format_args!("{line}"));
     }
 
-    fn on_probe(&mut self, i: usize, check: usize, outcome: probe::Outcome) {
+    fn on_probe(&mut self, i: usize, check: usize, outcome: outcome::Outcome) {
         let Some(m) = self.machines.get_mut(i) else {
             return;
         };
@@ -338,7 +339,7 @@ impl Checker {
     }
 
     /// The answer of a confirm probe.
-    fn on_confirm(&mut self, i: usize, outcome: probe::Outcome, has_checks: bool) {
+    fn on_confirm(&mut self, i: usize, outcome: outcome::Outcome, has_checks: bool) {
         let Some(m) = self.machines.get_mut(i) else {
             return;
         };
@@ -388,7 +389,7 @@ impl Checker {
 
     /// The answer of a re-probe of a peer whose confirm probe failed (groups without
     /// active checks).
-    fn on_reprobe(&mut self, i: usize, outcome: probe::Outcome) -> bool {
+    fn on_reprobe(&mut self, i: usize, outcome: outcome::Outcome) -> bool {
         let Some(m) = self.machines.get_mut(i) else {
             return true;
         };

@@ -1,5 +1,6 @@
 //! One probe of one peer: a TCP connect, or an HTTP request whose answer is judged by the
-//! check's expectations. Runs on the checker thread only; never on a worker.
+//! check's expectations. Runs on the checker thread only; never on a worker. The head is
+//! read by the same reader as proxied responses.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -7,24 +8,13 @@ use std::time::{Duration, Instant};
 use monoio::net::TcpStream;
 use ringfront_http::{BodyFraming, ChunkedDecoder, ResponseHead};
 
+use super::outcome::{Outcome, Passed, ProbeFailure, Rejection};
 use super::rt::{CheckRt, ExpectRt, HeaderOpRt, ProbeKind, TestRt};
+use crate::head_reader::{self, HeadError};
 use crate::io::{read_more, write_all, IoFail};
 
 /// The body examined by `body ~` tests.
 pub const MAX_BODY: usize = 256 * 1024;
-/// The largest response head a probe accepts.
-const MAX_HEAD: usize = 64 * 1024;
-
-/// `Ok(what passed)` or `Err(why it failed)`, both short phrases for log lines.
-pub type Outcome = Result<String, String>;
-
-fn io_reason(e: &std::io::Error) -> String {
-    match e.kind() {
-        std::io::ErrorKind::ConnectionRefused => "connect refused".into(),
-        std::io::ErrorKind::ConnectionReset => "connection reset".into(),
-        _ => format!("error {}", crate::io::errno_text(e)),
-    }
-}
 
 /// Probes `addr` (the peer's address, or its host with the check's `port`).
 pub async fn probe(addr: SocketAddr, c: &CheckRt) -> Outcome {
@@ -34,14 +24,21 @@ pub async fn probe(addr: SocketAddr, c: &CheckRt) -> Outcome {
     };
     let stream = match monoio::time::timeout(c.connect_timeout, TcpStream::connect(addr)).await {
         Ok(Ok(s)) => s,
-        Ok(Err(e)) => return Err(io_reason(&e)),
-        Err(_) => return Err("connect timed out".into()),
+        Ok(Err(e)) => return Err(ProbeFailure::io(&e)),
+        Err(_) => return Err(ProbeFailure::ConnectTimedOut),
     };
     match &c.kind {
-        ProbeKind::Tcp => Ok("connected".into()),
+        ProbeKind::Tcp => Ok(Passed::Connected),
         ProbeKind::Http { request, expect } => {
             http(stream, request.clone(), expect, c.read_timeout).await
         }
+    }
+}
+
+fn io_failure(e: IoFail, timed_out: ProbeFailure) -> ProbeFailure {
+    match e {
+        IoFail::Timeout => timed_out,
+        IoFail::Io(e) => ProbeFailure::io(&e),
     }
 }
 
@@ -53,133 +50,124 @@ async fn http(
 ) -> Outcome {
     let deadline = Instant::now() + limit;
     let left = || deadline.saturating_duration_since(Instant::now());
-    match write_all(&mut stream, request, left()).await.0 {
-        Ok(()) => {}
-        Err(IoFail::Timeout) => return Err("send timed out".into()),
-        Err(IoFail::Io(e)) => return Err(io_reason(&e)),
+    if let Err(e) = write_all(&mut stream, request, left()).await.0 {
+        return Err(io_failure(e, ProbeFailure::SendTimedOut));
     }
-    let mut buf = Vec::with_capacity(4096);
-    let mut head = ResponseHead::new();
-    let mut body = Vec::new();
-    let mut chunked: Option<ChunkedDecoder> = None;
-    let mut framing = None;
-    let mut headers: Vec<(String, String)> = Vec::new();
-    let mut taken = 0; // bytes of `buf` already consumed as head/body
-    loop {
-        if framing.is_none() {
-            match head.parse(&buf) {
-                Ok(Some(n)) => {
-                    taken = n;
-                    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-                    headers = head
-                        .headers
-                        .iter()
-                        .map(|h| (text(h.name.get(&buf)), text(h.value.get(&buf))))
-                        .collect();
-                    let f = head.framing(false);
-                    if matches!(f, BodyFraming::Chunked) {
-                        chunked = Some(ChunkedDecoder::new());
-                    }
-                    framing = Some(f);
-                }
-                Ok(None) if buf.len() > MAX_HEAD => return Err("response head too large".into()),
-                Ok(None) => {}
-                Err(e) => return Err(format!("invalid response ({e})")),
-            }
-        }
-        if let Some(f) = framing {
-            let fresh = buf.get(taken..).unwrap_or_default();
-            let done = match (f, chunked.as_mut()) {
-                (BodyFraming::None, _) => true,
-                (_, Some(dec)) => {
-                    let mut out = Vec::new();
-                    match dec.decode(fresh, &mut out) {
-                        Ok(p) => {
-                            body.extend_from_slice(&out);
-                            p.done
-                        }
-                        Err(e) => return Err(format!("invalid chunked body ({e})")),
-                    }
-                }
-                (BodyFraming::Length(n), None) => {
-                    body.extend_from_slice(fresh);
-                    body.len() as u64 >= n
-                }
-                _ => {
-                    body.extend_from_slice(fresh);
-                    false
-                }
-            };
-            if done || body.len() >= MAX_BODY {
-                break;
-            }
-            // Keep only what the judge needs: drop consumed body bytes from the read buffer.
-            buf.clear();
-            taken = 0;
-        }
-        let (r, b) = read_more(&mut stream, buf, 4096, left()).await;
-        buf = b;
-        match r {
-            Ok(0) if matches!(framing, Some(BodyFraming::UntilClose)) => break,
-            Ok(0) if framing.is_some() => return Err("connection closed mid-body".into()),
-            Ok(0) => return Err("connection closed before a response".into()),
-            Ok(_) => {}
-            Err(IoFail::Timeout) => return Err("timed out".into()),
-            Err(IoFail::Io(e)) => return Err(io_reason(&e)),
-        }
-    }
-    body.truncate(MAX_BODY);
+    let (head, buf) = head_reader::read(&mut stream, Vec::with_capacity(4096), left).await;
+    let head = head.map_err(|e| match e {
+        HeadError::Io(e) => ProbeFailure::io(&e),
+        HeadError::TimedOut => ProbeFailure::TimedOut,
+        HeadError::Closed => ProbeFailure::ClosedBeforeResponse,
+        HeadError::Invalid { error, .. } => ProbeFailure::InvalidResponse(error.to_string()),
+        HeadError::TooBig => ProbeFailure::HeadTooLarge,
+    })?;
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    let headers: Vec<(String, String)> = head
+        .headers
+        .iter()
+        .map(|h| (text(h.name.get(&buf)), text(h.value.get(&buf))))
+        .collect();
+    let body = read_body(&mut stream, &head, buf, left).await?;
     judge(expect, head.status, &headers, &body)
+}
+
+/// The body (its first `MAX_BODY` bytes, for `match` blocks' `body` tests): an answer
+/// counts only once it arrived whole.
+async fn read_body(
+    stream: &mut TcpStream,
+    head: &ResponseHead,
+    mut buf: Vec<u8>,
+    left: impl Fn() -> Duration,
+) -> Result<Vec<u8>, ProbeFailure> {
+    let framing = head.framing(false);
+    let mut chunked = matches!(framing, BodyFraming::Chunked).then(ChunkedDecoder::new);
+    let mut body = Vec::new();
+    let mut fresh = buf.split_off(head.head_len.min(buf.len()));
+    loop {
+        let done = match (framing, chunked.as_mut()) {
+            (BodyFraming::None, _) => true,
+            (_, Some(dec)) => {
+                let p = dec
+                    .decode(&fresh, &mut body)
+                    .map_err(|e| ProbeFailure::InvalidChunked(e.to_string()))?;
+                p.done
+            }
+            (BodyFraming::Length(n), None) => {
+                body.extend_from_slice(&fresh);
+                body.len() as u64 >= n
+            }
+            _ => {
+                body.extend_from_slice(&fresh);
+                false
+            }
+        };
+        if done || body.len() >= MAX_BODY {
+            body.truncate(MAX_BODY);
+            return Ok(body);
+        }
+        fresh.clear();
+        let (r, b) = read_more(stream, fresh, 4096, left()).await;
+        fresh = b;
+        match r {
+            Ok(0) if matches!(framing, BodyFraming::UntilClose) => return Ok(body),
+            Ok(0) => return Err(ProbeFailure::ClosedMidBody),
+            Ok(_) => {}
+            Err(e) => return Err(io_failure(e, ProbeFailure::TimedOut)),
+        }
+    }
 }
 
 /// Whether the answer satisfies the expectation.
 pub fn judge(expect: &ExpectRt, status: u16, headers: &[(String, String)], body: &[u8]) -> Outcome {
-    let fail = |why: String| Err(format!("HTTP {status}: {why}"));
+    let reject = |why| Err(ProbeFailure::Rejected { status, why });
     match expect {
-        ExpectRt::Default => {
-            if (200..400).contains(&status) {
-                Ok(format!("HTTP {status}"))
-            } else {
-                fail("not 2xx or 3xx".into())
-            }
-        }
+        ExpectRt::Default if (200..400).contains(&status) => Ok(Passed::Http {
+            status,
+            matched: false,
+        }),
+        ExpectRt::Default => reject(Rejection::NotSuccess),
         ExpectRt::Classes(bits) => {
             let class = status / 100;
             if class < 8 && bits & (1 << class) != 0 {
-                Ok(format!("HTTP {status}"))
+                Ok(Passed::Http {
+                    status,
+                    matched: false,
+                })
             } else {
-                fail(format!("{class}xx not expected"))
+                reject(Rejection::ClassNotExpected(class))
             }
         }
-        ExpectRt::Match(tests) => {
-            let value = |name: &str| {
-                headers
-                    .iter()
-                    .find(|(n, _)| n.eq_ignore_ascii_case(name))
-                    .map(|(_, v)| v.as_str())
-            };
-            for t in tests {
-                let ok = match t {
-                    TestRt::Status { negate, ranges } => {
-                        ranges.iter().any(|&(lo, hi)| (lo..=hi).contains(&status)) != *negate
-                    }
-                    TestRt::Header { name, op } => match (op, value(name)) {
-                        (HeaderOpRt::Present, v) => v.is_some(),
-                        (HeaderOpRt::Absent, v) => v.is_none(),
-                        (HeaderOpRt::Equals(x), Some(v)) => v == x,
-                        (HeaderOpRt::NotEquals(x), Some(v)) => v != x,
-                        (HeaderOpRt::Matches(re), Some(v)) => re.is_match(v),
-                        (HeaderOpRt::NotMatches(re), Some(v)) => !re.is_match(v),
-                        (_, None) => false,
-                    },
-                    TestRt::Body { negate, re } => re.is_match(body) != *negate,
-                };
-                if !ok {
-                    return fail(format!("match failed on {}", describe(t)));
-                }
-            }
-            Ok(format!("HTTP {status}, match passed"))
+        ExpectRt::Match(tests) => match tests.iter().find(|t| !passes(t, status, headers, body)) {
+            Some(t) => reject(Rejection::MatchFailed(describe(t))),
+            None => Ok(Passed::Http {
+                status,
+                matched: true,
+            }),
+        },
+    }
+}
+
+fn passes(t: &TestRt, status: u16, headers: &[(String, String)], body: &[u8]) -> bool {
+    let value = |name: &str| {
+        headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    };
+    match t {
+        TestRt::Status { negate, ranges } => {
+            ranges.iter().any(|&(lo, hi)| (lo..=hi).contains(&status)) != *negate
         }
+        TestRt::Header { name, op } => match (op, value(name)) {
+            (HeaderOpRt::Present, v) => v.is_some(),
+            (HeaderOpRt::Absent, v) => v.is_none(),
+            (HeaderOpRt::Equals(x), Some(v)) => v == x,
+            (HeaderOpRt::NotEquals(x), Some(v)) => v != x,
+            (HeaderOpRt::Matches(re), Some(v)) => re.is_match(v),
+            (HeaderOpRt::NotMatches(re), Some(v)) => !re.is_match(v),
+            (_, None) => false,
+        },
+        TestRt::Body { negate, re } => re.is_match(body) != *negate,
     }
 }
 

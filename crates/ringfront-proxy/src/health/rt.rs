@@ -71,6 +71,22 @@ fn regex(p: &str) -> Result<Regex, BuildError> {
     Regex::new(p).map_err(|e| BuildError::Regex(p.to_string(), e.to_string()))
 }
 
+/// `GET URI HTTP/1.1` with the group's host, asking the peer to close after answering.
+fn probe_request(uri: &str, host: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(128);
+    let mut h = ringfront_http::HeadWriter::request(
+        &mut out,
+        b"GET",
+        |o| o.extend_from_slice(uri.as_bytes()),
+        false,
+    );
+    h.header(b"Host", host.as_bytes())
+        .header(b"Connection", b"close")
+        .header(b"User-Agent", b"ringfront-health-check");
+    h.finish();
+    out
+}
+
 impl CheckRt {
     /// `host` is the `Host` of nginx Plus style probes: the group's `$proxy_host`.
     pub fn build(c: &ActiveCheck, host: &str) -> Result<CheckRt, BuildError> {
@@ -78,14 +94,7 @@ impl CheckRt {
             Probe::Tcp => (ProbeKind::Tcp, "tcp connect".to_string()),
             Probe::Http { request, expect } => {
                 let (bytes, what) = match request {
-                    HttpProbe::Uri(uri) => (
-                        format!(
-                            "GET {uri} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\
-                             User-Agent: ringfront-health-check\r\n\r\n"
-                        )
-                        .into_bytes(),
-                        format!("http GET {uri}"),
-                    ),
+                    HttpProbe::Uri(uri) => (probe_request(uri, host), format!("http GET {uri}")),
                     HttpProbe::Raw(raw) => {
                         let line = raw.split(|&b| b == b'\r' || b == b'\n').next();
                         let line = String::from_utf8_lossy(line.unwrap_or_default());
