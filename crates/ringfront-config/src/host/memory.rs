@@ -64,3 +64,38 @@ impl Host for MemoryHost {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_file_is_enoent() {
+        let err = MemoryHost::new()
+            .read(Path::new("/etc/hostname"))
+            .unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::NotFound);
+        assert_eq!(err.raw_os_error(), Some(2));
+    }
+
+    #[test]
+    fn glob_matches_as_glob3() {
+        let host = MemoryHost::new()
+            .file("/c/a.conf", "")
+            .file("/c/.b.conf", "")
+            .file("/c/sub/c.conf", "")
+            .file("/c/D.CONF", "");
+        let got = host.glob("/c/*.conf").unwrap();
+        assert_eq!(got, [PathBuf::from("/c/a.conf")]);
+        assert_eq!(host.glob("/c/*/*.conf").unwrap().len(), 1);
+        assert!(matches!(host.glob("/c/[.conf"), Err(GlobError::Pattern(_))));
+    }
+
+    #[test]
+    fn names_resolve_with_the_port() {
+        let ip: IpAddr = "10.0.0.1".parse().unwrap();
+        let host = MemoryHost::new().name("a", &[ip]);
+        assert_eq!(host.resolve("a", 81).unwrap(), [SocketAddr::new(ip, 81)]);
+        assert!(host.resolve("b", 81).is_err());
+    }
+}
