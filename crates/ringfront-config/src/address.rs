@@ -1,11 +1,9 @@
 //! Addresses as nginx's `ngx_parse_url` reads them: `host`, `host:port`, `[v6]:port`, a bare
-//! port for `listen`, and resolution of host names through the caller's resolver.
+//! port for `listen`, and resolution of host names through the caller's [`Host`].
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
-/// A caller-supplied resolver: `"host:port"` to addresses (`std::net::ToSocketAddrs` in
-/// [`crate::load`], a table in tests).
-pub type Resolver<'a> = &'a dyn Fn(&str) -> std::io::Result<Vec<SocketAddr>>;
+use crate::host::Host;
 
 /// Why an address was refused; `as_str` is nginx's `u.err` wording.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,26 +80,13 @@ pub(crate) fn split_host_port(text: &str) -> Result<HostPort, AddrError> {
     })
 }
 
-/// `host:port` with IPv6 hosts in brackets, the form resolvers and messages use.
-pub(crate) fn join_host_port(host: &str, port: u16) -> String {
-    if host.contains(':') {
-        format!("[{host}]:{port}")
-    } else {
-        format!("{host}:{port}")
-    }
-}
-
 /// Resolves a host; literal addresses never reach the resolver. Every address is kept, once,
 /// IPv4 ones first (nginx's `ngx_inet_resolve_host` order), otherwise in the resolver's order.
-pub(crate) fn resolve(
-    host: &str,
-    port: u16,
-    resolver: Resolver<'_>,
-) -> Result<Vec<SocketAddr>, AddrError> {
+pub(crate) fn resolve(host: &str, port: u16, sys: &dyn Host) -> Result<Vec<SocketAddr>, AddrError> {
     if let Ok(ip) = host.parse::<IpAddr>() {
         return Ok(vec![SocketAddr::new(ip, port)]);
     }
-    match resolver(&join_host_port(host, port)) {
+    match sys.resolve(host, port) {
         Ok(addrs) if !addrs.is_empty() => {
             let mut unique: Vec<SocketAddr> = Vec::with_capacity(addrs.len());
             for addr in addrs {
@@ -118,10 +103,7 @@ pub(crate) fn resolve(
 
 /// A `listen` address: `8080` (all IPv4 addresses), `*:8080`, `127.0.0.1` (port 80),
 /// `127.0.0.1:8080`, `[::]:8080`, `localhost:8080`.
-pub(crate) fn listen_addrs(
-    text: &str,
-    resolver: Resolver<'_>,
-) -> Result<Vec<SocketAddr>, AddrError> {
+pub(crate) fn listen_addrs(text: &str, sys: &dyn Host) -> Result<Vec<SocketAddr>, AddrError> {
     let any = IpAddr::V4(Ipv4Addr::UNSPECIFIED);
     if text.bytes().all(|b| b.is_ascii_digit()) {
         return Ok(vec![SocketAddr::new(any, parse_port(text)?)]);
@@ -134,15 +116,16 @@ pub(crate) fn listen_addrs(
         return Ok(vec![SocketAddr::new(any, port)]);
     }
     let hp = split_host_port(text)?;
-    resolve(&hp.host, hp.port.unwrap_or(80), resolver)
+    resolve(&hp.host, hp.port.unwrap_or(80), sys)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::host::MemoryHost;
 
-    fn no_dns(_: &str) -> std::io::Result<Vec<SocketAddr>> {
-        Err(std::io::Error::other("no dns in tests"))
+    fn ips(list: &[&str]) -> Vec<IpAddr> {
+        list.iter().map(|ip| ip.parse().unwrap()).collect()
     }
 
     fn hp(host: &str, port: Option<u16>) -> Result<HostPort, AddrError> {
@@ -175,6 +158,7 @@ mod tests {
 
     #[test]
     fn listen_forms() {
+        let no_dns = MemoryHost::new();
         let one = |s: &str| listen_addrs(s, &no_dns).map(|v| v[0].to_string());
         assert_eq!(one("8080"), Ok("0.0.0.0:8080".into()));
         assert_eq!(one("*:8080"), Ok("0.0.0.0:8080".into()));
@@ -186,23 +170,17 @@ mod tests {
     }
 
     #[test]
-    fn resolver_gets_host_port_and_duplicates_go() {
-        let dns = |s: &str| -> std::io::Result<Vec<SocketAddr>> {
-            assert_eq!(s, "backend:81");
-            let a: SocketAddr = "10.0.0.1:81".parse().unwrap();
-            Ok(vec![a, a])
-        };
-        assert_eq!(resolve("backend", 81, &dns).unwrap().len(), 1);
+    fn resolver_gets_host_and_port_and_duplicates_go() {
+        let dns = MemoryHost::new().name("backend", &ips(&["10.0.0.1", "10.0.0.1"]));
+        let got = resolve("backend", 81, &dns).unwrap();
+        assert_eq!(got, ["10.0.0.1:81".parse().unwrap()]);
+        let empty = MemoryHost::new().name("none", &[]);
+        assert_eq!(resolve("none", 81, &empty), Err(AddrError::HostNotFound));
     }
 
     #[test]
     fn every_address_ipv4_first() {
-        let dns = |_: &str| -> std::io::Result<Vec<SocketAddr>> {
-            Ok(["[::1]:80", "127.0.0.1:80", "[::2]:80", "10.0.0.1:80"]
-                .iter()
-                .map(|a| a.parse().unwrap())
-                .collect())
-        };
+        let dns = MemoryHost::new().name("h", &ips(&["::1", "127.0.0.1", "::2", "10.0.0.1"]));
         let got: Vec<String> = resolve("h", 80, &dns)
             .unwrap()
             .iter()

@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::address::Resolver;
 use crate::error::ConfigError;
+use crate::host::Host;
 use crate::http::HttpRaw;
 use crate::main_conf::main_block;
 use crate::model::Config;
@@ -12,27 +12,35 @@ use crate::resolve::finish_http;
 use crate::tree::Reader;
 use crate::upstream::check_zones;
 
-/// What every reader of the tree needs: where relative paths start, and how host names are
-/// resolved.
+/// What every reader of the tree needs: where relative paths start, and the host that
+/// resolves names.
 pub(crate) struct Env<'a> {
     pub prefix: &'a Path,
-    pub resolver: Resolver<'a>,
+    pub host: &'a dyn Host,
 }
 
-/// An absolute form of `path` without touching the file system (nginx prints full paths).
+/// An absolute form of `path` (nginx prints full paths): `.` components dropped, and a
+/// relative path taken from the current folder — the one place the loader reads process
+/// state, so only [`crate::load`] calls it.
 pub(crate) fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
-/// Builds a configuration from the main file's text; `path` must already be absolute.
-pub(crate) fn build(
-    text: &[u8],
-    path: &Path,
-    resolver: Resolver<'_>,
-) -> Result<Config, ConfigError> {
+/// `absolute` without the current folder: a relative path stays as written.
+pub(crate) fn cleaned(path: &Path) -> PathBuf {
+    if path.is_absolute() {
+        absolute(path)
+    } else {
+        path.to_path_buf()
+    }
+}
+
+/// Builds a configuration from the main file's text; every file beyond it and every host
+/// name comes through `host`.
+pub(crate) fn build(text: &[u8], path: &Path, host: &dyn Host) -> Result<Config, ConfigError> {
     let prefix = path.parent().unwrap_or(Path::new("/"));
-    let tree = Reader::new(prefix).parse_main(text, path)?;
-    let env = Env { prefix, resolver };
+    let tree = Reader::new(host, prefix).parse_main(text, path)?;
+    let env = Env { prefix, host };
     let main = main_block(&tree, &env)?;
     let raw = main.http.unwrap_or_else(HttpRaw::empty);
     let zones = raw.zones.clone();

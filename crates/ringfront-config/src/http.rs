@@ -55,7 +55,7 @@ pub(crate) fn http_block(d: &Directive, env: &Env<'_>) -> Result<HttpRaw, Config
                 {
                     return Err(err(c, format!("duplicate upstream \"{name}\"")));
                 }
-                let upstream = upstream_block(c, env.resolver, &mut http.zones)?;
+                let upstream = upstream_block(c, env.host, &mut http.zones)?;
                 http.upstreams.push(upstream);
             }
             "server" => {

@@ -1,7 +1,8 @@
 //! nginx-syntax configuration for ringfront: a lexer and block tree with nginx's quoting and
 //! `include`, a directive table with nginx's contexts and messages, and the typed, merged
-//! [`model`] the proxy consumes. Pure: no sockets, no clock; host names are resolved through
-//! the resolver the caller passes ([`load`] uses the system's).
+//! [`model`] the proxy consumes. Pure: no sockets, no clock; files, `include` globs and host
+//! names come through the [`Host`] the caller passes ([`load`] uses [`OsHost`], tests and
+//! the fuzzer a [`MemoryHost`]).
 //!
 //! Errors read as nginx's `[emerg]` lines (`unknown directive "foo" in /etc/x.conf:12`);
 //! checked against nginx 1.22 with the same files. Where ringfront differs on purpose:
@@ -36,6 +37,7 @@ mod directives;
 mod error;
 mod handlers;
 mod health;
+mod host;
 mod http;
 mod lexer;
 mod location;
@@ -52,51 +54,37 @@ mod units;
 mod upstream;
 mod values;
 
-use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::Path;
 
-pub use address::Resolver;
 pub use error::ConfigError;
+pub use host::{GlobError, Host, MemoryHost, OsHost};
 pub use model::*;
 pub use table::NOOP_DIRECTIVES;
 pub use template::{parse_template, variable};
 pub use units::{parse_size, parse_time};
 
-/// Resolves `host:port` with the system resolver (`getaddrinfo`).
-fn system_resolver(host_port: &str) -> std::io::Result<Vec<SocketAddr>> {
-    Ok(host_port.to_socket_addrs()?.collect())
-}
-
-/// Loads the configuration at `path`, resolving host names with the system resolver.
+/// Loads the configuration at `path` from this machine: its files, its resolver, and its
+/// current folder for a relative `path`.
 pub fn load(path: &Path) -> Result<Config, ConfigError> {
-    load_with(path, &system_resolver)
+    load_with(&build::absolute(path), &OsHost)
 }
 
-/// Loads the configuration at `path`, resolving host names (given as `host:port`) with
-/// `resolver`. Literal IP addresses never reach the resolver.
-pub fn load_with(
-    path: &Path,
-    resolver: &dyn Fn(&str) -> std::io::Result<Vec<SocketAddr>>,
-) -> Result<Config, ConfigError> {
-    let path = build::absolute(path);
-    let text = std::fs::read(&path)
+/// Loads the configuration at `path`, reading it, its includes and host names through
+/// `host`. Literal IP addresses never reach the host's resolver.
+pub fn load_with(path: &Path, host: &dyn Host) -> Result<Config, ConfigError> {
+    let path = build::cleaned(path);
+    let text = host
+        .read(&path)
         .map_err(|e| ConfigError::new(error::os_failure("open()", &path, &e)))?;
-    build::build(&text, &path, resolver)
+    build::build(&text, &path, host)
 }
 
-/// Parses configuration text as if it were the file `path` (includes and relative paths are
-/// taken from its folder); host names use the system resolver.
-pub fn parse_str(text: &str, path: &Path) -> Result<Config, ConfigError> {
-    build::build(text.as_bytes(), &build::absolute(path), &system_resolver)
-}
-
-/// Like [`parse_str`], resolving host names with `resolver`.
-pub fn parse_str_with(
-    text: &str,
-    path: &Path,
-    resolver: &dyn Fn(&str) -> std::io::Result<Vec<SocketAddr>>,
-) -> Result<Config, ConfigError> {
-    build::build(text.as_bytes(), &build::absolute(path), resolver)
+/// Parses configuration text as if it were the file `path`: includes and relative paths are
+/// taken from its folder and read through `host`, as are host names. Pure: all it learns
+/// about the outside world comes from `host` (a [`MemoryHost`] makes it a function of its
+/// arguments).
+pub fn parse_str(text: &str, path: &Path, host: &dyn Host) -> Result<Config, ConfigError> {
+    build::build(text.as_bytes(), &build::cleaned(path), host)
 }
 
 impl Config {

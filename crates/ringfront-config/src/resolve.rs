@@ -74,7 +74,7 @@ impl Targets<'_> {
             return Err(at(format!("duplicate upstream \"{}\"", p.authority)));
         }
         // nginx resolves implicit upstreams when it initialises them and names the host only.
-        let addrs = resolve(&p.host, port, self.env.resolver)
+        let addrs = resolve(&p.host, port, self.env.host)
             .map_err(|e| at(format!("{} in upstream \"{}\"", e.as_str(), p.host)))?;
         self.implicit_keys.push(key);
         self.implicit.push(Upstream {

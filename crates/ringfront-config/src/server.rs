@@ -2,11 +2,12 @@
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
-use crate::address::{listen_addrs, Resolver};
+use crate::address::listen_addrs;
 use crate::build::Env;
 use crate::directives::{for_each, unhandled, SERVER};
 use crate::error::ConfigError;
 use crate::handlers::{apply, Scope};
+use crate::host::Host;
 use crate::location::{check_duplicates, location_block, LocRaw};
 use crate::model::{Listen, LogFormat, Origin};
 use crate::settings::Level;
@@ -54,9 +55,9 @@ const NOT_YET: &[&str] = &[
 
 /// `listen ADDR[:PORT]|PORT [default_server] [reuseport] [backlog=N]`; one entry per
 /// address a host name resolves to.
-fn listen(d: &Directive, resolver: Resolver<'_>) -> Result<Vec<ListenRaw>, ConfigError> {
+fn listen(d: &Directive, host: &dyn Host) -> Result<Vec<ListenRaw>, ConfigError> {
     let text = d.arg(0);
-    let addrs = listen_addrs(text, resolver).map_err(|e| {
+    let addrs = listen_addrs(text, host).map_err(|e| {
         err(
             d,
             format!("{} in \"{text}\" of the \"listen\" directive", e.as_str()),
@@ -125,7 +126,7 @@ pub(crate) fn server_block(
     let mut locations = Vec::new();
     for_each(d.children(), SERVER, |c| {
         match c.name.as_str() {
-            "listen" => listens.extend(listen(c, env.resolver)?),
+            "listen" => listens.extend(listen(c, env.host)?),
             // nginx matches server names case-insensitively and stores them lower-cased.
             "server_name" => names.extend(c.args.iter().map(|n| n.to_ascii_lowercase())),
             "location" => locations.push(location_block(c, None, env, formats)?),

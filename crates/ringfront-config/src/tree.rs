@@ -1,10 +1,10 @@
 //! The block tree: directives with their arguments and nested blocks, read from the main file
 //! with every `include` expanded in place, as nginx's `ngx_conf_parse` does.
 
-use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::error::{os_failure, ConfigError};
+use crate::host::{GlobError, Host};
 use crate::lexer::{LexError, Lexer, Step};
 use crate::model::Origin;
 
@@ -42,9 +42,11 @@ impl Directive {
     }
 }
 
-/// Reads files and expands includes. Relative include paths are taken from `prefix`, the
-/// main configuration file's folder (nginx's conf prefix), whichever file includes them.
-pub(crate) struct Reader {
+/// Reads files and expands includes through `host`. Relative include paths are taken from
+/// `prefix`, the main configuration file's folder (nginx's conf prefix), whichever file
+/// includes them.
+pub(crate) struct Reader<'a> {
+    host: &'a dyn Host,
     prefix: PathBuf,
     /// Files being read, outermost first: an include of one of them is a cycle.
     open: Vec<PathBuf>,
@@ -58,13 +60,10 @@ fn lex_error(e: LexError, file: &Path) -> ConfigError {
     }
 }
 
-fn same_file_key(path: &Path) -> PathBuf {
-    fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
-}
-
-impl Reader {
-    pub(crate) fn new(prefix: &Path) -> Self {
+impl<'a> Reader<'a> {
+    pub(crate) fn new(host: &'a dyn Host, prefix: &Path) -> Self {
         Reader {
+            host,
             prefix: prefix.to_path_buf(),
             open: Vec::new(),
         }
@@ -85,7 +84,7 @@ impl Reader {
         file: &Path,
         depth: usize,
     ) -> Result<Vec<Directive>, ConfigError> {
-        self.open.push(same_file_key(file));
+        self.open.push(self.host.file_key(file));
         let mut lexer = Lexer::new(text);
         let result = self.parse_block(&mut lexer, file, depth, false);
         self.open.pop();
@@ -198,7 +197,7 @@ impl Reader {
         };
         let mut out = Vec::new();
         for path in files {
-            let text = match fs::read(&path) {
+            let text = match self.host.read(&path) {
                 Ok(text) => text,
                 Err(e)
                     if e.kind() == std::io::ErrorKind::NotFound
@@ -208,7 +207,7 @@ impl Reader {
                 }
                 Err(e) => return Err(ConfigError::at(os_failure("open()", &path, &e), origin)),
             };
-            if self.open.contains(&same_file_key(&path)) {
+            if self.open.contains(&self.host.file_key(&path)) {
                 return Err(ConfigError::at(
                     format!("include cycle: \"{}\" includes itself", path.display()),
                     origin,
@@ -229,29 +228,15 @@ impl Reader {
             let base = glob::Pattern::escape(&self.prefix.to_string_lossy());
             format!("{base}/{}", written.to_string_lossy())
         };
-        let options = glob::MatchOptions {
-            case_sensitive: true,
-            require_literal_separator: true,
-            require_literal_leading_dot: true,
-        };
-        let paths = glob::glob_with(&pattern, options).map_err(|e| {
-            ConfigError::at(
-                format!("invalid include pattern \"{}\": {}", full.display(), e.msg),
-                origin,
-            )
-        })?;
-        let mut files = Vec::new();
-        for entry in paths {
-            match entry {
-                Ok(path) => files.push(path),
-                Err(e) => {
-                    return Err(ConfigError::at(
-                        os_failure("glob()", e.path(), e.error()),
-                        origin,
-                    ));
+        let mut files = self.host.glob(&pattern).map_err(|e| {
+            let message = match e {
+                GlobError::Pattern(why) => {
+                    format!("invalid include pattern \"{}\": {why}", full.display())
                 }
-            }
-        }
+                GlobError::Read { path, error } => os_failure("glob()", &path, &error),
+            };
+            ConfigError::at(message, origin)
+        })?;
         files.sort();
         Ok(files)
     }
@@ -260,9 +245,10 @@ impl Reader {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::host::MemoryHost;
 
     fn parse(text: &str) -> Result<Vec<Directive>, ConfigError> {
-        Reader::new(Path::new("/nonexistent-ringfront"))
+        Reader::new(&MemoryHost::new(), Path::new("/nonexistent-ringfront"))
             .parse_main(text.as_bytes(), Path::new("/c/main.conf"))
     }
 

@@ -7,10 +7,11 @@
 
 use std::time::Duration;
 
-use crate::address::{resolve, split_host_port, Resolver};
+use crate::address::{resolve, split_host_port};
 use crate::directives::{for_each, unhandled, UPSTREAM};
 use crate::error::ConfigError;
 use crate::health::TengineRaw;
+use crate::host::Host;
 use crate::model::{AllFailed, Balancer, Origin, PassiveHealth, Upstream, UpstreamServer};
 use crate::tree::Directive;
 use crate::units::{parse_number, parse_size, parse_time_mode, TimeMode};
@@ -84,7 +85,7 @@ fn no_slow_start(d: &Directive, param: &str) -> ConfigError {
 /// Reads an `upstream` block; `zones` holds the zones of the upstreams read before it.
 pub(crate) fn upstream_block(
     d: &Directive,
-    resolver: Resolver<'_>,
+    host: &dyn Host,
     zones: &mut Vec<Zone>,
 ) -> Result<Upstream, ConfigError> {
     let mut servers = Vec::new();
@@ -102,7 +103,7 @@ pub(crate) fn upstream_block(
         let arg = c.arg(0);
         match c.name.as_str() {
             "server" => {
-                let (s, ss) = server(c, resolver, &balancer)?;
+                let (s, ss) = server(c, host, &balancer)?;
                 if slow_start.is_none() {
                     slow_start = ss;
                 }
@@ -310,7 +311,7 @@ pub(crate) fn default_server(
 /// `slow_start=` parameter as written, if any.
 fn server(
     d: &Directive,
-    resolver: Resolver<'_>,
+    host: &dyn Host,
     balancer: &Balancer,
 ) -> Result<(UpstreamServer, Option<String>), ConfigError> {
     let backup_ok = allows_backup(balancer);
@@ -319,7 +320,7 @@ fn server(
     let addr_err =
         |e: crate::address::AddrError| err(d, format!("{} in upstream \"{text}\"", e.as_str()));
     let hp = split_host_port(text).map_err(addr_err)?;
-    let addrs = resolve(&hp.host, hp.port.unwrap_or(80), resolver).map_err(addr_err)?;
+    let addrs = resolve(&hp.host, hp.port.unwrap_or(80), host).map_err(addr_err)?;
     let mut s = default_server(text, addrs, &d.origin);
     for param in d.args.iter().skip(1) {
         let invalid = || err(d, format!("invalid parameter \"{param}\""));

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use common::http;
 use ringfront_config::{
-    parse_str, parse_str_with, AllFailed, Balancer, Config, NextUpstream, Template, TemplatePart,
-    Upstream, Variable,
+    parse_str, AllFailed, Balancer, Config, MemoryHost, NextUpstream, OsHost, Template,
+    TemplatePart, Upstream, Variable,
 };
 
 /// `http { BODY; server { location / { proxy_pass http://u; } } }`, upstream `u`.
@@ -208,26 +208,21 @@ fn zone_and_all_failed() {
 }
 
 /// `localhost` with an IPv6 and an IPv4 address, in that order.
-fn two_localhost(host_port: &str) -> std::io::Result<Vec<SocketAddr>> {
-    let (host, port) = host_port.rsplit_once(':').unwrap();
-    assert_eq!(host, "localhost");
-    let port: u16 = port.parse().unwrap();
-    Ok(vec![
-        SocketAddr::new("::1".parse().unwrap(), port),
-        SocketAddr::new("127.0.0.1".parse().unwrap(), port),
-    ])
+fn two_localhost() -> MemoryHost {
+    let ips = ["::1".parse().unwrap(), "127.0.0.1".parse().unwrap()];
+    MemoryHost::new().name("localhost", &ips)
 }
 
 #[test]
 fn a_host_name_is_every_address() {
-    let cfg = parse_str_with(
+    let cfg = parse_str(
         "events {}
         http {
             upstream u { server localhost:9001 weight=3 max_conns=7; }
             server { location / { proxy_pass http://u; } location /i { proxy_pass http://localhost:9002; } }
         }",
         Path::new(common::FILE),
-        &two_localhost,
+        &two_localhost(),
     )
     .unwrap();
     let s = &cfg.upstream("u").unwrap().servers[0];
@@ -252,6 +247,7 @@ fn localhost_with_the_system_resolver() {
     let cfg: Config = parse_str(
         "events {}\nhttp { upstream u { server localhost:9003; } }",
         Path::new(common::FILE),
+        &OsHost,
     )
     .unwrap();
     let addrs = &cfg.upstream("u").unwrap().servers[0].addrs;

@@ -604,7 +604,9 @@ fn allow_and_deny_rules() {
             "events {{}}\nhttp {{ server {{ listen 127.0.0.1:1; location / {{ {rule} }} }} }}\n"
         )
     };
-    let parse = |text: &str| ringfront_config::parse_str(text, std::path::Path::new("/t/x.conf"));
+    let parse = |text: &str| {
+        ringfront_config::parse_str(text, std::path::Path::new("/t/x.conf"), &common::dns())
+    };
     for bad in [
         "allow foo;",
         "deny 10.0.0.0/33;",

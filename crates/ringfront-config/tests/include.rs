@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{dns, temp_dir, write};
+use common::{disk, temp_dir, write};
 use ringfront_config::load_with;
 
 #[test]
@@ -29,7 +29,7 @@ fn globs_expand_in_place_sorted_relative_to_main_folder() {
         "location / {\n    proxy_pass http://127.0.0.1:9001;\n}\n",
     );
 
-    let cfg = load_with(&main, &dns).unwrap();
+    let cfg = load_with(&main, &disk()).unwrap();
     assert_eq!(
         cfg.main.worker_processes,
         ringfront_config::WorkerProcesses::Count(3)
@@ -61,7 +61,7 @@ fn errors_name_the_included_file() {
         "bad.conf",
         "server {\n    listen 80;\n    bogus on;\n}\n",
     );
-    let err = load_with(&main, &dns).unwrap_err();
+    let err = load_with(&main, &disk()).unwrap_err();
     assert_eq!(
         err.to_string(),
         format!(
@@ -72,14 +72,14 @@ fn errors_name_the_included_file() {
 
     // A `}` closing the including block is an error inside the included file.
     write(&dir, "bad.conf", "server {}\n}\n");
-    let err = load_with(&main, &dns).unwrap_err();
+    let err = load_with(&main, &disk()).unwrap_err();
     assert_eq!(
         err.to_string(),
         format!("unexpected \"}}\" in {}:2", dir.join("bad.conf").display())
     );
 
     write(&dir, "bad.conf", "include missing.conf;\n");
-    let err = load_with(&main, &dns).unwrap_err();
+    let err = load_with(&main, &disk()).unwrap_err();
     assert_eq!(
         err.to_string(),
         format!(
@@ -97,7 +97,7 @@ fn cycles_are_errors_not_overflows() {
     let main = write(&dir, "nginx.conf", "events {}\ninclude a.conf;\n");
     write(&dir, "a.conf", "include b.conf;\n");
     write(&dir, "b.conf", "include a.conf;\n");
-    let err = load_with(&main, &dns).unwrap_err();
+    let err = load_with(&main, &disk()).unwrap_err();
     assert!(err.message.starts_with("include cycle"), "{err}");
     assert_eq!(err.file, Some(dir.join("b.conf")));
     let _ = std::fs::remove_dir_all(&dir);
@@ -111,12 +111,12 @@ fn missing_mime_types_is_a_noop_but_an_existing_one_is_read() {
         "nginx.conf",
         "events {}\nhttp {\n    include mime.types;\n}\n",
     );
-    assert!(load_with(&main, &dns).is_ok());
+    assert!(load_with(&main, &disk()).is_ok());
     write(
         &dir,
         "mime.types",
         "types {\n    text/html html htm;\n    image/png png;\n}\n",
     );
-    assert!(load_with(&main, &dns).is_ok());
+    assert!(load_with(&main, &disk()).is_ok());
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -29,7 +29,7 @@ fn every_shipped_config_loads() {
     let files = conf_files(&config_dir());
     assert!(files.len() >= 4, "{files:?}");
     for file in files {
-        if let Err(e) = load_with(&file, &common::dns) {
+        if let Err(e) = load_with(&file, &common::disk()) {
             panic!("{} does not load: {e}", file.display());
         }
     }
@@ -37,7 +37,7 @@ fn every_shipped_config_loads() {
 
 #[test]
 fn default_config_is_the_wrr_demo() {
-    let cfg = load_with(&config_dir().join("ringfront.conf"), &common::dns).unwrap();
+    let cfg = load_with(&config_dir().join("ringfront.conf"), &common::disk()).unwrap();
     let demo = cfg.upstream("demo").unwrap();
     let weights: Vec<u32> = demo.servers.iter().map(|s| s.weight).collect();
     assert_eq!(weights, [4, 2, 1]);

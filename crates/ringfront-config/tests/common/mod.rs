@@ -1,31 +1,56 @@
-//! Helpers shared by the integration tests: a resolver that needs no DNS and temp folders.
+//! Helpers shared by the integration tests: hosts that need no DNS, and temp folders.
 
 #![allow(dead_code)]
 
-use std::net::SocketAddr;
+use std::io;
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 
-use ringfront_config::{parse_str_with, Config, ConfigError};
+use ringfront_config::{parse_str, Config, ConfigError, GlobError, Host, MemoryHost, OsHost};
 
-/// A fixed table instead of DNS: `backend.test` has one address, `multi.test` two.
-pub fn dns(host_port: &str) -> std::io::Result<Vec<SocketAddr>> {
-    let (host, port) = host_port.rsplit_once(':').unwrap_or((host_port, "80"));
-    let port: u16 = port.parse().map_err(std::io::Error::other)?;
-    let ips: &[&str] = match host {
-        "backend.test" | "localhost" => &["127.0.0.1"],
-        "multi.test" => &["10.0.0.1", "10.0.0.2"],
-        _ => return Err(std::io::Error::other("not in the test table")),
-    };
-    Ok(ips
-        .iter()
-        .map(|ip| SocketAddr::new(ip.parse().unwrap(), port))
-        .collect())
+fn ips(list: &[&str]) -> Vec<IpAddr> {
+    list.iter().map(|ip| ip.parse().unwrap()).collect()
+}
+
+/// A fixed table instead of DNS, and no files: `backend.test` and `localhost` have one
+/// address, `multi.test` two.
+pub fn dns() -> MemoryHost {
+    MemoryHost::new()
+        .name("backend.test", &ips(&["127.0.0.1"]))
+        .name("localhost", &ips(&["127.0.0.1"]))
+        .name("multi.test", &ips(&["10.0.0.1", "10.0.0.2"]))
+}
+
+/// This machine's files with the [`dns`] table for names.
+pub struct Disk(MemoryHost);
+
+/// The disk, for the tests that write real files.
+pub fn disk() -> Disk {
+    Disk(dns())
+}
+
+impl Host for Disk {
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        OsHost.read(path)
+    }
+
+    fn glob(&self, pattern: &str) -> Result<Vec<PathBuf>, GlobError> {
+        OsHost.glob(pattern)
+    }
+
+    fn resolve(&self, name: &str, port: u16) -> io::Result<Vec<SocketAddr>> {
+        self.0.resolve(name, port)
+    }
+
+    fn file_key(&self, path: &Path) -> PathBuf {
+        OsHost.file_key(path)
+    }
 }
 
 pub const FILE: &str = "/t/conf/x.conf";
 
 pub fn parse(text: &str) -> Result<Config, ConfigError> {
-    parse_str_with(text, Path::new(FILE), &dns)
+    parse_str(text, Path::new(FILE), &dns())
 }
 
 /// Parses `http { BODY }` with an events block.
