@@ -3,12 +3,14 @@
 //! The binary builds a `Snapshot` from a configuration and hands it to `Engine::start`;
 //! reloads swap a new snapshot in; `quit`/`stop` end the workers.
 
+mod access_log;
 mod body;
 mod clock;
 mod head_reader;
 pub mod health;
 mod idle;
 mod io;
+mod local;
 pub mod logger;
 mod pool;
 mod proxy;

@@ -9,7 +9,8 @@ use std::sync::atomic::Ordering;
 use monoio::net::TcpStream;
 use ringfront_config::LogLevel;
 use ringfront_upstream::exchange::{
-    Action, Event, Exchange, Freed, Head, NextUpstream, Peers, Policy,
+    Action, Cause, Event, Exchange, Failure, Freed, Head, NextUpstream, Peers, Phase, Policy,
+    TryRecord,
 };
 use ringfront_upstream::{RequestKey, UpstreamId, CHECKING, UP};
 
@@ -20,8 +21,8 @@ use crate::req::{Cx, Reply};
 use crate::snapshot::GroupConf;
 use crate::upstream::{self, Conn, Target};
 use crate::upstream_request::{self, Outbound};
+use crate::vars;
 use crate::worker::PeerState;
-use crate::{respond, vars};
 
 fn next_upstream(n: &ringfront_config::NextUpstream) -> NextUpstream {
     NextUpstream {
@@ -57,6 +58,8 @@ fn policy(cx: &Cx<'_>, g: &GroupConf) -> Policy {
 /// What the driver holds between steps of one exchange.
 struct Io {
     request: Rc<Vec<u8>>,
+    /// The peer of the current try (the machine has freed it by the time it says Finish).
+    peer: Option<usize>,
     conn: Option<Conn>,
     head: Option<ringfront_http::ResponseHead>,
     rbuf: Vec<u8>,
@@ -110,6 +113,7 @@ pub async fn run(
     let Outbound { bytes, uri } = outbound;
     let mut io = Io {
         request: Rc::new(bytes),
+        peer: None,
         conn: None,
         head: None,
         rbuf: cx.w.take_buf(),
@@ -126,7 +130,7 @@ pub async fn run(
             Action::Connect(peer) => connect(cx, group, &state, peer, &mut io).await,
             Action::Send => send(cx, &mut io).await,
             Action::ReadHead => read_head(cx, &mut io).await,
-            Action::Relay => relay(cx, uri.clone(), ex.current(), &mut io).await,
+            Action::Relay => relay(cx, uri.clone(), &mut io).await,
             Action::NoLive => {
                 let name = &cx.snap.topology.upstreams[up].name;
                 cx.log(
@@ -145,11 +149,9 @@ pub async fn run(
 
 async fn connect(cx: &Cx<'_>, g: &GroupConf, state: &PeerState, peer: usize, io: &mut Io) -> Event {
     io.conn = None;
+    io.peer = Some(peer);
     let Some(spec) = cx.snap.topology.peer(peer) else {
-        return Event::Failed(ringfront_upstream::exchange::Failure::new(
-            ringfront_upstream::exchange::Phase::Connect,
-            ringfront_upstream::exchange::Cause::Closed,
-        ));
+        return Event::Failed(Failure::new(Phase::Connect, Cause::Closed));
     };
     let target = Target {
         addr: spec.addr,
@@ -210,12 +212,7 @@ async fn read_head(cx: &Cx<'_>, io: &mut Io) -> Event {
     }
 }
 
-async fn relay(
-    cx: &Cx<'_>,
-    uri: std::ops::Range<usize>,
-    peer: Option<usize>,
-    io: &mut Io,
-) -> Event {
+async fn relay(cx: &Cx<'_>, uri: std::ops::Range<usize>, io: &mut Io) -> Event {
     let (Some(conn), Some(head), Some(client)) = (io.conn.take(), io.head.take(), io.client.take())
     else {
         return Event::Relayed {
@@ -223,7 +220,8 @@ async fn relay(
             clean: false,
         };
     };
-    let name = peer
+    let name = io
+        .peer
         .and_then(|p| cx.snap.topology.peer(p))
         .map_or("", |p| p.name.as_str());
     let request = io.request.clone();
@@ -317,9 +315,8 @@ fn finish(
     io: Io,
     ex: Exchange<'_>,
 ) -> (Reply, Option<TcpStream>) {
-    let peer = ex.current();
     let tries = ex.into_tries();
-    if let (true, Some(conn), Some(peer)) = (pool, io.conn, peer) {
+    if let (true, Some(conn), Some(peer)) = (pool, io.conn, io.peer) {
         let group = cx.snap.topology.group_of(peer).unwrap_or(0);
         upstream::pool(&state.pool, group, peer, g.keepalive, conn);
     }
@@ -349,21 +346,10 @@ async fn respond_error(
     status: u16,
     mut client: TcpStream,
     mut out: Vec<u8>,
-    tries: Vec<ringfront_upstream::exchange::TryRecord>,
+    tries: Vec<TryRecord>,
 ) -> (Reply, Option<TcpStream>) {
-    let req = cx.req;
-    out.clear();
-    let (sent, n) = respond::error(
-        &mut out,
-        Some(cx.loc),
-        status,
-        req.keep_alive,
-        req.head_only,
-    );
-    let bytes = out.len() as u64;
-    let (r, out) = crate::io::write_all(&mut client, out, cx.settings().send_timeout).await;
+    let mut reply = crate::local::error(&mut client, &mut out, cx, status).await;
     cx.w.give_buf(out);
-    let mut reply = Reply::new(sent, n, bytes, req.keep_alive && r.is_ok());
     reply.tries = tries;
     (reply, Some(client))
 }

@@ -13,16 +13,16 @@ use std::time::Instant;
 use monoio::buf::IoBufMut;
 use monoio::io::AsyncReadRent;
 use monoio::net::TcpStream;
-use ringfront_config::{LocationMatch, LogLevel};
+use ringfront_config::LogLevel;
 use ringfront_http::RequestHead;
 
 use crate::body::{self, Body, BodyError};
 use crate::io::{read_more, write_all};
 use crate::req::{log_context, Cx, Reply, Req};
-use crate::respond;
 use crate::snapshot::{LocationRt, Snapshot};
 use crate::vars;
 use crate::worker::Worker;
+use crate::{local, respond};
 
 struct Busy<'a>(&'a Worker);
 
@@ -224,105 +224,42 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         buf
     };
     if idle_read {
-        // Idle below LEAN_IDLE_ABOVE: a read posted into the buffer, no extra readiness
-        // step; the reaper's close signal ends it at keepalive_timeout.
-        let (len, cap) = (buf.len(), buf.capacity());
-        let mut read = std::pin::pin!(stream.read(buf.slice_mut(len..cap)));
-        let r = std::future::poll_fn(|cx| match read.as_mut().poll(cx) {
-            Poll::Ready(r) => Poll::Ready(Some(r)),
-            Poll::Pending => idle.poll_closed(cx).map(|()| None),
-        })
-        .await;
-        w.idle.leave(&idle);
-        let (r, slice) = r?;
-        buf = slice.into_inner();
-        if !matches!(r, Ok(n) if n > 0) {
-            return None;
-        }
+        buf = first_bytes(w, &mut stream, buf, &idle).await?;
     }
     let mut head = RequestHead::new();
     let snap = w.snapshot();
     let candidates = snap.servers_for(local);
     let default = candidates.first().and_then(|&i| snap.servers.get(i))?;
-    let base = &default.fallback.settings;
-    let (hdr_bufs, hdr_size) = base.large_client_header_buffers;
-    let max_head = hdr_bufs.saturating_mul(hdr_size).max(1024);
-    // Read until a whole head is in, within client_header_timeout (counted from accept on a
-    // fresh connection, from the first byte on a keepalive one, as nginx does).
     let mut busy = None;
-    let deadline = Instant::now() + base.client_header_timeout;
-    let head_len = loop {
-        if !buf.is_empty() {
-            if busy.is_none() {
-                busy = Some(Busy::new(w));
-            }
-            let parsed = head.parse(&buf);
-            let complete = matches!(parsed, Ok(Some(_)));
-            if let Some(status) = head_limits(&buf, &head, complete, hdr_size, max_head) {
-                reject(&mut stream, status, base.send_timeout).await;
-                return None;
-            }
-            match parsed {
-                Ok(Some(n)) => break n,
-                Ok(None) => {}
-                Err(e) => {
-                    reject(&mut stream, e.status(), base.send_timeout).await;
-                    return None;
-                }
-            }
-        } else if w.stopping() {
-            return None;
-        }
-        let limit = deadline.saturating_duration_since(Instant::now());
-        if limit.is_zero() {
-            return None;
-        }
-        let (r, b) = read_more(&mut stream, buf, 4096, limit).await;
-        buf = b;
-        match r {
-            Ok(0) | Err(_) => return None,
-            Ok(_) => {}
-        }
-    };
+    let head_len = read_head(
+        w,
+        &mut stream,
+        &mut buf,
+        &mut head,
+        &default.fallback.settings,
+        &mut busy,
+    )
+    .await?;
     let _busy = busy.unwrap_or_else(|| Busy::new(w));
     requests += 1;
     let start = Instant::now();
-
-    let (server, loc) = {
-        let path = request_path(&buf, &head);
-        // Server names are stored lower-cased; copy the Host only when it is not.
-        let host = vars::host(&buf, &head);
-        let lowered;
-        let host = if host.iter().any(u8::is_ascii_uppercase) {
-            lowered = host.to_ascii_lowercase();
-            &lowered[..]
-        } else {
-            host
-        };
-        let server = crate::route::server(&snap, candidates, host)?;
-        (server, crate::route::location(server, &path))
-    };
+    let (server, loc) = route(&snap, candidates, &buf, &head)?;
     let s = &loc.settings;
     let server_name = server.names.first().map(String::as_str).unwrap_or("");
     let keep_alive = head.keep_alive
         && !w.stopping()
         && !s.keepalive_timeout.is_zero()
         && requests < s.keepalive_requests;
-
-    // nginx's access phase (allow/deny), before the body is read: the first matching
-    // rule decides.
-    let denied = s
-        .access_rules
-        .iter()
-        .find(|r| r.matches(client.ip()))
-        .is_some_and(|r| !r.allow);
+    let log = |level, msg: std::fmt::Arguments<'_>, buf: &[u8]| {
+        let ctx = log_context(buf, &head, client, server_name, None);
+        w.log(&snap, level, conn_id, format_args!("{msg}{ctx}"));
+    };
+    let denied = denied(loc, client);
     if denied {
-        let ctx = log_context(&buf, &head, client, server_name, None);
-        w.log(
-            &snap,
+        log(
             LogLevel::Error,
-            conn_id,
-            format_args!("access forbidden by rule{ctx}"),
+            format_args!("access forbidden by rule"),
+            &buf,
         );
         if !matches!(head.framing, ringfront_http::BodyFraming::None) {
             // The unread body would be taken for the next request: answer and close.
@@ -338,23 +275,20 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         Err(BodyError::Closed) => return None,
         Err(BodyError::Reject(status)) => {
             if status == 413 {
-                let ctx = log_context(&buf, &head, client, server_name, None);
                 let size = match head.framing {
                     ringfront_http::BodyFraming::Length(n) => format!(": {n} bytes"),
                     _ => String::new(),
                 };
-                w.log(
-                    &snap,
+                log(
                     LogLevel::Error,
-                    conn_id,
-                    format_args!("client intended to send too large body{size}{ctx}"),
+                    format_args!("client intended to send too large body{size}"),
+                    &buf,
                 );
             }
             reject(&mut stream, status, s.send_timeout).await;
             return None;
         }
     };
-
     let path = request_path(&buf, &head);
     let req = Req {
         buf: &buf,
@@ -369,48 +303,18 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         keep_alive,
         head_only: head.is_head(&buf),
     };
-    let head_only = req.head_only;
-    let mut out = w.take_buf();
-    let (reply, back) = if denied {
-        let reply = local_error(&mut stream, &mut out, loc, 403, keep_alive, head_only).await;
-        (reply, Some(stream))
-    } else if s.return_.as_ref().is_some_and(|r| r.code == 444) {
-        // nginx's 444: close the connection without a response.
-        (Reply::new(444, 0, 0, false), None)
-    } else if s.return_.is_some() || s.check_status.is_some() || s.api {
-        // Answered here: `return`, or the status page / API.
-        let reply = match &s.return_ {
-            Some(ret) => local_return(&mut out, &req, loc, ret, head_only),
-            None => local_status(w, &snap, &mut out, &req, loc, head_only),
-        };
-        let (r, o) = write_all(&mut stream, std::mem::take(&mut out), s.send_timeout).await;
-        out = o;
-        let ok = r.is_ok();
-        (
-            Reply {
-                reusable: reply.reusable && ok,
-                ..reply
-            },
-            Some(stream),
-        )
-    } else if let Some(up) = loc.upstream {
-        let body: &[u8] = match &body {
-            Body::Decoded => &decoded,
-            Body::InBuffer(r) => &buf[r.clone()],
-        };
-        let cx = Cx {
-            w,
-            snap: &snap,
-            loc,
-            req: &req,
-        };
-        crate::proxy::run(&cx, up, body, stream, std::mem::take(&mut out)).await
-    } else {
-        let reply = local_error(&mut stream, &mut out, loc, 404, keep_alive, head_only).await;
-        (reply, Some(stream))
+    let cx = Cx {
+        w,
+        snap: &snap,
+        loc,
+        req: &req,
     };
-    access_log(w, &snap, loc, &req, &reply);
-    w.give_buf(out);
+    let body: &[u8] = match &body {
+        Body::Decoded => &decoded,
+        Body::InBuffer(r) => &buf[r.clone()],
+    };
+    let (reply, back) = answer(&cx, denied, body, stream).await;
+    crate::access_log::write(&cx, &reply);
     let stream = back?;
     if !reply.reusable {
         return None;
@@ -436,160 +340,145 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
     })
 }
 
+/// Waits on an idle keepalive connection (below LEAN_IDLE_ABOVE) with a read posted into
+/// the buffer, no extra readiness step; the reaper's close signal ends it at
+/// keepalive_timeout. `None`: close the connection.
+async fn first_bytes(
+    w: &Worker,
+    stream: &mut TcpStream,
+    buf: Vec<u8>,
+    idle: &crate::idle::IdleSignal,
+) -> Option<Vec<u8>> {
+    let (len, cap) = (buf.len(), buf.capacity());
+    let mut read = std::pin::pin!(stream.read(buf.slice_mut(len..cap)));
+    let r = std::future::poll_fn(|cx| match read.as_mut().poll(cx) {
+        Poll::Ready(r) => Poll::Ready(Some(r)),
+        Poll::Pending => idle.poll_closed(cx).map(|()| None),
+    })
+    .await;
+    w.idle.leave(idle);
+    let (r, slice) = r?;
+    matches!(r, Ok(n) if n > 0).then(|| slice.into_inner())
+}
+
+/// Reads until a whole head is in, within client_header_timeout (counted from accept on a
+/// fresh connection, from the first byte on a keepalive one, as nginx does), answering
+/// nginx's 400/414/494 to a bad or oversized head. The head's length, or `None` to close.
+/// The request counts as busy from its first byte.
+async fn read_head<'w>(
+    w: &'w Worker,
+    stream: &mut TcpStream,
+    buf: &mut Vec<u8>,
+    head: &mut RequestHead,
+    base: &ringfront_config::LocationSettings,
+    busy: &mut Option<Busy<'w>>,
+) -> Option<usize> {
+    let (hdr_bufs, hdr_size) = base.large_client_header_buffers;
+    let max_head = hdr_bufs.saturating_mul(hdr_size).max(1024);
+    let deadline = Instant::now() + base.client_header_timeout;
+    loop {
+        if !buf.is_empty() {
+            if busy.is_none() {
+                *busy = Some(Busy::new(w));
+            }
+            let parsed = head.parse(buf);
+            let complete = matches!(parsed, Ok(Some(_)));
+            let status = match (head_limits(buf, head, complete, hdr_size, max_head), parsed) {
+                (Some(status), _) => status,
+                (None, Ok(Some(n))) => return Some(n),
+                (None, Ok(None)) => 0,
+                (None, Err(e)) => e.status(),
+            };
+            if status != 0 {
+                reject(stream, status, base.send_timeout).await;
+                return None;
+            }
+        } else if w.stopping() {
+            return None;
+        }
+        let limit = deadline.saturating_duration_since(Instant::now());
+        if limit.is_zero() {
+            return None;
+        }
+        let (r, b) = read_more(stream, std::mem::take(buf), 4096, limit).await;
+        *buf = b;
+        if !matches!(r, Ok(n) if n > 0) {
+            return None;
+        }
+    }
+}
+
+/// The server (by `Host`) and location (by path) of a request.
+fn route<'s>(
+    snap: &'s Snapshot,
+    candidates: &[usize],
+    buf: &[u8],
+    head: &RequestHead,
+) -> Option<(&'s crate::snapshot::ServerRt, &'s LocationRt)> {
+    let path = request_path(buf, head);
+    // Server names are stored lower-cased; copy the Host only when it is not.
+    let host = vars::host(buf, head);
+    let lowered;
+    let host = if host.iter().any(u8::is_ascii_uppercase) {
+        lowered = host.to_ascii_lowercase();
+        &lowered[..]
+    } else {
+        host
+    };
+    let server = crate::route::server(snap, candidates, host)?;
+    Some((server, crate::route::location(server, &path)))
+}
+
+/// nginx's access phase (allow/deny), before the body is read: the first matching rule
+/// decides.
+fn denied(loc: &LocationRt, client: SocketAddr) -> bool {
+    loc.settings
+        .access_rules
+        .iter()
+        .find(|r| r.matches(client.ip()))
+        .is_some_and(|r| !r.allow)
+}
+
+/// Answers the request: a denial, `return`, the status page or API, the upstream, or 404.
+async fn answer(
+    cx: &Cx<'_>,
+    denied: bool,
+    body: &[u8],
+    mut stream: TcpStream,
+) -> (Reply, Option<TcpStream>) {
+    let (w, s) = (cx.w, cx.settings());
+    let mut out = w.take_buf();
+    let local = if denied {
+        403
+    } else if s.return_.as_ref().is_some_and(|r| r.code == 444) {
+        // nginx's 444: close the connection without a response.
+        w.give_buf(out);
+        return (Reply::new(444, 0, 0, false), None);
+    } else if s.return_.is_some() || s.check_status.is_some() || s.api {
+        // Answered here: `return`, or the status page / API.
+        let reply = match &s.return_ {
+            Some(ret) => local::ret(&mut out, cx, ret),
+            None => local::status(&mut out, cx),
+        };
+        let (r, o) = write_all(&mut stream, out, s.send_timeout).await;
+        w.give_buf(o);
+        let reusable = reply.reusable && r.is_ok();
+        return (Reply { reusable, ..reply }, Some(stream));
+    } else if let Some(up) = cx.loc.upstream {
+        return crate::proxy::run(cx, up, body, stream, out).await;
+    } else {
+        404
+    };
+    let reply = local::error(&mut stream, &mut out, cx, local).await;
+    w.give_buf(out);
+    (reply, Some(stream))
+}
+
 /// The path of the request target, without arguments (borrowed when it is valid UTF-8).
 fn request_path<'a>(buf: &'a [u8], head: &RequestHead) -> Cow<'a, str> {
     let p = vars::origin_path(head.target.get(buf));
     let end = p.iter().position(|&b| b == b'?').unwrap_or(p.len());
     String::from_utf8_lossy(&p[..end])
-}
-
-/// Answers with an error status of our own (honouring the location's `error_page`).
-async fn local_error(
-    stream: &mut TcpStream,
-    out: &mut Vec<u8>,
-    loc: &LocationRt,
-    status: u16,
-    keep_alive: bool,
-    head_only: bool,
-) -> Reply {
-    out.clear();
-    let (status, n) = respond::error(out, Some(loc), status, keep_alive, head_only);
-    let bytes = out.len() as u64;
-    let (r, o) = write_all(stream, std::mem::take(out), loc.settings.send_timeout).await;
-    *out = o;
-    Reply::new(status, n, bytes, keep_alive && r.is_ok())
-}
-
-/// `check_status` and `api` locations: the status page or the JSON API, built from the
-/// shared board at the time of the request.
-fn local_status(
-    w: &Worker,
-    snap: &Snapshot,
-    out: &mut Vec<u8>,
-    req: &Req<'_>,
-    loc: &LocationRt,
-    head_only: bool,
-) -> Reply {
-    let view = crate::status::collect(snap, &w.shared);
-    let target = req.head.target.get(req.buf);
-    let query = target
-        .iter()
-        .position(|&b| b == b'?')
-        .and_then(|i| target.get(i + 1..))
-        .unwrap_or_default();
-    let (status, content_type, body) = if loc.settings.api {
-        let method = String::from_utf8_lossy(req.head.method.get(req.buf));
-        // The API's own path: what follows the location's prefix (`/api/9/http` -> `/9/http`).
-        let path = match &loc.matcher {
-            Some(
-                LocationMatch::Prefix(p)
-                | LocationMatch::PrefixNoRegex(p)
-                | LocationMatch::Exact(p),
-            ) => req
-                .path
-                .strip_prefix(p.trim_end_matches('/'))
-                .unwrap_or(req.path),
-            _ => req.path,
-        };
-        let r = crate::status::api(&view, &method, path, "");
-        (
-            r.status,
-            crate::status::API_CONTENT_TYPE,
-            r.body.into_bytes(),
-        )
-    } else {
-        let format = loc.settings.check_status.unwrap_or_default();
-        let r = crate::status::render_query(&view, format, &String::from_utf8_lossy(query));
-        (r.status, r.content_type, r.body)
-    };
-    let n = respond::build(
-        out,
-        status,
-        content_type,
-        &[("Cache-Control", b"no-cache")],
-        &body,
-        req.keep_alive,
-        head_only,
-    );
-    Reply::new(status, n, out.len() as u64, req.keep_alive)
-}
-
-fn local_return(
-    out: &mut Vec<u8>,
-    req: &Req<'_>,
-    loc: &LocationRt,
-    ret: &ringfront_config::Return,
-    head_only: bool,
-) -> Reply {
-    let mut text = Vec::new();
-    if let Some(t) = &ret.text {
-        vars::render(&mut text, t, &req.vars("", None, None), false);
-    }
-    let code = ret.code;
-    // absolute_redirect on (nginx's default): a relative URL gets scheme, host and port.
-    if respond::is_redirect(code) && text.first() == Some(&b'/') {
-        let mut abs = b"http://".to_vec();
-        let host = vars::host(req.buf, req.head);
-        abs.extend_from_slice(if host.is_empty() {
-            req.server_name.as_bytes()
-        } else {
-            host
-        });
-        if req.local.port() != 80 {
-            abs.extend_from_slice(format!(":{}", req.local.port()).as_bytes());
-        }
-        abs.extend_from_slice(&text);
-        text = abs;
-    }
-    let (status, body_bytes) = if respond::is_redirect(code) {
-        let page = ringfront_http::error_body(code);
-        let n = respond::build(
-            out,
-            code,
-            "text/html",
-            &[("Location", &text)],
-            page.as_bytes(),
-            req.keep_alive,
-            head_only,
-        );
-        (code, n)
-    } else if ret.text.is_some() {
-        let n = respond::build(
-            out,
-            code,
-            "text/plain",
-            &[],
-            &text,
-            req.keep_alive,
-            head_only,
-        );
-        (code, n)
-    } else {
-        respond::error(out, Some(loc), code, req.keep_alive, head_only)
-    };
-    Reply::new(status, body_bytes, out.len() as u64, req.keep_alive)
-}
-
-fn access_log(w: &Worker, snap: &Snapshot, loc: &LocationRt, req: &Req<'_>, reply: &Reply) {
-    if loc.access_logs.is_empty() {
-        return;
-    }
-    let proxy_host = loc
-        .upstream
-        .and_then(|u| snap.groups.get(u))
-        .map_or("", |g| g.proxy_host.as_str());
-    let v = req.vars(proxy_host, Some(reply), Some(&snap.topology));
-    for (sink, fmt) in &loc.access_logs {
-        let Some(t) = snap.log_formats.get(*fmt) else {
-            continue;
-        };
-        let mut line = Vec::with_capacity(256);
-        vars::render(&mut line, t, &v, true);
-        line.push(b'\n');
-        w.shared
-            .logger
-            .write(sink, String::from_utf8_lossy(&line).into_owned());
-    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,29 @@
+//! The access log: one line per request, in each of the location's `access_log` formats,
+//! handed to the log writer thread.
+
+use crate::req::{Cx, Reply};
+use crate::vars;
+
+/// Writes the request's access-log lines.
+pub fn write(cx: &Cx<'_>, reply: &Reply) {
+    let (snap, loc) = (cx.snap, cx.loc);
+    if loc.access_logs.is_empty() {
+        return;
+    }
+    let proxy_host = loc
+        .upstream
+        .and_then(|u| snap.groups.get(u))
+        .map_or("", |g| g.proxy_host.as_str());
+    let v = cx.req.vars(proxy_host, Some(reply), Some(&snap.topology));
+    for (sink, fmt) in &loc.access_logs {
+        let Some(t) = snap.log_formats.get(*fmt) else {
+            continue;
+        };
+        let mut line = Vec::with_capacity(256);
+        vars::render(&mut line, t, &v, true);
+        line.push(b'\n');
+        cx.w.shared
+            .logger
+            .write(sink, String::from_utf8_lossy(&line).into_owned());
+    }
+}

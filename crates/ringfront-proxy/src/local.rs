@@ -1,0 +1,120 @@
+//! Answers ringfront makes itself, written to the client: error statuses (with the
+//! location's `error_page`), `return`, and the status page / API.
+
+use monoio::net::TcpStream;
+use ringfront_config::LocationMatch;
+
+use crate::io::write_all;
+use crate::req::{Cx, Reply};
+use crate::{respond, vars};
+
+/// Answers with an error status of our own (honouring the location's `error_page`).
+pub async fn error(stream: &mut TcpStream, out: &mut Vec<u8>, cx: &Cx<'_>, status: u16) -> Reply {
+    let keep_alive = cx.req.keep_alive;
+    out.clear();
+    let (status, n) = respond::error(out, Some(cx.loc), status, keep_alive, cx.req.head_only);
+    let bytes = out.len() as u64;
+    let (r, o) = write_all(stream, std::mem::take(out), cx.settings().send_timeout).await;
+    *out = o;
+    Reply::new(status, n, bytes, keep_alive && r.is_ok())
+}
+
+/// `check_status` and `api` locations: the status page or the JSON API, built from the
+/// shared board at the time of the request.
+pub fn status(out: &mut Vec<u8>, cx: &Cx<'_>) -> Reply {
+    let (req, loc, head_only) = (cx.req, cx.loc, cx.req.head_only);
+    let view = crate::status::collect(cx.snap, &cx.w.shared);
+    let target = req.head.target.get(req.buf);
+    let query = target
+        .iter()
+        .position(|&b| b == b'?')
+        .and_then(|i| target.get(i + 1..))
+        .unwrap_or_default();
+    let (status, content_type, body) = if loc.settings.api {
+        let method = String::from_utf8_lossy(req.head.method.get(req.buf));
+        // The API's own path: what follows the location's prefix (`/api/9/http` -> `/9/http`).
+        let path = match &loc.matcher {
+            Some(
+                LocationMatch::Prefix(p)
+                | LocationMatch::PrefixNoRegex(p)
+                | LocationMatch::Exact(p),
+            ) => req
+                .path
+                .strip_prefix(p.trim_end_matches('/'))
+                .unwrap_or(req.path),
+            _ => req.path,
+        };
+        let r = crate::status::api(&view, &method, path, "");
+        (
+            r.status,
+            crate::status::API_CONTENT_TYPE,
+            r.body.into_bytes(),
+        )
+    } else {
+        let format = loc.settings.check_status.unwrap_or_default();
+        let r = crate::status::render_query(&view, format, &String::from_utf8_lossy(query));
+        (r.status, r.content_type, r.body)
+    };
+    let n = respond::build(
+        out,
+        status,
+        content_type,
+        &[("Cache-Control", b"no-cache")],
+        &body,
+        req.keep_alive,
+        head_only,
+    );
+    Reply::new(status, n, out.len() as u64, req.keep_alive)
+}
+
+/// `return CODE [TEXT|URL]`.
+pub fn ret(out: &mut Vec<u8>, cx: &Cx<'_>, ret: &ringfront_config::Return) -> Reply {
+    let (req, loc, head_only) = (cx.req, cx.loc, cx.req.head_only);
+    let mut text = Vec::new();
+    if let Some(t) = &ret.text {
+        vars::render(&mut text, t, &req.vars("", None, None), false);
+    }
+    let code = ret.code;
+    // absolute_redirect on (nginx's default): a relative URL gets scheme, host and port.
+    if respond::is_redirect(code) && text.first() == Some(&b'/') {
+        let mut abs = b"http://".to_vec();
+        let host = vars::host(req.buf, req.head);
+        abs.extend_from_slice(if host.is_empty() {
+            req.server_name.as_bytes()
+        } else {
+            host
+        });
+        if req.local.port() != 80 {
+            abs.extend_from_slice(format!(":{}", req.local.port()).as_bytes());
+        }
+        abs.extend_from_slice(&text);
+        text = abs;
+    }
+    let (status, body_bytes) = if respond::is_redirect(code) {
+        let page = ringfront_http::error_body(code);
+        let n = respond::build(
+            out,
+            code,
+            "text/html",
+            &[("Location", &text)],
+            page.as_bytes(),
+            req.keep_alive,
+            head_only,
+        );
+        (code, n)
+    } else if ret.text.is_some() {
+        let n = respond::build(
+            out,
+            code,
+            "text/plain",
+            &[],
+            &text,
+            req.keep_alive,
+            head_only,
+        );
+        (code, n)
+    } else {
+        respond::error(out, Some(loc), code, req.keep_alive, head_only)
+    };
+    Reply::new(status, body_bytes, out.len() as u64, req.keep_alive)
+}
