@@ -1,23 +1,20 @@
 //! Reading a request body whole before the upstream is contacted (nginx's
 //! `proxy_request_buffering on`, kept in memory and bounded by `client_max_body_size`), so
-//! any retry can resend it. Chunked bodies are de-chunked by ringfront's own validator;
-//! `Expect: 100-continue` is answered only when the body is actually wanted.
+//! any retry can resend it. The body is held once, in its own buffer: the bytes that came
+//! with the head are moved there, the rest is read straight into it, and the upstream
+//! request sends it from there (no copy into the request). Chunked bodies are de-chunked by
+//! ringfront's own validator; `Expect: 100-continue` is answered only when the body is
+//! actually wanted.
 
-use std::ops::Range;
+use std::time::Duration;
 
+use monoio::buf::IoBufMut;
+use monoio::io::AsyncReadRent;
 use monoio::net::TcpStream;
 use ringfront_config::LocationSettings;
-use ringfront_http::{BodyFraming, ChunkedDecoder, RequestHead};
+use ringfront_http::{BodyFraming, ChunkedDecoder, HeadWriter, RequestHead};
 
 use crate::io::{read_more, write_all};
-
-/// Where the body is, once read.
-pub enum Body {
-    /// In the connection buffer (Content-Length bodies: no copy).
-    InBuffer(Range<usize>),
-    /// De-chunked into the caller's vector.
-    Decoded,
-}
 
 pub enum BodyError {
     /// Answer with this status, then close.
@@ -26,16 +23,13 @@ pub enum BodyError {
     Closed,
 }
 
-/// Result of reading the body: where it is and how many buffer bytes the request used.
-pub type BodyRead = Result<(Body, usize), BodyError>;
+/// The body, and how many bytes of the connection buffer the request used (head included).
+pub type BodyRead = Result<(Vec<u8>, usize), BodyError>;
 
 async fn continue_100(stream: &mut TcpStream, s: &LocationSettings) -> Result<(), BodyError> {
-    let (r, _) = write_all(
-        stream,
-        b"HTTP/1.1 100 Continue\r\n\r\n".to_vec(),
-        s.send_timeout,
-    )
-    .await;
+    let mut out = Vec::with_capacity(32);
+    HeadWriter::response(&mut out, 100).finish();
+    let (r, _) = write_all(stream, out, s.send_timeout).await;
     r.map_err(|_| BodyError::Closed)
 }
 
@@ -43,15 +37,13 @@ fn too_large(s: &LocationSettings, n: u64) -> bool {
     s.client_max_body_size != 0 && n > s.client_max_body_size
 }
 
-/// Reads the body of `head` (whose head ends at `head_len` in `buf`), appending to `buf`
-/// (or de-chunking into `decoded`).
+/// Reads the body of `head` (whose head ends at `head_len` in `buf`).
 pub async fn read(
     stream: &mut TcpStream,
-    mut buf: Vec<u8>,
+    buf: Vec<u8>,
     head: &RequestHead,
     head_len: usize,
     s: &LocationSettings,
-    decoded: &mut Vec<u8>,
 ) -> (BodyRead, Vec<u8>) {
     match head.framing {
         BodyFraming::Length(n) => {
@@ -61,51 +53,95 @@ pub async fn read(
             let Ok(n) = usize::try_from(n) else {
                 return (Err(BodyError::Reject(413)), buf);
             };
-            let want = head_len.saturating_add(n);
-            if buf.len() < want && head.expect_continue {
-                if let Err(e) = continue_100(stream, s).await {
-                    return (Err(e), buf);
-                }
-            }
-            while buf.len() < want {
-                let spare = (want - buf.len()).min(1 << 20);
-                let (r, b) = read_more(stream, buf, spare, s.client_body_timeout).await;
-                buf = b;
-                if !matches!(r, Ok(n) if n > 0) {
-                    return (Err(BodyError::Closed), buf);
-                }
-            }
-            (Ok((Body::InBuffer(head_len..want), want)), buf)
+            let r = sized(stream, &buf, head, head_len, n, s).await;
+            (r, buf)
         }
-        BodyFraming::Chunked => {
-            let mut dec = ChunkedDecoder::new();
-            let mut pos = head_len;
-            if buf.len() == head_len && head.expect_continue {
-                if let Err(e) = continue_100(stream, s).await {
-                    return (Err(e), buf);
-                }
-            }
-            loop {
-                let progress = dec.decode(&buf[pos..], decoded);
-                if too_large(s, decoded.len() as u64) {
-                    return (Err(BodyError::Reject(413)), buf);
-                }
-                match progress {
-                    Ok(p) => {
-                        pos += p.consumed;
-                        if p.done {
-                            return (Ok((Body::Decoded, pos)), buf);
-                        }
-                    }
-                    Err(_) => return (Err(BodyError::Reject(400)), buf),
-                }
-                let (r, b) = read_more(stream, buf, 16 * 1024, s.client_body_timeout).await;
-                buf = b;
-                if !matches!(r, Ok(n) if n > 0) {
-                    return (Err(BodyError::Closed), buf);
-                }
-            }
+        BodyFraming::Chunked => chunked(stream, buf, head, head_len, s).await,
+        _ => (Ok((Vec::new(), head_len)), buf),
+    }
+}
+
+/// A Content-Length body: what came with the head, then exactly the rest (bytes of a
+/// pipelined next request stay unread).
+async fn sized(
+    stream: &mut TcpStream,
+    buf: &[u8],
+    head: &RequestHead,
+    head_len: usize,
+    n: usize,
+    s: &LocationSettings,
+) -> BodyRead {
+    let pre = buf.get(head_len..).unwrap_or_default();
+    let taken = pre.len().min(n);
+    // Grown as bytes arrive: a declared length is not an allocation the client can demand.
+    let mut body = Vec::with_capacity(n.min(READ_STEP));
+    body.extend_from_slice(&pre[..taken]);
+    if body.len() < n && head.expect_continue {
+        continue_100(stream, s).await?;
+    }
+    while body.len() < n {
+        let (r, b) = read_upto(stream, body, n, s.client_body_timeout).await;
+        body = b;
+        if !matches!(r, Some(k) if k > 0) {
+            return Err(BodyError::Closed);
         }
-        _ => (Ok((Body::InBuffer(head_len..head_len), head_len)), buf),
+    }
+    Ok((body, head_len + taken))
+}
+
+/// How much room one read of a body makes at most.
+const READ_STEP: usize = 1 << 20;
+
+/// Reads into `body` without going past `end` bytes in all; `None` on a timeout or an error.
+async fn read_upto(
+    stream: &mut TcpStream,
+    mut body: Vec<u8>,
+    end: usize,
+    limit: Duration,
+) -> (Option<usize>, Vec<u8>) {
+    let len = body.len();
+    body.reserve((end - len).min(READ_STEP));
+    let end = end.min(body.capacity());
+    match monoio::time::timeout(limit, stream.read(body.slice_mut(len..end))).await {
+        Ok((r, slice)) => (r.ok(), slice.into_inner()),
+        Err(_) => (None, Vec::new()),
+    }
+}
+
+/// A chunked body, de-chunked as it arrives.
+async fn chunked(
+    stream: &mut TcpStream,
+    mut buf: Vec<u8>,
+    head: &RequestHead,
+    head_len: usize,
+    s: &LocationSettings,
+) -> (BodyRead, Vec<u8>) {
+    let mut dec = ChunkedDecoder::new();
+    let mut decoded = Vec::new();
+    let mut pos = head_len;
+    if buf.len() == head_len && head.expect_continue {
+        if let Err(e) = continue_100(stream, s).await {
+            return (Err(e), buf);
+        }
+    }
+    loop {
+        let progress = dec.decode(&buf[pos..], &mut decoded);
+        if too_large(s, decoded.len() as u64) {
+            return (Err(BodyError::Reject(413)), buf);
+        }
+        match progress {
+            Ok(p) => {
+                pos += p.consumed;
+                if p.done {
+                    return (Ok((decoded, pos)), buf);
+                }
+            }
+            Err(_) => return (Err(BodyError::Reject(400)), buf),
+        }
+        let (r, b) = read_more(stream, buf, 16 * 1024, s.client_body_timeout).await;
+        buf = b;
+        if !matches!(r, Ok(n) if n > 0) {
+            return (Err(BodyError::Closed), buf);
+        }
     }
 }

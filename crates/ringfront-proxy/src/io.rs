@@ -61,16 +61,3 @@ pub fn errno_text(e: &io::Error) -> String {
         None => format!("({e})"),
     }
 }
-
-/// Writes a shared buffer (the upstream request, kept for retries without copying).
-pub async fn write_shared<S: AsyncWriteRent>(
-    s: &mut S,
-    buf: std::rc::Rc<Vec<u8>>,
-    limit: Duration,
-) -> Result<(), IoFail> {
-    match monoio::time::timeout(limit, s.write_all(buf)).await {
-        Ok((Ok(_), _)) => Ok(()),
-        Ok((Err(e), _)) => Err(IoFail::Io(e)),
-        Err(_) => Err(IoFail::Timeout),
-    }
-}

@@ -20,7 +20,7 @@ use crate::relay::{Relay, Relayed};
 use crate::req::{Cx, Reply};
 use crate::snapshot::GroupConf;
 use crate::upstream::{self, Conn, Target};
-use crate::upstream_request::{self, Outbound};
+use crate::upstream_request::{self, Request};
 use crate::vars;
 use crate::worker::PeerState;
 
@@ -57,7 +57,7 @@ fn policy(cx: &Cx<'_>, g: &GroupConf) -> Policy {
 
 /// What the driver holds between steps of one exchange.
 struct Io {
-    request: Rc<Vec<u8>>,
+    request: Request,
     /// The peer of the current try (the machine has freed it by the time it says Finish).
     peer: Option<usize>,
     conn: Option<Conn>,
@@ -68,19 +68,12 @@ struct Io {
     relayed: Option<Reply>,
 }
 
-impl Io {
-    /// The URI sent upstream (for log lines), borrowed from the request's bytes.
-    fn uri(&self, range: &std::ops::Range<usize>) -> std::borrow::Cow<'_, str> {
-        String::from_utf8_lossy(self.request.get(range.clone()).unwrap_or_default())
-    }
-}
-
 /// Proxies one request to group `up`. Returns the reply and the client stream unless it
 /// was consumed (upgrade tunnel) or must be dropped.
 pub async fn run(
     cx: &Cx<'_>,
     up: UpstreamId,
-    body: &[u8],
+    body: Vec<u8>,
     client: TcpStream,
     out: Vec<u8>,
 ) -> (Reply, Option<TcpStream>) {
@@ -110,9 +103,8 @@ pub async fn run(
         worker: &state.peers,
     };
     let mut ex = Exchange::new(peers, up, policy(cx, group), key);
-    let Outbound { bytes, uri } = outbound;
     let mut io = Io {
-        request: Rc::new(bytes),
+        request: Request(Rc::new(outbound)),
         peer: None,
         conn: None,
         head: None,
@@ -124,19 +116,19 @@ pub async fn run(
     let mut step = ex.start(mono());
     loop {
         if let Some(f) = step.freed {
-            report(cx, up, &io.uri(&uri), f);
+            report(cx, up, &io.request.0.uri(), f);
         }
         let ev = match step.action {
             Action::Connect(peer) => connect(cx, group, &state, peer, &mut io).await,
             Action::Send => send(cx, &mut io).await,
             Action::ReadHead => read_head(cx, &mut io).await,
-            Action::Relay => relay(cx, uri.clone(), &mut io).await,
+            Action::Relay => relay(cx, &mut io).await,
             Action::NoLive => {
                 let name = &cx.snap.topology.upstreams[up].name;
                 cx.log(
                     LogLevel::Error,
                     format_args!("no live upstreams while connecting to upstream"),
-                    Some(&format!("http://{name}{}", io.uri(&uri))),
+                    Some(&format!("http://{name}{}", io.request.0.uri())),
                 );
                 return finish_error(cx, 502, io, ex).await;
             }
@@ -212,7 +204,7 @@ async fn read_head(cx: &Cx<'_>, io: &mut Io) -> Event {
     }
 }
 
-async fn relay(cx: &Cx<'_>, uri: std::ops::Range<usize>, io: &mut Io) -> Event {
+async fn relay(cx: &Cx<'_>, io: &mut Io) -> Event {
     let (Some(conn), Some(head), Some(client)) = (io.conn.take(), io.head.take(), io.client.take())
     else {
         return Event::Relayed {
@@ -225,7 +217,7 @@ async fn relay(cx: &Cx<'_>, uri: std::ops::Range<usize>, io: &mut Io) -> Event {
         .and_then(|p| cx.snap.topology.peer(p))
         .map_or("", |p| p.name.as_str());
     let request = io.request.clone();
-    let uri = String::from_utf8_lossy(request.get(uri).unwrap_or_default());
+    let uri = request.0.uri();
     let relay = Relay {
         cx,
         peer: name,

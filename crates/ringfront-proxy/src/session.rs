@@ -16,7 +16,7 @@ use monoio::net::TcpStream;
 use ringfront_config::LogLevel;
 use ringfront_http::RequestHead;
 
-use crate::body::{self, Body, BodyError};
+use crate::body::{self, BodyError};
 use crate::io::{read_more, write_all};
 use crate::req::{log_context, Cx, Reply, Req};
 use crate::snapshot::{LocationRt, Snapshot};
@@ -267,8 +267,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
             return None;
         }
     }
-    let mut decoded: Vec<u8> = Vec::new();
-    let (read, b) = body::read(&mut stream, buf, &head, head_len, s, &mut decoded).await;
+    let (read, b) = body::read(&mut stream, buf, &head, head_len, s).await;
     buf = b;
     let (body, consumed) = match read {
         Ok(ok) => ok,
@@ -308,10 +307,6 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         snap: &snap,
         loc,
         req: &req,
-    };
-    let body: &[u8] = match &body {
-        Body::Decoded => &decoded,
-        Body::InBuffer(r) => &buf[r.clone()],
     };
     let (reply, back) = answer(&cx, denied, body, stream).await;
     crate::access_log::write(&cx, &reply);
@@ -443,7 +438,7 @@ fn denied(loc: &LocationRt, client: SocketAddr) -> bool {
 async fn answer(
     cx: &Cx<'_>,
     denied: bool,
-    body: &[u8],
+    body: Vec<u8>,
     mut stream: TcpStream,
 ) -> (Reply, Option<TcpStream>) {
     let (w, s) = (cx.w, cx.settings());

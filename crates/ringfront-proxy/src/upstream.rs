@@ -4,7 +4,6 @@
 
 use std::cell::RefCell;
 use std::net::SocketAddr;
-use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use monoio::net::TcpStream;
@@ -13,8 +12,8 @@ use ringfront_upstream::exchange::{Cause, Failure, Phase};
 use ringfront_upstream::PeerId;
 
 use crate::head_reader::{self, HeadError};
-use crate::io::{write_shared, IoFail};
 use crate::pool::{Idle, Pool};
+use crate::upstream_request::Request;
 
 /// A connection to the peer of the current try.
 pub struct Conn {
@@ -103,13 +102,31 @@ pub fn pool(pool: &RefCell<Pool>, group: usize, peer: PeerId, cap: usize, conn: 
     );
 }
 
-/// Writes the whole request.
-pub async fn send(conn: &mut Conn, request: &Rc<Vec<u8>>, limit: Duration) -> Result<(), Failure> {
-    match write_shared(&mut conn.stream, request.clone(), limit).await {
-        Ok(()) => Ok(()),
-        Err(IoFail::Io(e)) => Err(Failure::io(Phase::SendRequest, &e)),
-        Err(IoFail::Timeout) => Err(timed_out(Phase::SendRequest)),
+/// Writes the whole request: head and body in one `writev`, the rest after a short write
+/// in more (`proxy_send_timeout` bounds each, as nginx's send timer does).
+pub async fn send(conn: &mut Conn, request: &Request, limit: Duration) -> Result<(), Failure> {
+    use monoio::io::AsyncWriteRent;
+    let total = request.0.len();
+    let mut done = 0;
+    while done < total {
+        let r = if done == 0 {
+            monoio::time::timeout(limit, conn.stream.writev(request.clone()))
+                .await
+                .map(|(r, _)| r)
+        } else {
+            monoio::time::timeout(limit, conn.stream.writev(request.rest(done)))
+                .await
+                .map(|(r, _)| r)
+        };
+        match r {
+            Ok(Ok(0)) => return Err(Failure::new(Phase::SendRequest, Cause::Closed)),
+            Ok(Ok(n)) => done += n,
+            Ok(Err(e)) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Ok(Err(e)) => return Err(Failure::io(Phase::SendRequest, &e)),
+            Err(_) => return Err(timed_out(Phase::SendRequest)),
+        }
     }
+    Ok(())
 }
 
 /// Reads the response head into `rbuf` (cleared first).

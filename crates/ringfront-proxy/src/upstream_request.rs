@@ -1,6 +1,9 @@
 //! The request sent to every peer tried: the client's method and target (the matched prefix
 //! replaced by `proxy_pass`'s URI), its headers minus hop-by-hop ones, `proxy_set_header`
-//! applied, the body framed by Content-Length. Built once per request, resent on retries.
+//! applied, the body framed by Content-Length. Built once per request, resent on retries;
+//! the head and the body go out in one `writev` from where they are, the body never copied.
+
+use std::rc::Rc;
 
 use ringfront_config::LocationMatch;
 use ringfront_http::{BodyFraming, HeadWriter};
@@ -36,16 +39,118 @@ fn upstream_uri(cx: &Cx<'_>, out: &mut Vec<u8>) {
     }
 }
 
-/// The request's bytes and where its URI sits in them (for log lines).
+/// The request: its head, the client's body, and where the URI sits in the head.
 pub struct Outbound {
-    pub bytes: Vec<u8>,
+    head: Vec<u8>,
+    body: Vec<u8>,
+    /// Both parts from their first byte (`Request`'s vector).
+    iov: [libc::iovec; 2],
     pub uri: std::ops::Range<usize>,
 }
 
-/// Builds the request head and appends the body.
-pub fn build(cx: &Cx<'_>, proxy_host: &str, keepalive: bool, body: &[u8]) -> Outbound {
+/// The unsent rest of both parts, from byte `from` of the whole request on.
+fn iovecs(head: &[u8], body: &[u8], from: usize) -> ([libc::iovec; 2], usize) {
+    let part = |v: &[u8], skip: usize| {
+        let rest = v.get(skip.min(v.len())..).unwrap_or_default();
+        libc::iovec {
+            iov_base: rest.as_ptr().cast_mut().cast(),
+            iov_len: rest.len(),
+        }
+    };
+    let (h, b) = (
+        part(head, from),
+        part(body, from.saturating_sub(head.len())),
+    );
+    match (h.iov_len, b.iov_len) {
+        (0, _) => ([b, h], usize::from(b.iov_len > 0)),
+        (_, 0) => ([h, b], 1),
+        _ => ([h, b], 2),
+    }
+}
+
+impl Outbound {
+    fn new(head: Vec<u8>, body: Vec<u8>, uri: std::ops::Range<usize>) -> Self {
+        let (iov, _) = iovecs(&head, &body, 0);
+        Outbound {
+            iov,
+            head,
+            body,
+            uri,
+        }
+    }
+
+    /// The URI sent (for log lines).
+    pub fn uri(&self) -> std::borrow::Cow<'_, str> {
+        String::from_utf8_lossy(self.head.get(self.uri.clone()).unwrap_or_default())
+    }
+
+    pub fn len(&self) -> usize {
+        self.head.len() + self.body.len()
+    }
+}
+
+/// The whole request as the ring writes it: shared, so a retry resends the same bytes, and
+/// owned by the write operation, so a cancelled write never outlives the bytes it reads.
+#[derive(Clone)]
+pub struct Request(pub Rc<Outbound>);
+
+/// What a short write left: the rest of the request from some byte on (rare: a request
+/// larger than the socket's send buffer). The vector is boxed so that its address holds
+/// while the ring owns it.
+pub struct Rest {
+    _req: Rc<Outbound>,
+    iov: Box<[libc::iovec; 2]>,
+    count: usize,
+}
+
+impl Request {
+    /// The bytes not yet written once `from` were.
+    pub fn rest(&self, from: usize) -> Rest {
+        let (iov, count) = iovecs(&self.0.head, &self.0.body, from);
+        Rest {
+            _req: self.0.clone(),
+            iov: Box::new(iov),
+            count,
+        }
+    }
+}
+
+// SAFETY: the iovecs point into `head` and `body`, which the `Outbound` owns and never
+// changes after `Outbound::new` (nothing hands out `&mut` to them); the `Rc` keeps both and
+// the array alive, at a fixed address, for as long as the runtime holds this value. The
+// count is the number of non-empty parts, within the array's length.
+#[allow(unsafe_code)]
+unsafe impl monoio::buf::IoVecBuf for Request {
+    fn read_iovec_ptr(&self) -> *const libc::iovec {
+        self.0.iov.as_ptr()
+    }
+
+    fn read_iovec_len(&self) -> usize {
+        if self.0.body.is_empty() {
+            1
+        } else {
+            2
+        }
+    }
+}
+
+// SAFETY: as for `Request`: the iovecs point into the `Outbound` this value keeps alive
+// through its `Rc`, and the array is boxed, so its address does not move with the value.
+#[allow(unsafe_code)]
+unsafe impl monoio::buf::IoVecBuf for Rest {
+    fn read_iovec_ptr(&self) -> *const libc::iovec {
+        self.iov.as_ptr()
+    }
+
+    fn read_iovec_len(&self) -> usize {
+        self.count
+    }
+}
+
+/// Builds the request head; the body is kept as it is.
+pub fn build(cx: &Cx<'_>, proxy_host: &str, keepalive: bool, body: Vec<u8>) -> Outbound {
     let (s, req) = (cx.settings(), cx.req);
-    let mut out = Vec::with_capacity(req.head.head_len + 128 + body.len());
+    let mut out = Vec::with_capacity(req.head.head_len + 128);
     let http10 = s.proxy_http_version == "1.0";
     let method = req.head.method.get(req.buf);
     let uri_start = method.len() + 1;
@@ -92,9 +197,40 @@ pub fn build(cx: &Cx<'_>, proxy_host: &str, keepalive: bool, body: &[u8]) -> Out
         h.header_num(b"Content-Length", body.len() as u64);
     }
     h.finish();
-    out.extend_from_slice(body);
-    Outbound {
-        bytes: out,
-        uri: uri_start..uri_end,
+    Outbound::new(out, body, uri_start..uri_end)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bytes(iov: &[libc::iovec]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for v in iov {
+            // Test-only view of what the ring would send.
+            #[allow(unsafe_code)]
+            // SAFETY: the iovec was made from a live slice of `head` or `body` below.
+            let part = unsafe { std::slice::from_raw_parts(v.iov_base.cast::<u8>(), v.iov_len) };
+            out.extend_from_slice(part);
+        }
+        out
+    }
+
+    #[test]
+    fn short_writes_resume_where_they_stopped() {
+        let head = b"GET / HTTP/1.1\r\n\r\n".to_vec();
+        let body = b"0123456789".to_vec();
+        let whole = [&head[..], &body[..]].concat();
+        for from in 0..=whole.len() {
+            let (iov, n) = iovecs(&head, &body, from);
+            assert_eq!(bytes(&iov[..n]), whole[from..], "from {from}");
+        }
+        let (_, n) = iovecs(&head, &[], 0);
+        assert_eq!(n, 1);
+        let req = Request(Rc::new(Outbound::new(head.clone(), body, 4..5)));
+        assert_eq!(req.0.uri(), "/");
+        assert_eq!(req.0.len(), whole.len());
+        let rest = req.rest(head.len() + 3);
+        assert_eq!(bytes(&rest.iov[..rest.count]), b"3456789");
     }
 }
