@@ -237,7 +237,6 @@ pub async fn run(
             connect_timeout: s.proxy_connect_timeout,
             send_timeout: s.proxy_send_timeout,
             read_timeout: s.proxy_read_timeout,
-            idle_timeout: group.keepalive_timeout,
         };
         let try_start = Instant::now();
         let (res, b) = attempt(&params, &state.pool, &request, rbuf).await;

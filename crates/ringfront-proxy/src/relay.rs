@@ -3,8 +3,6 @@
 //! passes so the upstream connection is pooled only when the response ended exactly where
 //! its framing said; `101 Switching Protocols` becomes a two-way tunnel.
 
-use std::time::Instant;
-
 use monoio::io::{AsyncReadRent, AsyncWriteRent, Splitable};
 use monoio::net::TcpStream;
 use ringfront_config::{LocationSettings, LogLevel};
@@ -12,7 +10,6 @@ use ringfront_http::{connection_lists, is_hop_by_hop, BodyFraming, ChunkedDecode
 use ringfront_upstream::{PeerId, UpstreamId};
 
 use crate::io::{read_more, write_all, IoFail};
-use crate::pool::Idle;
 use crate::session::{Reply, Req};
 use crate::snapshot::Snapshot;
 use crate::upstream::Got;
@@ -242,11 +239,9 @@ impl Relay<'_> {
                     self.group,
                     self.peer,
                     g.keepalive,
-                    Idle {
-                        stream: upstream,
-                        since: Instant::now(),
-                        requests: requests + 1,
-                    },
+                    g.keepalive_timeout,
+                    upstream,
+                    requests + 1,
                 );
             }
         }

@@ -1,8 +1,8 @@
 //! One try against one peer: take an idle pooled connection or connect, send the request,
 //! read and parse the response head. Failures come back classified the way
 //! `proxy_next_upstream` needs them (error / timeout / invalid_header), worded as nginx logs
-//! them. Pooled connections the peer has already closed are dropped before use (nginx
-//! watches idle connections for the same reason); one that fails after being reused is
+//! them. The pool watches idle connections, so one the peer has closed is gone before a
+//! take meets it (as nginx's armed read event); one that fails after being reused is
 //! reported as `cached`, so the caller can give the try back as nginx does.
 
 use std::cell::RefCell;
@@ -16,7 +16,7 @@ use ringfront_http::ResponseHead;
 use ringfront_upstream::FailKind;
 
 use crate::io::{errno_text, read_more, write_shared, IoFail};
-use crate::pool::{Idle, Pool};
+use crate::pool::Pool;
 
 /// nginx's failure classes for `proxy_next_upstream`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,7 +71,6 @@ pub struct Params {
     pub connect_timeout: Duration,
     pub send_timeout: Duration,
     pub read_timeout: Duration,
-    pub idle_timeout: Duration,
 }
 
 fn fail(ft: Ft, msg: String, request_sent: bool, connect_time: Option<Duration>) -> Failure {
@@ -85,25 +84,6 @@ fn fail(ft: Ft, msg: String, request_sent: bool, connect_time: Option<Duration>)
     }
 }
 
-/// Whether an idle pooled connection can carry a request: the peer has neither closed it
-/// (FIN or RST already here) nor sent anything unasked. One non-blocking peek.
-#[allow(unsafe_code)]
-fn idle_alive(stream: &TcpStream) -> bool {
-    use std::os::fd::AsRawFd;
-    let mut byte = 0u8;
-    // SAFETY: the descriptor belongs to `stream`, which outlives the call; the buffer is one
-    // writable byte owned by this frame; MSG_DONTWAIT keeps the call from blocking.
-    let n = unsafe {
-        libc::recv(
-            stream.as_raw_fd(),
-            (&mut byte as *mut u8).cast(),
-            1,
-            libc::MSG_PEEK | libc::MSG_DONTWAIT,
-        )
-    };
-    n < 0 && std::io::Error::last_os_error().kind() == ErrorKind::WouldBlock
-}
-
 /// Runs one try. `rbuf` comes back holding the response head and whatever body bytes
 /// arrived with it.
 pub async fn attempt(
@@ -114,11 +94,10 @@ pub async fn attempt(
 ) -> (Result<Got, Failure>, Vec<u8>) {
     let started = Instant::now();
     let mut pooled = None;
-    while let Some(idle) = pool.borrow_mut().take(p.peer, p.idle_timeout) {
-        if idle_alive(&idle.stream) {
-            pooled = Some(idle);
-            break;
-        }
+    while pooled.is_none() {
+        let taken = pool.borrow_mut().take(p.peer);
+        let Some(idle) = taken else { break };
+        pooled = idle.stream().await;
     }
     rbuf.clear();
     let reused = pooled.is_some();
@@ -128,9 +107,7 @@ pub async fn attempt(
         ..fail(ft, msg, sent, ct)
     };
     let (mut stream, requests) = match pooled.take() {
-        Some(Idle {
-            stream, requests, ..
-        }) => (stream, requests),
+        Some(idle) => idle,
         None => {
             match monoio::time::timeout(p.connect_timeout, TcpStream::connect_addr(p.addr)).await {
                 Ok(Ok(s)) => {
