@@ -129,7 +129,11 @@ fn a_full_cache_closes_the_least_recently_used_connection() {
         .collect();
     assert_eq!(b.accepted(), 3);
     let closed = b.wait_closed(1);
-    assert_eq!(closed, BTreeSet::from([conns[0]]), "the first one pooled goes");
+    assert_eq!(
+        closed,
+        BTreeSet::from([conns[0]]),
+        "the first one pooled goes"
+    );
     // The other two are reused, the most recently used first.
     for _ in 0..3 {
         assert_eq!(conn_of(&http::get(("127.0.0.1", p), "/")), conns[2]);
@@ -179,8 +183,16 @@ fn a_reload_closes_the_idle_connections_of_removed_peers() {
     rf.signal(SIGHUP);
     let line = "reconfigured (generation 2)";
     assert!(rf.wait_for_stderr(line, Duration::from_secs(10)));
-    assert_eq!(gone.wait_closed(1).len(), 1, "closed without a request meeting it");
+    assert_eq!(
+        gone.wait_closed(1).len(),
+        1,
+        "closed without a request meeting it"
+    );
     assert_eq!(http::get(("127.0.0.1", p), "/").status, 200);
-    assert_eq!(kept.accepted(), 1, "the surviving peer's connection is kept");
+    assert_eq!(
+        kept.accepted(),
+        1,
+        "the surviving peer's connection is kept"
+    );
     assert!(kept.closed().is_empty());
 }
