@@ -1,83 +1,174 @@
-//! Per-worker keepalive pool of idle upstream connections, keyed by peer, capped per group at
-//! `keepalive N` (nginx's per-worker cache size). Most recently used first; connections idle
-//! longer than the group's `keepalive_timeout` are dropped when met.
+//! Per-worker keepalive cache of idle upstream connections, as nginx's keepalive module keeps
+//! it: `keepalive N` idle connections per group and worker; `take` gives a peer's most
+//! recently used one; a full cache closes its least recently used connection to keep the new
+//! one. Better than nginx: idle connections are watched without a syscall per reuse
+//! (`watch`), closed at the group's `keepalive_timeout` by one sweep per worker (`sweep`)
+//! instead of a timer each, closed when their peer is marked down, and kept across a reload
+//! for the peers that survive it while the removed peers' are closed at once.
 
-use std::time::{Duration, Instant};
+mod lru;
+pub mod sweep;
+mod watch;
+
+#[cfg(test)]
+mod tests;
+
+use std::rc::Rc;
+use std::time::Duration;
 
 use monoio::net::TcpStream;
-use ringfront_upstream::{PeerId, UpstreamId};
+use ringfront_upstream::{PeerId, Topology, UpstreamId};
 
-pub struct Idle {
-    pub stream: TcpStream,
-    pub since: Instant,
-    /// Requests already served on this connection.
-    pub requests: u64,
+pub use watch::Pooled;
+use watch::{Shared, State};
+
+pub struct Pool {
+    shared: Rc<Shared>,
 }
 
-#[derive(Default)]
-pub struct Pool {
-    peers: Vec<Vec<Idle>>,
-    per_group: Vec<usize>,
-    group_of: Vec<UpstreamId>,
+impl Default for Pool {
+    fn default() -> Self {
+        Pool::new(0)
+    }
 }
 
 impl Pool {
     pub fn new(peer_count: usize) -> Self {
         Pool {
-            peers: (0..peer_count).map(|_| Vec::new()).collect(),
-            per_group: Vec::new(),
-            group_of: vec![0; peer_count],
+            shared: Rc::new(Shared::new(State::new(peer_count))),
         }
     }
 
-    /// The pool of a new configuration generation with the idle connections of every peer
-    /// that survived (`from[new id] = Some(old id)`); the rest of `old` is closed on drop.
+    /// `peer`'s most recently used idle connection, taken out of the cache.
+    pub fn take(&mut self, peer: PeerId) -> Option<Pooled> {
+        let id = self.shared.borrow_mut().lru.pop_mru(peer)?;
+        Some(Pooled::new(self.shared.clone(), id))
+    }
+
+    /// Keeps `stream` idle for reuse; when `group` already holds `cap` idle connections, its
+    /// least recently used one is closed to make room (`cap` 0: `stream` is closed).
+    pub fn put(
+        &mut self,
+        group: UpstreamId,
+        peer: PeerId,
+        cap: usize,
+        timeout: Duration,
+        stream: TcpStream,
+        requests: u64,
+    ) {
+        let mut guard = self.shared.borrow_mut();
+        let st = &mut *guard;
+        if cap == 0 || peer >= st.lru.peer_count() {
+            return;
+        }
+        while st.lru.group_len(group) >= cap {
+            let Some(id) = st.lru.pop_lru(group) else {
+                break;
+            };
+            st.close(id);
+        }
+        set_timeout(st, group, timeout);
+        let id = st.alloc();
+        let key = st.lru.push(group, peer, crate::clock::now_ms(), id);
+        st.set_key(id, key);
+        drop(guard);
+        watch::spawn(self.shared.clone(), id, stream, requests);
+    }
+
+    /// Closes the connections idle past their group's `keepalive_timeout` at `now` (the
+    /// milliseconds of `clock::now_ms`) and those of peers `down` says are down. Returns
+    /// when the next idle connection comes due.
+    pub fn sweep(&mut self, now: u64, down: impl Fn(PeerId) -> bool) -> Option<u64> {
+        let mut guard = self.shared.borrow_mut();
+        let st = &mut *guard;
+        for g in 0..st.lru.group_count() {
+            let cutoff = now.saturating_sub(st.timeouts[g]);
+            while let Some(id) = st.lru.pop_idle_since(g, cutoff) {
+                st.close(id);
+            }
+        }
+        for p in 0..st.lru.peer_count() {
+            if st.lru.peer_len(p) > 0 && down(p) {
+                while let Some(id) = st.lru.pop_mru(p) {
+                    st.close(id);
+                }
+            }
+        }
+        (0..st.lru.group_count())
+            .filter_map(|g| Some(st.lru.oldest(g)? + st.timeouts[g]))
+            .min()
+    }
+
+    /// Connections idle in the cache.
+    #[cfg(test)]
+    pub fn idle(&self) -> usize {
+        self.shared.borrow().idle()
+    }
+
+    /// The pool of a new configuration generation: the idle connections of every peer that
+    /// survived (`from[new id] = Some(old id)`) move over, oldest first, within the new
+    /// group's `keepalive` and `keepalive_timeout` (`limits`); the rest are closed now.
     pub fn carry(
         mut old: Pool,
         from: &[Option<PeerId>],
-        topo: &ringfront_upstream::Topology,
+        topo: &Topology,
+        limits: impl Fn(UpstreamId) -> (usize, Duration),
     ) -> Pool {
-        let mut new = Pool::new(from.len());
+        let shared = std::mem::take(&mut old.shared);
+        let mut guard = shared.borrow_mut();
+        let st = &mut *guard;
+        let mut new_id = vec![None; st.lru.peer_count()];
         for (nid, oid) in from.iter().enumerate() {
-            let (Some(oid), Some(g)) = (oid, topo.group_of(nid)) else {
-                continue;
-            };
-            let Some(list) = old.peers.get_mut(*oid).map(std::mem::take) else {
-                continue;
-            };
-            if new.per_group.len() <= g {
-                new.per_group.resize(g + 1, 0);
-            }
-            new.per_group[g] += list.len();
-            new.group_of[nid] = g;
-            new.peers[nid] = list;
-        }
-        new
-    }
-
-    /// An idle connection to `peer` still inside `timeout`, if any.
-    pub fn take(&mut self, peer: PeerId, timeout: Duration) -> Option<Idle> {
-        let list = self.peers.get_mut(peer)?;
-        while let Some(idle) = list.pop() {
-            let g = self.group_of[peer];
-            self.per_group[g] = self.per_group[g].saturating_sub(1);
-            if idle.since.elapsed() <= timeout {
-                return Some(idle);
+            if let Some(slot) = oid.and_then(|o| new_id.get_mut(o)) {
+                *slot = Some(nid);
             }
         }
-        None
+        let mut old_lru = std::mem::replace(&mut st.lru, lru::Lru::new(from.len()));
+        let mut idle: Vec<_> = (0..old_lru.group_count())
+            .flat_map(|g| old_lru.drain_group(g).collect::<Vec<_>>())
+            .collect();
+        idle.sort_by_key(|&(_, since, _)| since);
+        for (opeer, since, id) in idle {
+            let moved = new_id[opeer].and_then(|n| Some((n, topo.group_of(n)?)));
+            let Some((n, g)) = moved else {
+                st.close(id);
+                continue;
+            };
+            let (cap, timeout) = limits(g);
+            if cap == 0 {
+                st.close(id);
+                continue;
+            }
+            set_timeout(st, g, timeout);
+            if st.lru.group_len(g) >= cap {
+                if let Some(evicted) = st.lru.pop_lru(g) {
+                    st.close(evicted);
+                }
+            }
+            let key = st.lru.push(g, n, since, id);
+            st.set_key(id, key);
+        }
+        drop(guard);
+        Pool { shared }
     }
+}
 
-    /// Keeps `idle` for reuse unless the group's cache is full (then it is closed).
-    pub fn put(&mut self, group: UpstreamId, peer: PeerId, cap: usize, idle: Idle) {
-        if self.per_group.len() <= group {
-            self.per_group.resize(group + 1, 0);
+fn set_timeout(st: &mut State, group: UpstreamId, timeout: Duration) {
+    if st.timeouts.len() <= group {
+        st.timeouts.resize(group + 1, 0);
+    }
+    st.timeouts[group] = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+}
+
+impl Drop for Pool {
+    /// The connections still idle here are closed (their watchers end).
+    fn drop(&mut self) {
+        let mut guard = self.shared.borrow_mut();
+        let st = &mut *guard;
+        for g in 0..st.lru.group_count() {
+            while let Some(id) = st.lru.pop_lru(g) {
+                st.close(id);
+            }
         }
-        if self.per_group[group] >= cap || peer >= self.peers.len() {
-            return;
-        }
-        self.per_group[group] += 1;
-        self.group_of[peer] = group;
-        self.peers[peer].push(idle);
     }
 }

@@ -119,7 +119,7 @@ pub async fn run(
             report(cx, up, &io.request.0.uri(), f);
         }
         let ev = match step.action {
-            Action::Connect(peer) => connect(cx, group, &state, peer, &mut io).await,
+            Action::Connect(peer) => connect(cx, &state, peer, &mut io).await,
             Action::Send => send(cx, &mut io).await,
             Action::ReadHead => read_head(cx, &mut io).await,
             Action::Relay => relay(cx, &mut io).await,
@@ -139,7 +139,7 @@ pub async fn run(
     }
 }
 
-async fn connect(cx: &Cx<'_>, g: &GroupConf, state: &PeerState, peer: usize, io: &mut Io) -> Event {
+async fn connect(cx: &Cx<'_>, state: &PeerState, peer: usize, io: &mut Io) -> Event {
     io.conn = None;
     io.peer = Some(peer);
     let Some(spec) = cx.snap.topology.peer(peer) else {
@@ -149,7 +149,6 @@ async fn connect(cx: &Cx<'_>, g: &GroupConf, state: &PeerState, peer: usize, io:
         addr: spec.addr,
         peer,
         connect_timeout: cx.settings().proxy_connect_timeout,
-        idle_timeout: g.keepalive_timeout,
     };
     match upstream::connect(&state.pool, &target).await {
         Ok(c) => {
@@ -310,7 +309,7 @@ fn finish(
     let tries = ex.into_tries();
     if let (true, Some(conn), Some(peer)) = (pool, io.conn, io.peer) {
         let group = cx.snap.topology.group_of(peer).unwrap_or(0);
-        upstream::pool(&state.pool, group, peer, g.keepalive, conn);
+        upstream::pool(&state.pool, group, peer, g, conn);
     }
     cx.w.give_buf(io.rbuf);
     cx.w.give_buf(io.out);

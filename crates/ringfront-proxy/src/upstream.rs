@@ -1,10 +1,12 @@
 //! The I/O of one try, step by step as the exchange machine asks for them: open a connection
-//! to the peer (or take an idle pooled one), write the request, read the response head. Each
-//! step ends in an `Event` for the machine; failures carry their phase and cause.
+//! to the peer (or take an idle pooled one: the pool watches idle connections, so one the
+//! peer has closed is gone before a take meets it, as with nginx's armed read event), write
+//! the request, read the response head. Each step ends in an `Event` for the machine;
+//! failures carry their phase and cause.
 
 use std::cell::RefCell;
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use monoio::net::TcpStream;
 use ringfront_http::ResponseHead;
@@ -12,7 +14,8 @@ use ringfront_upstream::exchange::{Cause, Failure, Phase};
 use ringfront_upstream::PeerId;
 
 use crate::head_reader::{self, HeadError};
-use crate::pool::{Idle, Pool};
+use crate::pool::Pool;
+use crate::snapshot::GroupConf;
 use crate::upstream_request::Request;
 
 /// A connection to the peer of the current try.
@@ -28,7 +31,6 @@ pub struct Target {
     pub addr: SocketAddr,
     pub peer: PeerId,
     pub connect_timeout: Duration,
-    pub idle_timeout: Duration,
 }
 
 fn timed_out(phase: Phase) -> Failure {
@@ -37,7 +39,7 @@ fn timed_out(phase: Phase) -> Failure {
 
 /// An idle pooled connection to the peer, or a new one.
 pub async fn connect(pool: &RefCell<Pool>, t: &Target) -> Result<Conn, Failure> {
-    if let Some(idle) = take_pooled(pool, t) {
+    if let Some(idle) = take_pooled(pool, t.peer).await {
         return Ok(idle);
     }
     match monoio::time::timeout(t.connect_timeout, TcpStream::connect_addr(t.addr)).await {
@@ -54,12 +56,13 @@ pub async fn connect(pool: &RefCell<Pool>, t: &Target) -> Result<Conn, Failure> 
     }
 }
 
-fn take_pooled(pool: &RefCell<Pool>, t: &Target) -> Option<Conn> {
+/// The peer's most recently used idle connection that is still alive (the pool watches
+/// idle connections, so one the peer closed is gone before a take meets it).
+async fn take_pooled(pool: &RefCell<Pool>, peer: PeerId) -> Option<Conn> {
     loop {
-        let Idle {
-            stream, requests, ..
-        } = pool.borrow_mut().take(t.peer, t.idle_timeout)?;
-        if idle_alive(&stream) {
+        // The borrow ends before the await: another request may use the pool meanwhile.
+        let taken = pool.borrow_mut().take(peer)?;
+        if let Some((stream, requests)) = taken.stream().await {
             return Some(Conn {
                 stream,
                 requests,
@@ -69,36 +72,15 @@ fn take_pooled(pool: &RefCell<Pool>, t: &Target) -> Option<Conn> {
     }
 }
 
-/// Whether an idle pooled connection can carry a request: the peer has neither closed it
-/// (FIN or RST already here) nor sent anything unasked. One non-blocking peek.
-#[allow(unsafe_code)]
-fn idle_alive(stream: &TcpStream) -> bool {
-    use std::os::fd::AsRawFd;
-    let mut byte = 0u8;
-    // SAFETY: the descriptor belongs to `stream`, which outlives the call; the buffer is one
-    // writable byte owned by this frame; MSG_DONTWAIT keeps the call from blocking.
-    let n = unsafe {
-        libc::recv(
-            stream.as_raw_fd(),
-            (&mut byte as *mut u8).cast(),
-            1,
-            libc::MSG_PEEK | libc::MSG_DONTWAIT,
-        )
-    };
-    n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::WouldBlock
-}
-
 /// Puts a connection that finished a response cleanly back into the pool.
-pub fn pool(pool: &RefCell<Pool>, group: usize, peer: PeerId, cap: usize, conn: Conn) {
+pub fn pool(pool: &RefCell<Pool>, group: usize, peer: PeerId, g: &GroupConf, conn: Conn) {
     pool.borrow_mut().put(
         group,
         peer,
-        cap,
-        Idle {
-            stream: conn.stream,
-            since: Instant::now(),
-            requests: conn.requests + 1,
-        },
+        g.keepalive,
+        g.keepalive_timeout,
+        conn.stream,
+        conn.requests + 1,
     );
 }
 

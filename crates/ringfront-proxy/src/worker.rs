@@ -72,7 +72,12 @@ impl Worker {
             .filter(|c| c.generation == cur.generation)
         {
             let old = std::mem::take(&mut *cur.pool.borrow_mut());
-            *fresh.pool.borrow_mut() = Pool::carry(old, &c.from, &snap.topology);
+            let limits = |g: usize| {
+                snap.groups
+                    .get(g)
+                    .map_or((0, Duration::ZERO), |g| (g.keepalive, g.keepalive_timeout))
+            };
+            *fresh.pool.borrow_mut() = Pool::carry(old, &c.from, &snap.topology, limits);
         }
         let fresh = Rc::new(fresh);
         if snap.generation > cur.generation {
@@ -223,6 +228,7 @@ async fn worker_main(w: Rc<Worker>, initial: Vec<(SocketAddr, TcpListener)>) {
     let mut listeners: HashMap<SocketAddr, Rc<AcceptCtl>> = HashMap::new();
     let reaper = w.clone();
     monoio::spawn(async move { reaper.idle.reap().await });
+    monoio::spawn(crate::pool::sweep::run(w.clone()));
     for (addr, l) in initial {
         listeners.insert(addr, spawn_accept(&w, l));
     }
