@@ -14,6 +14,7 @@ mod local;
 pub mod logger;
 mod pool;
 mod proxy;
+mod quiet;
 mod relay;
 mod req;
 mod respond;
@@ -24,10 +25,11 @@ pub mod status;
 mod upstream;
 mod upstream_request;
 mod vars;
+mod wake;
 mod worker;
 
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 
 use arc_swap::ArcSwap;
@@ -81,12 +83,27 @@ pub struct Shared {
     pub(crate) state: AtomicU8,
     pub(crate) next_conn: AtomicU64,
     pub logger: Logger,
-    /// To the health checker thread.
-    pub(crate) health_tx: crossbeam_channel::Sender<health::Event>,
+    /// To the health checker thread (a send also wakes it).
+    pub(crate) health_tx: wake::Sender<health::Event>,
+    /// Wakes each worker's main task; set by the worker once its event loop runs.
+    pub(crate) wakers: Box<[OnceLock<wake::Notifier>]>,
+    /// The generation each worker serves, for `reload` to wait on.
+    pub(crate) applied: wake::Applied,
     pub workers: Box<[WorkerStats]>,
     /// When the engine started (Unix milliseconds), for status pages.
     pub started_unix_ms: u64,
     pub(crate) release_memory: Option<fn()>,
+}
+
+impl Shared {
+    /// Wakes every worker and the checker to look at `state` and `snapshot` again; called
+    /// after changing either (a worker still starting registers before it first looks).
+    fn wake_all(&self) {
+        for n in self.wakers.iter().filter_map(OnceLock::get) {
+            n.notify();
+        }
+        self.health_tx.notify();
+    }
 }
 
 /// Start-up options that are not in the configuration file.
@@ -121,13 +138,16 @@ impl Engine {
                 .collect::<std::io::Result<Vec<_>>>()?;
             per_worker.push(ls);
         }
-        let (health_tx, health_rx) = crossbeam_channel::unbounded();
+        let (health_tx, health_rx) = wake::channel()?;
+        let generation = snap.generation;
         let shared = Arc::new(Shared {
             snapshot: ArcSwap::from_pointee(snap),
             state: AtomicU8::new(RUN),
             next_conn: AtomicU64::new(0),
             logger,
             health_tx,
+            wakers: (0..workers).map(|_| OnceLock::new()).collect(),
+            applied: wake::Applied::new(workers, generation),
             workers: (0..workers).map(|_| WorkerStats::default()).collect(),
             started_unix_ms: clock::unix_ms(),
             release_memory: opts.release_memory,
@@ -180,10 +200,16 @@ impl Engine {
     }
 
     /// Publishes a new configuration; requests in flight finish on the old one. Peers that
-    /// survive keep their health, counters and keepalive connections.
+    /// survive keep their health, counters and keepalive connections. Returns once every
+    /// worker serves it (new addresses accept, removed ones are closing), or after a second.
     pub fn reload(&self, mut snap: Snapshot) {
         snap.adopt(&self.shared.snapshot.load());
+        let generation = snap.generation;
         self.shared.snapshot.store(Arc::new(snap));
+        self.shared.wake_all();
+        self.shared
+            .applied
+            .wait(generation, std::time::Duration::from_secs(1));
     }
 
     pub fn generation(&self) -> u64 {
@@ -193,12 +219,14 @@ impl Engine {
     /// Graceful: stop accepting, finish requests in flight, then return.
     pub fn quit(self) {
         self.shared.state.store(QUIT, Ordering::SeqCst);
+        self.shared.wake_all();
         self.join();
     }
 
     /// Fast: workers leave at once.
     pub fn stop(self) {
         self.shared.state.store(STOP, Ordering::SeqCst);
+        self.shared.wake_all();
         self.join();
     }
 
@@ -206,7 +234,7 @@ impl Engine {
         for t in self.threads {
             let _ = t.join();
         }
-        // The checker leaves within one tick of the state change.
+        // The checker was woken by the state change and has left (or is leaving) its loop.
         if let Some(c) = self.checker {
             let _ = c.join();
         }

@@ -38,7 +38,7 @@ impl<'a> Busy<'a> {
 
 impl Drop for Busy<'_> {
     fn drop(&mut self) {
-        self.0.busy.set(self.0.busy.get() - 1);
+        self.0.request_done();
     }
 }
 

@@ -2,7 +2,9 @@
 //! available), optionally pinned to a core, each with its own `SO_REUSEPORT` listeners. A
 //! worker owns its nginx-style peer state and keepalive pools (`!Send`), reads the shared
 //! snapshot through `ArcSwap`, and watches the engine's run state to reload listeners, drain
-//! on QUIT and stop on TERM.
+//! on QUIT and stop on TERM. Its main task sleeps until woken: by the engine (reload,
+//! quit, stop) through its bell, by its own last request ending while it drains or waits to
+//! release memory, or by the one-shot quiet timer.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -10,14 +12,16 @@ use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use monoio::net::TcpListener;
 use ringfront_config::LogLevel;
 use ringfront_upstream::WorkerPeers;
 
 use crate::pool::Pool;
+use crate::quiet::Quiet;
 use crate::snapshot::Snapshot;
+use crate::wake::Signal;
 use crate::{Driver, Shared, RUN, STOP};
 
 /// Per-worker peer state of one snapshot generation.
@@ -47,6 +51,10 @@ pub struct Worker {
     /// Spare request buffers, so that idle connections hold none.
     bufs: RefCell<Vec<Vec<u8>>>,
     state: RefCell<Rc<PeerState>>,
+    /// Wakes the main task (raised by the bell, or by `poke`).
+    wake: Rc<Signal>,
+    /// The main task wants to hear when the worker may have gone idle.
+    watch: Cell<bool>,
 }
 
 /// The size of a request buffer, and how many spare ones a worker keeps (256 KiB at most).
@@ -112,6 +120,27 @@ impl Worker {
             c.load(Ordering::Relaxed).saturating_sub(1),
             Ordering::Relaxed,
         );
+        self.poke();
+    }
+
+    /// A request ended (the session's busy guard). Costs a `Cell` read unless the main task
+    /// watches (draining, or waiting for activity after a memory release).
+    pub fn request_done(&self) {
+        let n = self.busy.get() - 1;
+        self.busy.set(n);
+        if n == 0 {
+            self.poke();
+        }
+    }
+
+    fn poke(&self) {
+        if self.watch.replace(false) {
+            self.wake.raise();
+        }
+    }
+
+    fn activity(&self) -> crate::quiet::Activity {
+        (self.stats().requests.load(Ordering::Relaxed), self.conns())
     }
 
     /// An empty buffer with room for `BUF_SIZE` bytes.
@@ -233,69 +262,81 @@ async fn worker_main(w: Rc<Worker>, initial: Vec<(SocketAddr, TcpListener)>) {
         listeners.insert(addr, spawn_accept(&w, l));
     }
     let mut generation = w.snapshot().generation;
-    let mut activity = (0, 0);
-    let mut quiet_ticks = 0u32;
+    // A second without requests or connections opening or closing: let the allocator give
+    // back what the last busy period freed (once per quiet period).
+    let mut quiet = w
+        .shared
+        .release_memory
+        .map(|_| Quiet::new(Instant::now(), w.activity(), w.busy.get()));
+    // Each pass looks at everything a wakeup can be for; the bell is cleared before the
+    // look, so an engine change made during it wakes the task again.
     loop {
-        monoio::time::sleep(Duration::from_millis(50)).await;
         if w.stopping() {
             listeners.values().for_each(|c| c.stop());
             break;
         }
-        // A second without requests or connections opening or closing: let the allocator
-        // give back what the last busy period freed (once per quiet period).
-        if let Some(release) = w.shared.release_memory {
-            let now = (w.stats().requests.load(Ordering::Relaxed), w.conns());
-            if now != activity || w.busy.get() > 0 {
-                activity = now;
-                quiet_ticks = 0;
-            } else {
-                quiet_ticks = quiet_ticks.saturating_add(1);
-                if quiet_ticks == QUIET_TICKS {
-                    release();
-                }
-            }
-        }
         let snap = w.snapshot();
-        if snap.generation == generation {
-            continue;
+        if snap.generation != generation {
+            generation = snap.generation;
+            rebind(&w, &mut listeners, &snap);
+            let _ = w.peer_state(&snap);
+            w.shared.applied.set(w.index, generation);
         }
-        generation = snap.generation;
-        // Keep every listener that survives the reload (closing one would drop the
-        // connections queued on it); open new addresses, close removed ones.
-        listeners.retain(|addr, ctl| {
-            let keep = snap.listens.iter().any(|l| l.addr == *addr);
-            if !keep {
-                ctl.stop();
-            }
-            keep
-        });
-        for l in &snap.listens {
-            if listeners.contains_key(&l.addr) {
-                continue;
-            }
-            match bind_std(l.addr, l.backlog).and_then(TcpListener::from_std) {
-                Ok(lst) => {
-                    listeners.insert(l.addr, spawn_accept(&w, lst));
+        let watching = quiet.is_some_and(|q| q.watching());
+        w.watch.set(watching);
+        match quiet.and_then(|q| q.due()) {
+            Some(due) => {
+                monoio::select! {
+                    _ = w.wake.wait() => {}
+                    _ = monoio::time::sleep_until(due.into()) => {}
                 }
-                Err(e) => w.log(
-                    &snap,
-                    LogLevel::Emerg,
-                    0,
-                    format_args!("bind() to {} failed ({e})", l.addr),
-                ),
+            }
+            None => w.wake.wait().await,
+        }
+        let poked = watching && !w.watch.replace(false);
+        if let (Some(q), Some(release)) = (quiet.as_mut(), w.shared.release_memory) {
+            if q.update(Instant::now(), w.activity(), w.busy.get(), poked) {
+                release();
             }
         }
-        let _ = w.peer_state(&snap);
     }
-    // QUIT: listeners are closed (accept loops ended); finish the requests in flight, then
-    // drop idle keepalive connections with the runtime. STOP: leave at once.
-    while w.shared.state.load(Ordering::Relaxed) != STOP && w.busy.get() > 0 {
-        monoio::time::sleep(Duration::from_millis(20)).await;
+    // QUIT: listeners are closed (accept loops ended); finish the requests in flight (the
+    // last one to end pokes this task), then drop idle keepalive connections with the
+    // runtime. STOP (which rings the bell): leave at once.
+    while w.shared.state.load(Ordering::SeqCst) != STOP && w.busy.get() > 0 {
+        w.watch.set(true);
+        w.wake.wait().await;
     }
+    w.watch.set(false);
 }
 
-/// How many 50 ms ticks without activity make a worker quiet.
-const QUIET_TICKS: u32 = 20;
+/// After a reload: keep every listener that survives (closing one would drop the
+/// connections queued on it); open new addresses, close removed ones.
+fn rebind(w: &Rc<Worker>, listeners: &mut HashMap<SocketAddr, Rc<AcceptCtl>>, snap: &Snapshot) {
+    listeners.retain(|addr, ctl| {
+        let keep = snap.listens.iter().any(|l| l.addr == *addr);
+        if !keep {
+            ctl.stop();
+        }
+        keep
+    });
+    for l in &snap.listens {
+        if listeners.contains_key(&l.addr) {
+            continue;
+        }
+        match bind_std(l.addr, l.backlog).and_then(TcpListener::from_std) {
+            Ok(lst) => {
+                listeners.insert(l.addr, spawn_accept(w, lst));
+            }
+            Err(e) => w.log(
+                snap,
+                LogLevel::Emerg,
+                0,
+                format_args!("bind() to {} failed ({e})", l.addr),
+            ),
+        }
+    }
+}
 
 /// Runs one worker on the current thread until the engine stops. `ready` gets one message:
 /// `Ok` once the event loop runs with every listener registered, or why it could not start.
@@ -314,9 +355,21 @@ pub fn run(
         idle: Default::default(),
         bufs: Default::default(),
         state: RefCell::new(Rc::new(PeerState::new(&snap))),
+        wake: Rc::new(Signal::default()),
+        watch: Cell::new(false),
     });
     let started = ready.clone();
     let fut = async move {
+        // Reachable by the engine before the first look at its state and snapshot.
+        let installed = crate::wake::bell().and_then(|(notifier, bell)| {
+            bell.install(w.wake.clone())?;
+            let _ = shared.wakers.get(index).map(|slot| slot.set(notifier));
+            Ok(())
+        });
+        if let Err(e) = installed {
+            let _ = started.send(Err(format!("worker {index}: wakeup bell: {e}")));
+            return;
+        }
         let mut bound = Vec::new();
         for (l, conf) in listeners.into_iter().zip(snap.listens.iter()) {
             match TcpListener::from_std(l) {

@@ -1,10 +1,11 @@
-//! The process: `-t` messages, reload (HUP) under load, a rejected reload, graceful QUIT with
+//! The process: `-t` messages, reload (HUP) under load, a rejected reload, a reload that
+//! moves the listen address (served when reported), graceful QUIT with
 //! a request in flight, fast TERM.
 
 mod common;
 
 use std::process::Command;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::{addr, port, proxy_config, served_by};
 use ringfront_testkit::{http, Backend, Ringfront, SIGHUP, SIGQUIT, SIGTERM};
@@ -102,6 +103,51 @@ fn graceful_quit_finishes_the_request_in_flight() {
     assert!(status.success());
     // New connections are refused once it is gone.
     assert!(http::try_get(("127.0.0.1", p), "/").is_err());
+}
+
+/// The reload is reported only once every worker serves it: the new address answers the
+/// first try, with no retry (workers are woken by the reload, not by a periodic tick).
+#[test]
+fn reload_reports_only_when_a_new_listen_address_serves() {
+    let be = Backend::start();
+    let (p1, p2) = (port(), port());
+    let rf =
+        Ringfront::start_with_args(&proxy_config(p1, &[addr(&be)], "", ""), &["--workers", "2"]);
+    for (i, p) in [p2, p1, p2].into_iter().enumerate() {
+        rf.write_config(&proxy_config(p, &[addr(&be)], "", ""));
+        rf.signal(SIGHUP);
+        assert!(rf.wait_for_stderr(&format!("reconfigured (generation {})", i + 2), WAIT));
+        // Several connections, so that both workers' listeners are exercised.
+        for _ in 0..8 {
+            assert_eq!(http::get(("127.0.0.1", p), "/").status, 200);
+        }
+    }
+}
+
+/// QUIT with a slow request in flight: the process ends as soon as that request does (the
+/// last request ending wakes the draining worker; the checker is woken by the quit).
+#[test]
+fn graceful_quit_exits_promptly_when_the_last_request_ends() {
+    let be = Backend::start();
+    let p = port();
+    let cfg = proxy_config(p, &[addr(&be)], "passive_health confirm;", "");
+    let rf = Ringfront::start_with_args(&cfg, &["--workers", "2"]);
+    let slow = std::thread::spawn(move || {
+        let r = http::get(("127.0.0.1", p), "/?sleep=1");
+        (r, Instant::now())
+    });
+    assert!(be.wait_hits(1, WAIT));
+    rf.signal(SIGQUIT);
+    let (r, answered) = slow.join().unwrap();
+    assert_eq!(r.status, 200);
+    let status = rf.wait_exit(WAIT).expect("ringfront exits after QUIT");
+    let after = answered.elapsed();
+    assert!(status.success());
+    // Generous for a loaded machine; a polling drain or checker would show up as its period.
+    assert!(
+        after < Duration::from_millis(500),
+        "exited {after:?} after the last request ended"
+    );
 }
 
 #[test]

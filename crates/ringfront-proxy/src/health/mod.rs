@@ -1,7 +1,9 @@
 //! The health checker: one thread with its own event loop that runs every active probe,
 //! the `passive_health confirm` probes and the slow-start ramps, and writes the verdicts to
 //! the shared board, where workers read them with plain atomic loads. Workers talk to it
-//! only through an unbounded channel of [`Event`]s (sent on the rare failure paths).
+//! only through an unbounded channel of [`Event`]s (sent on the rare failure paths); a send
+//! wakes the checker's loop, as do reloads and the engine's quit/stop, so it sleeps until
+//! then or until the next slow-start step, never on a fixed tick.
 //!
 //! Per peer the checker keeps one [`Machine`]: each active check's verdict with its
 //! consecutive passes and fails, whether a confirm probe is in flight and whether a confirm
@@ -22,13 +24,13 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crossbeam_channel::Receiver;
 use ringfront_config::LogLevel;
 use ringfront_upstream::{PeerHealth, StateChange, CHECKING, DOWN, UP};
 
 use rt::CheckRt;
 
 use crate::snapshot::Snapshot;
+use crate::wake::{Receiver, Signal};
 use crate::{Shared, RUN};
 
 /// What a worker tells the checker.
@@ -43,11 +45,12 @@ pub enum Event {
     Recovered(Arc<PeerHealth>),
 }
 
-/// How often the checker looks at its channel, the configuration and the ramps while a
-/// `confirm` group exists (a held-out peer waits for its probe) or a ramp runs.
-const TICK: Duration = Duration::from_millis(5);
-/// Otherwise (only log lines and ramp starts can be waiting).
-const IDLE_TICK: Duration = Duration::from_millis(50);
+/// A slow-start ramp moves in this many steps (1 % of the weight each), so the checker
+/// wakes 100 times per ramp rather than every few milliseconds; the per-window shares a
+/// ramp produces are the same as with a finer step.
+const RAMP_STEPS: u64 = 100;
+/// ...but no step is shorter than this (the old fixed tick), for very short ramps.
+const MIN_RAMP_STEP_MS: u64 = 5;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Verdict {
@@ -143,6 +146,8 @@ struct Checker {
     /// Bumped at every reconfiguration; probe loops of an older epoch end.
     epoch: u64,
     rng: u64,
+    /// Wakes the checker's loop (a ramp started from a probe's verdict).
+    wake: Rc<Signal>,
 }
 
 /// Milliseconds on the checker's monotonic clock (never 0).
@@ -261,6 +266,7 @@ impl Checker {
         let mut cause = cause;
         if want == UP && was == DOWN {
             cause.push_str(&start_ramp(m, now));
+            self.wake.raise();
         }
         let word = match want {
             UP => "marked up",
@@ -414,24 +420,37 @@ impl Checker {
         self.machines.iter().position(|m| Arc::ptr_eq(&m.health, h))
     }
 
-    fn ramps(&mut self) {
-        let now = now_ms();
+    /// Moves every running ramp to where it is at `now`; how long until the next step is
+    /// due (`None`: no ramp runs).
+    fn ramps(&mut self, now: u64) -> Option<u64> {
+        let mut next: Option<u64> = None;
         for m in &self.machines {
             let since = m.health.ramp_since_ms.load(Ordering::Relaxed);
             if since == 0 {
                 continue;
             }
-            let total = m.slow_start_ms.max(1);
-            let done = now.saturating_sub(since);
-            if done >= total || m.single || m.slow_start_ms == 0 {
-                m.health.ramp.store(1000, Ordering::Relaxed);
-                m.health.ramp_since_ms.store(0, Ordering::Relaxed);
-            } else {
-                let r = u32::try_from(done.saturating_mul(1000) / total).unwrap_or(1000);
-                m.health.ramp.store(r.max(1), Ordering::Relaxed);
+            let total = if m.single { 0 } else { m.slow_start_ms };
+            let (r, wait) = ramp_at(now.saturating_sub(since), total);
+            m.health.ramp.store(r, Ordering::Relaxed);
+            match wait {
+                Some(w) => next = Some(next.map_or(w, |n| n.min(w))),
+                None => m.health.ramp_since_ms.store(0, Ordering::Relaxed),
             }
         }
+        next
     }
+}
+
+/// A ramp `done` ms into `total` ms: its share of the weight in thousandths (at least 1),
+/// and the milliseconds until its next step (`None`: finished, full weight).
+fn ramp_at(done: u64, total: u64) -> (u32, Option<u64>) {
+    if done >= total {
+        return (1000, None);
+    }
+    let r = u32::try_from(done.saturating_mul(1000) / total).unwrap_or(1000);
+    let step = (total / RAMP_STEPS).max(MIN_RAMP_STEP_MS);
+    let to_next = step - done % step;
+    (r.max(1), Some(to_next.min(total - done)))
 }
 
 /// Starts a slow-start ramp when the peer has one; returns the text for the log line.
@@ -616,7 +635,7 @@ fn handle(c: &Ctx, ev: Event) {
     }
 }
 
-/// Starts the checker thread. It ends when the engine leaves the `RUN` state.
+/// Starts the checker thread. It ends when the engine leaves the `RUN` state (and wakes it).
 pub fn spawn(shared: Arc<Shared>, rx: Receiver<Event>) -> std::io::Result<JoinHandle<()>> {
     std::thread::Builder::new()
         .name("ringfront-hc".into())
@@ -638,17 +657,25 @@ pub fn spawn(shared: Arc<Shared>, rx: Receiver<Event>) -> std::io::Result<JoinHa
 async fn run(shared: Arc<Shared>, rx: Receiver<Event>) {
     let snap = shared.snapshot.load_full();
     let seed = crate::clock::unix_ms() ^ u64::from(std::process::id()).rotate_left(32);
+    let wake = Rc::new(Signal::default());
+    if let Err(e) = rx.bell.install(wake.clone()) {
+        eprintln!("ringfront: [alert] health checker cannot start: {e}");
+        return;
+    }
     let c: Ctx = Rc::new(RefCell::new(Checker {
         shared: shared.clone(),
         snap: snap.clone(),
         machines: Vec::new(),
         epoch: 0,
         rng: seed,
+        wake: wake.clone(),
     }));
     c.borrow_mut().reconfigure(snap, true);
     spawn_probes(&c);
+    // Each pass looks at everything a wakeup can be for; the bell is cleared before the
+    // look, so a change made during it rings again.
     loop {
-        if shared.state.load(Ordering::Relaxed) != RUN {
+        if shared.state.load(Ordering::SeqCst) != RUN {
             return;
         }
         let latest = shared.snapshot.load_full();
@@ -656,18 +683,42 @@ async fn run(shared: Arc<Shared>, rx: Receiver<Event>) {
             c.borrow_mut().reconfigure(latest, false);
             spawn_probes(&c);
         }
-        while let Ok(ev) = rx.try_recv() {
+        while let Ok(ev) = rx.rx.try_recv() {
             handle(&c, ev);
         }
-        c.borrow_mut().ramps();
-        let busy = {
-            let cc = c.borrow();
-            cc.snap.groups.iter().any(|g| g.confirm)
-                || cc
-                    .machines
-                    .iter()
-                    .any(|m| m.health.ramp_since_ms.load(Ordering::Relaxed) != 0)
-        };
-        monoio::time::sleep(if busy { TICK } else { IDLE_TICK }).await;
+        let next_step = c.borrow_mut().ramps(now_ms());
+        match next_step {
+            Some(ms) => {
+                monoio::select! {
+                    _ = wake.wait() => {}
+                    _ = monoio::time::sleep(Duration::from_millis(ms)) => {}
+                }
+            }
+            None => wake.wait().await,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ramp_at;
+
+    #[test]
+    fn a_ramp_steps_one_hundredth_of_its_length() {
+        // 3 s: a step every 30 ms, aligned on the ramp's start.
+        assert_eq!(ramp_at(0, 3000), (1, Some(30)));
+        assert_eq!(ramp_at(30, 3000), (10, Some(30)));
+        assert_eq!(ramp_at(47, 3000), (15, Some(13)));
+        assert_eq!(ramp_at(1500, 3000), (500, Some(30)));
+        assert_eq!(ramp_at(2990, 3000), (996, Some(10)));
+        assert_eq!(ramp_at(3000, 3000), (1000, None));
+        assert_eq!(ramp_at(9000, 3000), (1000, None));
+    }
+
+    #[test]
+    fn short_ramps_step_no_faster_than_5ms_and_none_is_done_at_once() {
+        assert_eq!(ramp_at(0, 200), (1, Some(5)));
+        assert_eq!(ramp_at(198, 200), (990, Some(2)));
+        assert_eq!(ramp_at(0, 0), (1000, None));
     }
 }
