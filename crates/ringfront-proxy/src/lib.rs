@@ -99,10 +99,15 @@ impl Shared {
     /// Wakes every worker and the checker to look at `state` and `snapshot` again; called
     /// after changing either (a worker still starting registers before it first looks).
     fn wake_all(&self) {
+        self.wake_workers();
+        self.health_tx.notify();
+    }
+
+    /// Wakes every worker (e.g. to close the pooled connections of a peer marked down).
+    pub(crate) fn wake_workers(&self) {
         for n in self.wakers.iter().filter_map(OnceLock::get) {
             n.notify();
         }
-        self.health_tx.notify();
     }
 }
 

@@ -310,6 +310,9 @@ fn finish(
     if let (true, Some(conn), Some(peer)) = (pool, io.conn, io.peer) {
         let group = cx.snap.topology.group_of(peer).unwrap_or(0);
         upstream::pool(&state.pool, group, peer, g, conn);
+        if cx.w.sweep_parked.get() {
+            cx.w.sweep.raise();
+        }
     }
     cx.w.give_buf(io.rbuf);
     cx.w.give_buf(io.out);

@@ -55,6 +55,11 @@ pub struct Worker {
     wake: Rc<Signal>,
     /// The main task wants to hear when the worker may have gone idle.
     watch: Cell<bool>,
+    /// Wakes the keepalive sweep: raised by every bell (a reload, a peer marked down) and,
+    /// while the sweep waits with nothing pooled, by the next connection pooled.
+    pub sweep: Signal,
+    /// The sweep waits with nothing pooled.
+    pub sweep_parked: Cell<bool>,
 }
 
 /// The size of a request buffer, and how many spare ones a worker keeps (256 KiB at most).
@@ -293,6 +298,7 @@ async fn worker_main(w: Rc<Worker>, initial: Vec<(SocketAddr, TcpListener)>) {
             }
             None => w.wake.wait().await,
         }
+        w.sweep.raise();
         let poked = watching && !w.watch.replace(false);
         if let (Some(q), Some(release)) = (quiet.as_mut(), w.shared.release_memory) {
             if q.update(Instant::now(), w.activity(), w.busy.get(), poked) {
@@ -356,6 +362,8 @@ pub fn run(
         bufs: Default::default(),
         state: RefCell::new(Rc::new(PeerState::new(&snap))),
         wake: Rc::new(Signal::default()),
+        sweep: Signal::default(),
+        sweep_parked: Cell::new(false),
         watch: Cell::new(false),
     });
     let started = ready.clone();

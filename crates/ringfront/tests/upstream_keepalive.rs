@@ -196,3 +196,40 @@ fn a_reload_closes_the_idle_connections_of_removed_peers() {
     );
     assert!(kept.closed().is_empty());
 }
+
+/// A peer the health checker marks down loses its idle pooled connections at once: the
+/// checker rings every worker and their sweeps close them (no request has to meet them, no
+/// periodic tick is waited for).
+#[test]
+fn a_peer_marked_down_loses_its_idle_connections() {
+    let b = CountingBackend::start(None);
+    let health = ringfront_testkit::Backend::start();
+    let p = port();
+    let rf = Ringfront::start(&proxy_config(
+        p,
+        &[b.addr()],
+        "keepalive 4; keepalive_timeout 60s;",
+        &format!(
+            "health_check interval=100ms fails=1 passes=1 uri=/health port={};",
+            health.port()
+        ),
+    ));
+    let first = conn_of(&http::get(("127.0.0.1", p), "/"));
+    assert_eq!(conn_of(&http::get(("127.0.0.1", p), "/")), first, "pooled");
+    assert!(b.closed().is_empty());
+    health.set_route("/health", ringfront_testkit::Canned::status(503, "down"));
+    let end = Instant::now() + Duration::from_secs(3);
+    while !rf.stderr_lines().iter().any(|l| l.contains("marked down")) {
+        assert!(Instant::now() < end, "never marked down");
+        thread::sleep(Duration::from_millis(10));
+    }
+    let marked = Instant::now();
+    assert_eq!(b.wait_closed(1), BTreeSet::from([first]));
+    // Promptly after the mark (the worker's next timer of any kind is a second away):
+    // the close came from the checker's ring.
+    assert!(
+        marked.elapsed() < Duration::from_millis(500),
+        "closed {:?} after the mark",
+        marked.elapsed()
+    );
+}

@@ -262,6 +262,8 @@ impl Checker {
         }
         if want == DOWN {
             m.health.ejections.fetch_add(1, Ordering::Relaxed);
+            // Workers close their idle pooled connections to it (their sweep wakes).
+            self.shared.wake_workers();
         }
         let mut cause = cause;
         if want == UP && was == DOWN {

@@ -1,7 +1,8 @@
 //! The worker's keepalive sweep: one task per worker, no timer per idle connection. It
-//! sleeps until the earliest `keepalive_timeout` comes due (at most `TICK`), closes what is
-//! due, and closes the idle connections of peers the health board marks down (the board is
-//! shared atomics with no wake-up, so a down peer's connections close within one `TICK`).
+//! sleeps until the earliest `keepalive_timeout` comes due, closes what is due, and closes
+//! the idle connections of peers the health board marks down. It wakes for nothing else:
+//! the checker rings every worker when it marks a peer down, a reload rings them too, and
+//! with nothing pooled the sweep waits, without a timer, for the next connection pooled.
 
 use std::rc::Rc;
 use std::time::Duration;
@@ -9,9 +10,6 @@ use std::time::Duration;
 use ringfront_upstream::{Board, PeerId, DOWN};
 
 use crate::worker::Worker;
-
-/// The longest the sweep sleeps, so that a peer going down is noticed.
-const TICK: Duration = Duration::from_millis(250);
 
 /// Runs the sweep of `w`'s current keepalive pool until the worker ends.
 pub async fn run(w: Rc<Worker>) {
@@ -21,11 +19,23 @@ pub async fn run(w: Rc<Worker>) {
             let state = w.peer_state(&snap);
             let now = crate::clock::now_ms();
             let next = state.pool.borrow_mut().sweep(now, |p| down(&snap.board, p));
-            next.map_or(TICK, |at| {
-                Duration::from_millis(at.saturating_sub(now)).min(TICK)
+            next.map(|at| {
+                Duration::from_millis(at.saturating_sub(now)).max(Duration::from_millis(1))
             })
         };
-        monoio::time::sleep(wait.max(Duration::from_millis(1))).await;
+        match wait {
+            Some(wait) => {
+                monoio::select! {
+                    _ = monoio::time::sleep(wait) => {}
+                    _ = w.sweep.wait() => {}
+                }
+            }
+            None => {
+                w.sweep_parked.set(true);
+                w.sweep.wait().await;
+                w.sweep_parked.set(false);
+            }
+        }
     }
 }
 
