@@ -5,6 +5,8 @@
 
 mod access_log;
 mod body;
+mod build_error;
+mod check_rt;
 mod clock;
 mod head_reader;
 pub mod health;

@@ -18,6 +18,7 @@ use ringfront_upstream::{
     Balancer, Board, PeerHealth, PeerId, PeerSpec, Topology, UpstreamId, UpstreamSpec,
 };
 
+pub use crate::build_error::BuildError;
 use crate::logger::Sink;
 
 /// Per-group settings the proxy needs beside the topology (same index as `topology.upstreams`).
@@ -35,7 +36,7 @@ pub struct GroupConf {
     /// `passive_health confirm`.
     pub confirm: bool,
     /// The group's active checks, ready to run.
-    pub checks: Vec<crate::health::rt::CheckRt>,
+    pub checks: Vec<crate::check_rt::CheckRt>,
     /// The balancing method's name (status pages).
     pub balancer: &'static str,
 }
@@ -144,14 +145,6 @@ pub struct Snapshot {
 pub struct Carried {
     pub generation: u64,
     pub from: Vec<Option<PeerId>>,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum BuildError {
-    #[error("invalid regular expression \"{0}\": {1}")]
-    Regex(String, String),
-    #[error("upstream \"{0}\" not found")]
-    NoUpstream(String),
 }
 
 fn content_type(path: &Path) -> &'static str {
@@ -287,7 +280,7 @@ impl Snapshot {
             let checks = up
                 .checks
                 .iter()
-                .map(|c| crate::health::rt::CheckRt::build(c, &proxy_host))
+                .map(|c| crate::check_rt::CheckRt::build(c, &proxy_host))
                 .collect::<Result<Vec<_>, _>>()?;
             groups.push(GroupConf {
                 confirm: up.passive_health == PassiveHealth::Confirm,

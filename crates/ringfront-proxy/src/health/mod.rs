@@ -14,7 +14,6 @@
 
 mod outcome;
 mod probe;
-pub mod rt;
 
 use std::cell::RefCell;
 use std::net::SocketAddr;
@@ -27,7 +26,7 @@ use std::time::Duration;
 use ringfront_config::LogLevel;
 use ringfront_upstream::{PeerHealth, StateChange, CHECKING, DOWN, UP};
 
-use rt::CheckRt;
+use crate::check_rt::CheckRt;
 
 use crate::snapshot::Snapshot;
 use crate::wake::{Receiver, Signal};

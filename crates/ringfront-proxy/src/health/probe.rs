@@ -9,7 +9,7 @@ use monoio::net::TcpStream;
 use ringfront_http::{BodyFraming, ChunkedDecoder, ResponseHead};
 
 use super::outcome::{Outcome, Passed, ProbeFailure, Rejection};
-use super::rt::{CheckRt, ExpectRt, HeaderOpRt, ProbeKind, TestRt};
+use crate::check_rt::{CheckRt, ExpectRt, HeaderOpRt, ProbeKind, TestRt};
 use crate::head_reader::{self, HeadError};
 use crate::io::{read_more, write_all, IoFail};
 

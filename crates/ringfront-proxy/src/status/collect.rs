@@ -8,7 +8,7 @@ use ringfront_upstream::{
 };
 
 use super::view::{PeerState, PeerView, StatusView, UpstreamView, Verdict, WorkerView};
-use crate::health::rt::ProbeKind;
+use crate::check_rt::ProbeKind;
 use crate::snapshot::Snapshot;
 use crate::Shared;
 

@@ -7,7 +7,7 @@ use regex::bytes::Regex as BytesRegex;
 use regex::Regex;
 use ringfront_config::{ActiveCheck, Expect, HeaderOp, HttpProbe, MatchTest, Probe};
 
-use crate::snapshot::BuildError;
+use crate::build_error::BuildError;
 
 #[derive(Debug)]
 pub struct CheckRt {
