@@ -267,27 +267,9 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
             return None;
         }
     }
-    let (read, b) = body::read(&mut stream, buf, &head, head_len, s).await;
+    let (read, b) = read_body(&mut stream, buf, &head, head_len, s, &log).await;
     buf = b;
-    let (body, consumed) = match read {
-        Ok(ok) => ok,
-        Err(BodyError::Closed) => return None,
-        Err(BodyError::Reject(status)) => {
-            if status == 413 {
-                let size = match head.framing {
-                    ringfront_http::BodyFraming::Length(n) => format!(": {n} bytes"),
-                    _ => String::new(),
-                };
-                log(
-                    LogLevel::Error,
-                    format_args!("client intended to send too large body{size}"),
-                    &buf,
-                );
-            }
-            reject(&mut stream, status, s.send_timeout).await;
-            return None;
-        }
-    };
+    let (body, consumed) = read?;
     let path = request_path(&buf, &head);
     let req = Req {
         buf: &buf,
@@ -314,16 +296,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
     if !reply.reusable {
         return None;
     }
-    buf.drain(..consumed.min(buf.len()));
-    // Pipelined bytes stay with the connection; otherwise it is idle from now on and its
-    // buffer goes back to the worker.
-    let buf = if buf.is_empty() {
-        w.give_buf(buf);
-        w.idle.push(&idle, s.keepalive_timeout);
-        Vec::new()
-    } else {
-        buf
-    };
+    let buf = next_request(w, buf, consumed, &idle, s.keepalive_timeout);
     drop(_busy);
     Some(Conn {
         open,
@@ -333,6 +306,56 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         buf,
         idle,
     })
+}
+
+/// The request's body (nginx's 400/413 answered, 413 logged), and how many bytes of `buf`
+/// the request used; `None` to close the connection.
+async fn read_body(
+    stream: &mut TcpStream,
+    buf: Vec<u8>,
+    head: &RequestHead,
+    head_len: usize,
+    s: &ringfront_config::LocationSettings,
+    log: &dyn Fn(LogLevel, std::fmt::Arguments<'_>, &[u8]),
+) -> (Option<(Vec<u8>, usize)>, Vec<u8>) {
+    let (read, buf) = body::read(stream, buf, head, head_len, s).await;
+    let status = match read {
+        Ok(ok) => return (Some(ok), buf),
+        Err(BodyError::Closed) => return (None, buf),
+        Err(BodyError::Reject(status)) => status,
+    };
+    if status == 413 {
+        let size = match head.framing {
+            ringfront_http::BodyFraming::Length(n) => format!(": {n} bytes"),
+            _ => String::new(),
+        };
+        log(
+            LogLevel::Error,
+            format_args!("client intended to send too large body{size}"),
+            &buf,
+        );
+    }
+    reject(stream, status, s.send_timeout).await;
+    (None, buf)
+}
+
+/// After a response: bytes of a pipelined request stay with the connection; otherwise it
+/// is idle from now on (registered for `keepalive_timeout`) and its buffer goes back to the
+/// worker.
+fn next_request(
+    w: &Worker,
+    mut buf: Vec<u8>,
+    consumed: usize,
+    idle: &Rc<crate::idle::IdleSignal>,
+    keepalive_timeout: std::time::Duration,
+) -> Vec<u8> {
+    buf.drain(..consumed.min(buf.len()));
+    if !buf.is_empty() {
+        return buf;
+    }
+    w.give_buf(buf);
+    w.idle.push(idle, keepalive_timeout);
+    Vec::new()
 }
 
 /// Waits on an idle keepalive connection (below LEAN_IDLE_ABOVE) with a read posted into

@@ -128,6 +128,29 @@ fn header_named<'a>(v: &Vars<'a>, name: &str) -> Option<&'a [u8]> {
     })
 }
 
+/// The `$upstream_*` variables: one value per try, comma separated.
+fn push_upstream_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>) {
+    match var {
+        Variable::UpstreamAddr => push_tries(out, v.tries, |o, t| {
+            o.extend_from_slice(try_addr(v.topo, t.peer).as_bytes())
+        }),
+        Variable::UpstreamStatus => push_tries(out, v.tries, |o, t| match t.status {
+            Some(s) => push_num(o, u64::from(s)),
+            None => o.push(b'-'),
+        }),
+        Variable::UpstreamResponseTime => {
+            push_tries(out, v.tries, |o, t| push_opt_time(o, t.response_time))
+        }
+        Variable::UpstreamConnectTime => {
+            push_tries(out, v.tries, |o, t| push_opt_time(o, t.connect_time))
+        }
+        Variable::UpstreamHeaderTime => {
+            push_tries(out, v.tries, |o, t| push_opt_time(o, t.header_time))
+        }
+        _ => {}
+    }
+}
+
 /// `$upstream_addr` of one try: the peer's name, or the group's when none was selected.
 pub fn try_addr(topo: Option<&Topology>, peer: TryPeer) -> &str {
     let name = match (topo, peer) {
@@ -219,22 +242,11 @@ pub fn push_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, dash: bool) {
             }
             out.extend_from_slice(v.client.ip().to_string().as_bytes());
         }
-        Variable::UpstreamAddr => push_tries(out, v.tries, |o, t| {
-            o.extend_from_slice(try_addr(v.topo, t.peer).as_bytes())
-        }),
-        Variable::UpstreamStatus => push_tries(out, v.tries, |o, t| match t.status {
-            Some(s) => push_num(o, u64::from(s)),
-            None => o.push(b'-'),
-        }),
-        Variable::UpstreamResponseTime => {
-            push_tries(out, v.tries, |o, t| push_opt_time(o, t.response_time))
-        }
-        Variable::UpstreamConnectTime => {
-            push_tries(out, v.tries, |o, t| push_opt_time(o, t.connect_time))
-        }
-        Variable::UpstreamHeaderTime => {
-            push_tries(out, v.tries, |o, t| push_opt_time(o, t.header_time))
-        }
+        Variable::UpstreamAddr
+        | Variable::UpstreamStatus
+        | Variable::UpstreamResponseTime
+        | Variable::UpstreamConnectTime
+        | Variable::UpstreamHeaderTime => push_upstream_var(out, var, v),
         Variable::Http(name) => out.extend_from_slice(header_named(v, name).unwrap_or(empty)),
         Variable::Cookie(name) => {
             let val = header_named(v, "cookie").and_then(|c| {
