@@ -20,4 +20,4 @@ pub use framing::{parse_content_length, BodyFraming, MAX_BODY_LENGTH};
 pub use request::{RequestError, RequestHead, MAX_HEADERS};
 pub use response::{ResponseError, ResponseHead};
 pub use span::{Header, Span};
-pub use status::{reason, wire_status, write_status_line};
+pub use status::{reason, wire_status};

@@ -1,5 +1,5 @@
-//! Status lines for responses ringfront writes itself, with nginx's reason phrases
-//! (`Request Time-out`, `Moved Temporarily`, ...) so output matches nginx byte for byte.
+//! nginx's reason phrases (`Request Time-out`, `Moved Temporarily`, ...) for the status lines
+//! ringfront writes itself (through `HeadWriter`), so output matches nginx byte for byte.
 
 /// Reason phrase for a status, e.g. 502 -> "Bad Gateway"; unknown -> "".
 ///
@@ -85,22 +85,13 @@ pub fn wire_status(status: u16) -> u16 {
     }
 }
 
-/// Append "HTTP/1.1 {status} {reason}\r\n" (no allocation beyond `out`).
-/// The status goes through [`wire_status`], so 494 writes `400 Bad Request`; a status
-/// outside 100..=999 is written as 500 rather than producing a malformed line.
-pub fn write_status_line(out: &mut Vec<u8>, status: u16) {
-    let before = out.len();
-    crate::HeadWriter::response(out, status);
-    debug_assert!(out.len() > before);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn line(status: u16) -> String {
         let mut out = b"prefix:".to_vec();
-        write_status_line(&mut out, status);
+        crate::HeadWriter::response(&mut out, status);
         String::from_utf8(out).unwrap()
     }
 

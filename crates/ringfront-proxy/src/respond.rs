@@ -1,20 +1,13 @@
 //! Responses ringfront makes itself: `return`, error statuses with nginx-style pages, and
 //! `error_page` (static files from `root`, read when the configuration loaded).
 
-use ringfront_http::{error_body, write_status_line};
+use ringfront_http::{error_body, HeadWriter};
 
 use crate::snapshot::LocationRt;
 
 /// Whether the status gets a redirect page and a `Location` header.
 pub fn is_redirect(code: u16) -> bool {
     matches!(code, 301 | 302 | 303 | 307 | 308)
-}
-
-fn push_header(out: &mut Vec<u8>, name: &str, value: &[u8]) {
-    out.extend_from_slice(name.as_bytes());
-    out.extend_from_slice(b": ");
-    out.extend_from_slice(value);
-    out.extend_from_slice(b"\r\n");
 }
 
 /// Appends a complete response. Returns the number of body bytes (sent unless `head_only`).
@@ -27,21 +20,20 @@ pub fn build(
     keep_alive: bool,
     head_only: bool,
 ) -> u64 {
-    write_status_line(out, status);
-    push_header(out, "Server", b"ringfront");
+    let mut h = HeadWriter::response(out, status);
+    h.header(b"Server", b"ringfront");
     if !body.is_empty() || status >= 200 && status != 204 && status != 304 {
-        push_header(out, "Content-Type", content_type.as_bytes());
-        push_header(out, "Content-Length", body.len().to_string().as_bytes());
+        h.header(b"Content-Type", content_type.as_bytes())
+            .header_num(b"Content-Length", body.len() as u64);
     }
     for (n, v) in extra {
-        push_header(out, n, v);
+        h.header(n.as_bytes(), v);
     }
-    push_header(
-        out,
-        "Connection",
+    h.header(
+        b"Connection",
         if keep_alive { b"keep-alive" } else { b"close" },
     );
-    out.extend_from_slice(b"\r\n");
+    h.finish();
     if head_only {
         return 0;
     }
