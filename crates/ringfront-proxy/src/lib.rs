@@ -8,6 +8,7 @@ mod clock;
 pub mod health;
 mod idle;
 mod io;
+pub mod listen;
 pub mod logger;
 mod pool;
 mod proxy;
@@ -27,6 +28,7 @@ use std::thread::JoinHandle;
 
 use arc_swap::ArcSwap;
 
+pub use listen::{claim, Claim};
 pub use logger::{Logger, Sink};
 pub use snapshot::{BuildError, Snapshot};
 
