@@ -112,11 +112,32 @@ fn claim_listens(held: &mut Vec<Claim>, snap: &Snapshot) -> Result<(), String> {
         if held.iter().chain(&fresh).any(|c| c.addr() == l.addr) {
             continue;
         }
-        fresh.push(ringfront_proxy::claim(l.addr).map_err(|e| e.to_string())?);
+        fresh.push(claim(l.addr)?);
     }
     held.retain(|c| snap.listens.iter().any(|l| l.addr == c.addr()));
     held.extend(fresh);
     Ok(())
+}
+
+/// nginx's patience with a taken address: five tries half a second apart, each failure
+/// logged, then `still could not bind()`. It covers a predecessor that is still going away
+/// (`systemctl restart`; the kernel closes the sockets of an io_uring a moment after its
+/// process exits); other errors fail at once.
+fn claim(addr: std::net::SocketAddr) -> Result<Claim, String> {
+    const TRIES: u32 = 5;
+    for left in (0..TRIES).rev() {
+        match ringfront_proxy::claim(addr) {
+            Ok(c) => return Ok(c),
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
+                eprintln!("ringfront: [emerg] {e}");
+                if left > 0 {
+                    std::thread::sleep(std::time::Duration::from_millis(500));
+                }
+            }
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    Err("still could not bind()".into())
 }
 
 /// Written once every listener is bound, so an instance that fails to start never touches

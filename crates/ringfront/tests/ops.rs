@@ -202,6 +202,7 @@ fn a_second_instance_on_a_taken_listen_is_refused_like_nginx() {
             )),
             "{err}"
         );
+        assert!(err.contains("[emerg] still could not bind()"), "{err}");
         assert!(!err.contains("ringfront: ready"), "{err}");
         assert_eq!(read(&pid_file).trim(), a.pid().to_string());
         assert!(!a.dir().join("b.pid").exists());
@@ -227,6 +228,12 @@ fn a_reload_onto_a_taken_listen_keeps_the_running_configuration() {
         lines.iter().any(|l| l.contains(&format!(
             "bind() to 127.0.0.1:{q} failed (98: Address already in use)"
         ))),
+        "{lines:?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("still could not bind(); keeping the running configuration")),
         "{lines:?}"
     );
     assert!(
@@ -265,5 +272,26 @@ fn the_quick_start_config_loads_and_names_a_pid_file() {
     assert!(
         cfg.main.pid.is_some(),
         "config/ringfront.conf needs a pid directive for `ringfront -s reload`"
+    );
+}
+
+#[test]
+fn a_restart_on_the_same_listen_right_after_exit_starts() {
+    let p = port();
+    let conf = local_config(p, "a", "ringfront.pid");
+    // Graceful exit, then killed: the next instance starts at once on the same address
+    // (it waits, as nginx does, for sockets the kernel is still closing).
+    let rf = Ringfront::start(&conf);
+    all_answered_by(p, "a", 5);
+    rf.signal(ringfront_testkit::SIGQUIT);
+    assert!(rf.wait_exit(WAIT).expect("exits on QUIT").success());
+    let rf = Ringfront::start(&conf);
+    all_answered_by(p, "a", 5);
+    drop(rf);
+    let rf = Ringfront::start(&conf);
+    all_answered_by(p, "a", 5);
+    assert_eq!(
+        read(&rf.dir().join("ringfront.pid")).trim(),
+        rf.pid().to_string()
     );
 }
