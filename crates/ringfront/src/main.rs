@@ -91,9 +91,8 @@ fn choose_driver(wanted: Option<&str>, io_uring: bool) -> Result<Driver> {
         "io_uring" | "iouring" if io_uring => Driver::IoUring,
         "io_uring" | "iouring" => bail!(
             "the io_uring event loop is forced (--driver or RINGFRONT_DRIVER) but io_uring is \
-             not available on this kernel (io_uring_setup failed: disabled by \
-             kernel.io_uring_disabled, a seccomp filter or an old kernel); use --driver epoll \
-             or auto"
+             not available on this kernel (a test ring could not be set up: an old kernel, \
+             kernel.io_uring_disabled or a seccomp filter); use --driver epoll or auto"
         ),
         "auto" | "" if io_uring => Driver::IoUring,
         "auto" | "" => Driver::Epoll,
