@@ -12,6 +12,7 @@ mod head_reader;
 pub mod health;
 mod idle;
 mod io;
+pub mod listen;
 mod local;
 pub mod logger;
 mod pool;
@@ -36,6 +37,7 @@ use std::thread::JoinHandle;
 
 use arc_swap::ArcSwap;
 
+pub use listen::{claim, Claim};
 pub use logger::{Logger, Sink};
 pub use snapshot::{BuildError, Snapshot};
 

@@ -1,6 +1,7 @@
 //! The log writer thread: workers format a line and hand it over a crossbeam channel, so no
 //! worker ever blocks on file I/O. Files are opened by the writer, appended to, and flushed
-//! whenever the channel runs dry.
+//! whenever the channel runs dry. `reopen` (SIGUSR1) closes and reopens every file, as
+//! nginx does for log rotation.
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -20,6 +21,7 @@ pub enum Sink {
 enum Msg {
     Line(Sink, String),
     Flush(Sender<()>),
+    Reopen(Sender<()>),
 }
 
 /// Cheap to clone; one per worker.
@@ -47,6 +49,16 @@ impl Logger {
     pub fn flush(&self) {
         let (tx, rx) = crossbeam_channel::bounded(1);
         if self.tx.send(Msg::Flush(tx)).is_ok() {
+            let _ = rx.recv();
+        }
+    }
+
+    /// Blocks until every file is reopened at its path (nginx's USR1): lines sent before go
+    /// to the file that was open (renamed or not), lines sent after go to a file created at
+    /// the configured path. A file that cannot be reopened keeps the old one, as nginx does.
+    pub fn reopen(&self) {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        if self.tx.send(Msg::Reopen(tx)).is_ok() {
             let _ = rx.recv();
         }
     }
@@ -138,6 +150,23 @@ fn writer(rx: Receiver<Msg>) {
                 }
                 Msg::Flush(done) => {
                     flush_all(&mut files, &mut stderr);
+                    let _ = done.send(());
+                }
+                Msg::Reopen(done) => {
+                    flush_all(&mut files, &mut stderr);
+                    for (path, f) in files.iter_mut() {
+                        match open(path) {
+                            Ok(new) => *f = io::BufWriter::new(new),
+                            Err(e) => {
+                                let _ = writeln!(
+                                    stderr,
+                                    "ringfront: [alert] reopen() \"{}\" failed ({e})",
+                                    path.display()
+                                );
+                            }
+                        }
+                    }
+                    let _ = stderr.flush();
                     let _ = done.send(());
                 }
             }

@@ -176,7 +176,8 @@ impl Worker {
 }
 
 /// A listening socket with `SO_REUSEPORT` (one per worker and address) and nginx's backlog.
-/// Bound on the calling thread, so start-up errors reach the caller.
+/// Bound on the calling thread, so start-up errors reach the caller. The binary claims the
+/// address first (`listen::claim`), so no other instance is in the group.
 pub fn bind_std(addr: SocketAddr, backlog: i32) -> std::io::Result<std::net::TcpListener> {
     use socket2::{Domain, Socket, Type};
     let sock = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
@@ -184,7 +185,7 @@ pub fn bind_std(addr: SocketAddr, backlog: i32) -> std::io::Result<std::net::Tcp
     sock.set_reuse_port(true)?;
     sock.set_nonblocking(true)?;
     sock.bind(&addr.into())
-        .map_err(|e| std::io::Error::new(e.kind(), format!("bind() to {addr} failed ({e})")))?;
+        .map_err(|e| crate::listen::bind_failed(addr, &e))?;
     sock.listen(backlog)?;
     Ok(sock.into())
 }
@@ -334,12 +335,7 @@ fn rebind(w: &Rc<Worker>, listeners: &mut HashMap<SocketAddr, Rc<AcceptCtl>>, sn
             Ok(lst) => {
                 listeners.insert(l.addr, spawn_accept(w, lst));
             }
-            Err(e) => w.log(
-                snap,
-                LogLevel::Emerg,
-                0,
-                format_args!("bind() to {} failed ({e})", l.addr),
-            ),
+            Err(e) => w.log(snap, LogLevel::Emerg, 0, format_args!("{e}")),
         }
     }
 }

@@ -6,13 +6,13 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use ringfront_config::CpuAffinity;
 
-pub const USAGE: &str = "usage: ringfront [-c FILE] [-t] [-s reload|quit|stop] [-v]
+pub const USAGE: &str = "usage: ringfront [-c FILE] [-t] [-s reload|reopen|quit|stop] [-v]
        [--workers N|auto] [--cpu-affinity auto|off|CPU,CPU,...] [--driver auto|io_uring|epoll]
 
   -c FILE            configuration file (default: config/ringfront.conf)
   -t                 test the configuration and exit
-  -s SIGNAL          send reload (HUP), quit (QUIT) or stop (TERM) to the running instance
-                     named by the configuration's pid file
+  -s SIGNAL          send reload (HUP), reopen (USR1: reopen log files), quit (QUIT) or
+                     stop (TERM) to the running instance named by the configuration's pid file
   --workers N        worker threads (overrides worker_processes; auto = one per core)
   --cpu-affinity A   pin workers: auto (worker i on core i), off, or a list of CPU ids
   --driver D         event loop: io_uring, epoll, or auto (io_uring when available);
@@ -87,7 +87,7 @@ pub fn parse(mut it: impl Iterator<Item = String>) -> Result<Args> {
     Ok(a)
 }
 
-/// `-s reload|quit|stop`: read the pid file named by the configuration and signal it.
+/// `-s reload|reopen|quit|stop`: read the pid file named by the configuration and signal it.
 pub fn send_signal(config: &Path, sig: &str) -> Result<()> {
     let signo = match sig {
         "reload" => libc::SIGHUP,

@@ -1,16 +1,16 @@
-//! The `ringfront` binary: command line, configuration test, signals (HUP reload, QUIT
-//! graceful exit, TERM/INT fast exit), `-s` to signal a running instance, and assembling the
-//! engine. Everything else lives in the library crates.
+//! The `ringfront` binary: command line, configuration test, signals (HUP reload, USR1 log
+//! reopen, QUIT graceful exit, TERM/INT fast exit), `-s` to signal a running instance, and
+//! assembling the engine. Everything else lives in the library crates.
 
 mod cli;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use ringfront_config::{Config, CpuAffinity, WorkerProcesses};
-use ringfront_proxy::{Driver, Engine, EngineOptions, Logger, Snapshot};
-use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
+use ringfront_proxy::{Claim, Driver, Engine, EngineOptions, Logger, Snapshot};
+use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1};
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -68,22 +68,79 @@ fn cpus(cfg: &Config, cli: &cli::Args, workers: usize) -> Vec<usize> {
     }
 }
 
-fn driver(cli: &cli::Args) -> Driver {
+fn driver(cli: &cli::Args) -> Result<Driver> {
     let wanted = cli
         .driver
         .clone()
-        .or_else(|| std::env::var("RINGFRONT_DRIVER").ok())
-        .unwrap_or_else(|| "auto".into());
-    let detected = Driver::detect();
-    if wanted == "epoll" {
-        return Driver::Epoll;
-    }
-    if detected == Driver::Epoll {
+        .or_else(|| std::env::var("RINGFRONT_DRIVER").ok());
+    let io_uring = Driver::detect() == Driver::IoUring;
+    let driver = choose_driver(wanted.as_deref(), io_uring)?;
+    if !io_uring && driver == Driver::Epoll && wanted.as_deref() != Some("epoll") {
         eprintln!("ringfront: [warn] io_uring is not available on this kernel, using epoll");
     }
-    detected
+    Ok(driver)
 }
 
+/// The event loop for `wanted` (`--driver`, else `RINGFRONT_DRIVER`; none is auto), given
+/// whether this kernel sets up an io_uring (`Driver::detect`, passed in so the decision is
+/// tested without such a kernel). A forced io_uring that cannot run is an error, never a
+/// silent epoll.
+fn choose_driver(wanted: Option<&str>, io_uring: bool) -> Result<Driver> {
+    Ok(match wanted.unwrap_or("auto") {
+        "epoll" => Driver::Epoll,
+        "io_uring" | "iouring" if io_uring => Driver::IoUring,
+        "io_uring" | "iouring" => bail!(
+            "the io_uring event loop is forced (--driver or RINGFRONT_DRIVER) but io_uring is \
+             not available on this kernel (a test ring could not be set up: an old kernel, \
+             kernel.io_uring_disabled or a seccomp filter); use --driver epoll or auto"
+        ),
+        "auto" | "" if io_uring => Driver::IoUring,
+        "auto" | "" => Driver::Epoll,
+        other => bail!(
+            "invalid event loop \"{other}\" (--driver or RINGFRONT_DRIVER): auto, io_uring or epoll"
+        ),
+    })
+}
+
+/// Claims the `listen` addresses of `snap` that this instance does not hold yet, then lets go
+/// of those `snap` no longer has. All or nothing, as nginx: one address another process
+/// holds fails the start, or the reload (the running configuration keeps serving).
+fn claim_listens(held: &mut Vec<Claim>, snap: &Snapshot) -> Result<(), String> {
+    let mut fresh: Vec<Claim> = Vec::new();
+    for l in &snap.listens {
+        if held.iter().chain(&fresh).any(|c| c.addr() == l.addr) {
+            continue;
+        }
+        fresh.push(claim(l.addr)?);
+    }
+    held.retain(|c| snap.listens.iter().any(|l| l.addr == c.addr()));
+    held.extend(fresh);
+    Ok(())
+}
+
+/// nginx's patience with a taken address: five tries half a second apart, each failure
+/// logged, then `still could not bind()`. It covers a predecessor that is still going away
+/// (`systemctl restart`; the kernel closes the sockets of an io_uring a moment after its
+/// process exits); other errors fail at once.
+fn claim(addr: std::net::SocketAddr) -> Result<Claim, String> {
+    const TRIES: u32 = 5;
+    for left in (0..TRIES).rev() {
+        match ringfront_proxy::claim(addr) {
+            Ok(c) => return Ok(c),
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
+                eprintln!("ringfront: [emerg] {e}");
+                if left > 0 {
+                    std::thread::sleep(std::time::Duration::from_millis(500));
+                }
+            }
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    Err("still could not bind()".into())
+}
+
+/// Written once every listener is bound, so an instance that fails to start never touches
+/// the pid file of the one that runs.
 fn write_pid(cfg: &Config) -> Option<PathBuf> {
     let path = cfg.main.pid.clone()?;
     if let Err(e) = std::fs::write(&path, format!("{}\n", std::process::id())) {
@@ -94,6 +151,16 @@ fn write_pid(cfg: &Config) -> Option<PathBuf> {
         return None;
     }
     Some(path)
+}
+
+/// Removes the pid file if it still names this process (another instance may have written
+/// it since).
+fn remove_pid(path: &Path) {
+    let ours = std::fs::read_to_string(path)
+        .is_ok_and(|text| text.trim() == std::process::id().to_string());
+    if ours {
+        let _ = std::fs::remove_file(path);
+    }
 }
 
 fn main() {
@@ -155,13 +222,16 @@ fn run(args: &cli::Args) -> Result<()> {
     let n = workers(&cfg, args);
     let opts = EngineOptions {
         workers: n,
-        driver: driver(args),
+        driver: driver(args)?,
         cpus: cpus(&cfg, args, n),
         release_memory: Some(release::memory),
     };
     let listens: Vec<String> = snap.listens.iter().map(|l| l.addr.to_string()).collect();
-    let mut signals = signal_hook::iterator::Signals::new([SIGHUP, SIGQUIT, SIGTERM, SIGINT])
-        .context("installing signal handlers")?;
+    let mut signals =
+        signal_hook::iterator::Signals::new([SIGHUP, SIGUSR1, SIGQUIT, SIGTERM, SIGINT])
+            .context("installing signal handlers")?;
+    let mut claims = Vec::new();
+    claim_listens(&mut claims, &snap).map_err(anyhow::Error::msg)?;
     let (logger, log_thread) = Logger::start();
     let engine = Engine::start(snap, &opts, logger.clone()).context("starting workers")?;
     let pid = write_pid(&cfg);
@@ -176,8 +246,10 @@ fn run(args: &cli::Args) -> Result<()> {
     for sig in signals.forever() {
         let Some(e) = engine.as_ref() else { break };
         match sig {
-            SIGHUP => match load(&path) {
-                Ok((_, snap)) => {
+            SIGHUP => match load(&path)
+                .and_then(|(_, snap)| claim_listens(&mut claims, &snap).map(|()| snap))
+            {
+                Ok(snap) => {
                     e.reload(snap);
                     eprintln!(
                         "ringfront: [notice] reconfigured (generation {})",
@@ -188,6 +260,10 @@ fn run(args: &cli::Args) -> Result<()> {
                     eprintln!("ringfront: [emerg] {err}; keeping the running configuration")
                 }
             },
+            SIGUSR1 => {
+                eprintln!("ringfront: [notice] reopening logs");
+                logger.reopen();
+            }
             SIGQUIT => {
                 eprintln!("ringfront: [notice] gracefully shutting down");
                 if let Some(e) = engine.take() {
@@ -204,11 +280,41 @@ fn run(args: &cli::Args) -> Result<()> {
         }
     }
     if let Some(p) = pid {
-        let _ = std::fs::remove_file(p);
+        remove_pid(&p);
     }
     logger.flush();
     drop(logger);
     drop(log_thread);
     eprintln!("ringfront: [notice] exiting");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn forced_io_uring_without_io_uring_is_an_error_naming_it() {
+        for wanted in ["io_uring", "iouring"] {
+            let err = choose_driver(Some(wanted), false).unwrap_err().to_string();
+            assert!(err.contains("io_uring is not available"), "{err}");
+            assert_eq!(choose_driver(Some(wanted), true).unwrap(), Driver::IoUring);
+        }
+    }
+
+    #[test]
+    fn auto_falls_back_to_epoll_and_epoll_is_always_possible() {
+        assert_eq!(choose_driver(None, true).unwrap(), Driver::IoUring);
+        assert_eq!(choose_driver(None, false).unwrap(), Driver::Epoll);
+        assert_eq!(choose_driver(Some("auto"), false).unwrap(), Driver::Epoll);
+        assert_eq!(choose_driver(Some(""), true).unwrap(), Driver::IoUring);
+        assert_eq!(choose_driver(Some("epoll"), true).unwrap(), Driver::Epoll);
+        assert_eq!(choose_driver(Some("epoll"), false).unwrap(), Driver::Epoll);
+    }
+
+    #[test]
+    fn an_unknown_driver_is_an_error() {
+        let err = choose_driver(Some("kqueue"), true).unwrap_err().to_string();
+        assert!(err.contains("invalid event loop \"kqueue\""), "{err}");
+    }
 }

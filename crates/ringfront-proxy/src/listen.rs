@@ -1,0 +1,129 @@
+//! Claiming a `listen` address before the workers bind it. Every worker binds its own
+//! `SO_REUSEPORT` socket, and Linux lets any process of the same user join such a group: a
+//! second instance on the same `listen` would silently take a share of the connections.
+//! nginx binds without `SO_REUSEPORT` and refuses with `bind() to ADDR failed (98: Address
+//! already in use)`; a [`Claim`] gives ringfront the same answer while keeping the
+//! per-worker listeners.
+//!
+//! A claim is two things, taken in this order and held while the address is served:
+//!
+//! - a lock: an abstract Unix socket named after the address (`ringfront/listen/ADDR`).
+//!   Binding it is atomic and the kernel releases it when the process dies, so of two
+//!   ringfronts starting (or reloading) on the same address at the same moment only one gets
+//!   past this step, whatever the timing of their TCP binds;
+//! - a probe: a TCP socket bound with `SO_REUSEADDR` (as every listener is, so `TIME_WAIT`
+//!   connections left by an earlier instance do not block it) and without `SO_REUSEPORT`,
+//!   then closed. It fails with `EADDRINUSE` when anybody (nginx, another server, a ringfront
+//!   that predates claims) listens on the address, a wildcard one included.
+//!
+//! What is left outside: a program that binds with `SO_REUSEPORT` between a probe and the
+//! workers' binds. A program without `SO_REUSEPORT` that starts later fails its own bind.
+
+use std::io;
+use std::net::SocketAddr;
+use std::os::unix::net::UnixListener;
+
+/// An address this process may bind its per-worker listeners on; dropping it lets another
+/// instance claim the address (close the listeners first).
+#[derive(Debug)]
+pub struct Claim {
+    addr: SocketAddr,
+    _lock: UnixListener,
+}
+
+impl Claim {
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+}
+
+/// Claims `addr`, or says why not in nginx's words:
+/// `bind() to 127.0.0.1:8080 failed (98: Address already in use)`.
+pub fn claim(addr: SocketAddr) -> io::Result<Claim> {
+    let lock = lock(addr).map_err(|e| bind_failed(addr, &e))?;
+    probe(addr).map_err(|e| bind_failed(addr, &e))?;
+    Ok(Claim { addr, _lock: lock })
+}
+
+fn lock(addr: SocketAddr) -> io::Result<UnixListener> {
+    use std::os::linux::net::SocketAddrExt;
+    let name = format!("ringfront/listen/{addr}");
+    let sa = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes())?;
+    UnixListener::bind_addr(&sa)
+}
+
+fn probe(addr: SocketAddr) -> io::Result<()> {
+    use socket2::{Domain, Socket, Type};
+    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+    sock.set_reuse_address(true)?;
+    sock.bind(&addr.into())
+}
+
+/// nginx's wording for a failed bind: `bind() to ADDR failed (ERRNO: TEXT)`.
+pub(crate) fn bind_failed(addr: SocketAddr, e: &io::Error) -> io::Error {
+    io::Error::new(
+        e.kind(),
+        format!("bind() to {addr} failed ({})", os_error(e)),
+    )
+}
+
+/// `98: Address already in use` (nginx's `(errno: strerror)`), from Rust's
+/// `Address already in use (os error 98)`.
+fn os_error(e: &io::Error) -> String {
+    let text = e.to_string();
+    match e.raw_os_error() {
+        Some(n) => {
+            let msg = text
+                .strip_suffix(&format!(" (os error {n})"))
+                .unwrap_or(&text);
+            format!("{n}: {msg}")
+        }
+        None => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn free() -> SocketAddr {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    }
+
+    #[test]
+    fn errors_read_like_nginx() {
+        let e = bind_failed(
+            "127.0.0.1:80".parse().unwrap(),
+            &io::Error::from_raw_os_error(libc::EADDRINUSE),
+        );
+        assert_eq!(
+            e.to_string(),
+            "bind() to 127.0.0.1:80 failed (98: Address already in use)"
+        );
+    }
+
+    #[test]
+    fn a_claimed_address_cannot_be_claimed_again_until_dropped() {
+        let addr = free();
+        let first = claim(addr).unwrap();
+        let err = claim(addr).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::AddrInUse, "{err}");
+        drop(first);
+        claim(addr).unwrap();
+    }
+
+    #[test]
+    fn an_address_another_socket_listens_on_is_refused() {
+        let other = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = other.local_addr().unwrap();
+        let err = claim(addr).unwrap_err();
+        assert!(
+            err.to_string()
+                .ends_with("failed (98: Address already in use)"),
+            "{err}"
+        );
+        drop(other);
+        claim(addr).unwrap();
+    }
+}
