@@ -22,6 +22,7 @@ mod relay;
 mod req;
 mod respond;
 mod route;
+mod runtime;
 mod session;
 pub mod snapshot;
 pub mod status;
@@ -143,7 +144,7 @@ impl Engine {
             let ls = snap
                 .listens
                 .iter()
-                .map(|l| worker::bind_std(l.addr, l.backlog))
+                .map(|l| listen::bind_std(l.addr, l.backlog))
                 .collect::<std::io::Result<Vec<_>>>()?;
             per_worker.push(ls);
         }
@@ -181,7 +182,7 @@ impl Engine {
                             return;
                         }
                     }
-                    worker::run(i, shared, driver, listeners, ready);
+                    runtime::run(i, shared, driver, listeners, ready);
                 })?;
             threads.push(t);
         }

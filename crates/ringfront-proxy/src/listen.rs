@@ -82,6 +82,21 @@ fn os_error(e: &io::Error) -> String {
     }
 }
 
+/// A listening socket with `SO_REUSEPORT` (one per worker and address) and nginx's backlog.
+/// Bound on the calling thread, so start-up errors reach the caller. The binary claims the
+/// address first (`listen::claim`), so no other instance is in the group.
+pub fn bind_std(addr: SocketAddr, backlog: i32) -> std::io::Result<std::net::TcpListener> {
+    use socket2::{Domain, Socket, Type};
+    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+    sock.set_reuse_address(true)?;
+    sock.set_reuse_port(true)?;
+    sock.set_nonblocking(true)?;
+    sock.bind(&addr.into())
+        .map_err(|e| crate::listen::bind_failed(addr, &e))?;
+    sock.listen(backlog)?;
+    Ok(sock.into())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,28 +1,20 @@
-//! Worker threads: one monoio runtime per thread (io_uring, or epoll when io_uring is not
-//! available), optionally pinned to a core, each with its own `SO_REUSEPORT` listeners. A
-//! worker owns its nginx-style peer state and keepalive pools (`!Send`), reads the shared
-//! snapshot through `ArcSwap`, and watches the engine's run state to reload listeners, drain
-//! on QUIT and stop on TERM. Its main task sleeps until woken: by the engine (reload,
-//! quit, stop) through its bell, by its own last request ending while it drains or waits to
-//! release memory, or by the one-shot quiet timer.
+//! What one worker thread owns (`!Send`): its nginx-style peer state and keepalive pool per
+//! snapshot generation, its idle-connection queue, spare request buffers, counters and the
+//! signals that wake its tasks. The thread and its loops are in `runtime.rs`.
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
-use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use monoio::net::TcpListener;
 use ringfront_config::LogLevel;
 use ringfront_upstream::WorkerPeers;
 
 use crate::pool::Pool;
-use crate::quiet::Quiet;
 use crate::snapshot::Snapshot;
 use crate::wake::Signal;
-use crate::{Driver, Shared, RUN, STOP};
+use crate::{Shared, RUN};
 
 /// Per-worker peer state of one snapshot generation.
 pub struct PeerState {
@@ -52,9 +44,9 @@ pub struct Worker {
     bufs: RefCell<Vec<Vec<u8>>>,
     state: RefCell<Rc<PeerState>>,
     /// Wakes the main task (raised by the bell, or by `poke`).
-    wake: Rc<Signal>,
+    pub(crate) wake: Rc<Signal>,
     /// The main task wants to hear when the worker may have gone idle.
-    watch: Cell<bool>,
+    pub(crate) watch: Cell<bool>,
     /// Wakes the keepalive sweep: raised by every bell (a reload, a peer marked down) and,
     /// while the sweep waits with nothing pooled, by the next connection pooled.
     pub sweep: Signal,
@@ -67,6 +59,21 @@ const BUF_SIZE: usize = 4096;
 const SPARE_BUFS: usize = 64;
 
 impl Worker {
+    pub fn new(index: usize, shared: Arc<Shared>, snap: &Snapshot) -> Self {
+        Worker {
+            index,
+            shared,
+            busy: Cell::new(0),
+            idle: Default::default(),
+            bufs: Default::default(),
+            state: RefCell::new(Rc::new(PeerState::new(snap))),
+            wake: Rc::new(Signal::default()),
+            sweep: Signal::default(),
+            sweep_parked: Cell::new(false),
+            watch: Cell::new(false),
+        }
+    }
+
     pub fn snapshot(&self) -> Arc<Snapshot> {
         self.shared.snapshot.load_full()
     }
@@ -144,7 +151,7 @@ impl Worker {
         }
     }
 
-    fn activity(&self) -> crate::quiet::Activity {
+    pub(crate) fn activity(&self) -> crate::quiet::Activity {
         (self.stats().requests.load(Ordering::Relaxed), self.conns())
     }
 
@@ -172,285 +179,6 @@ impl Worker {
     /// One error-log line in nginx's layout: `YYYY/MM/DD HH:MM:SS [level] PID#TID: *CONN msg`.
     pub fn log(&self, snap: &Snapshot, level: LogLevel, conn: u64, msg: std::fmt::Arguments<'_>) {
         crate::logger::error_line(&self.shared.logger, snap, level, self.index, conn, msg);
-    }
-}
-
-/// A listening socket with `SO_REUSEPORT` (one per worker and address) and nginx's backlog.
-/// Bound on the calling thread, so start-up errors reach the caller. The binary claims the
-/// address first (`listen::claim`), so no other instance is in the group.
-pub fn bind_std(addr: SocketAddr, backlog: i32) -> std::io::Result<std::net::TcpListener> {
-    use socket2::{Domain, Socket, Type};
-    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
-    sock.set_reuse_address(true)?;
-    sock.set_reuse_port(true)?;
-    sock.set_nonblocking(true)?;
-    sock.bind(&addr.into())
-        .map_err(|e| crate::listen::bind_failed(addr, &e))?;
-    sock.listen(backlog)?;
-    Ok(sock.into())
-}
-
-/// Stops one accept loop. The accept is cancelled through monoio's canceller and still
-/// awaited to its end, never dropped in flight: on io_uring a dropped accept can complete in
-/// the kernel with nobody to take the connection, which then waits forever.
-#[derive(Default)]
-struct AcceptCtl {
-    gone: Cell<bool>,
-    canceller: RefCell<monoio::io::Canceller>,
-}
-
-impl AcceptCtl {
-    fn stop(&self) {
-        self.gone.set(true);
-        let c = self.canceller.replace(monoio::io::Canceller::new());
-        let _ = c.cancel();
-    }
-}
-
-async fn accept_loop(w: Rc<Worker>, listener: Rc<TcpListener>, ctl: Rc<AcceptCtl>) {
-    loop {
-        if w.stopping() || ctl.gone.get() {
-            return;
-        }
-        let handle = ctl.canceller.borrow().handle();
-        match listener.cancelable_accept(handle).await {
-            Ok((stream, _)) => {
-                let snap = w.snapshot();
-                // Full: make room by closing the oldest idle keepalive connection, as nginx
-                // does; refuse the newcomer only when every connection is busy.
-                if w.conns() >= snap.worker_connections && !w.idle.close_oldest() {
-                    w.log(
-                        &snap,
-                        LogLevel::Alert,
-                        0,
-                        format_args!(
-                            "{} worker_connections are not enough",
-                            snap.worker_connections
-                        ),
-                    );
-                    drop(stream);
-                    continue;
-                }
-                let _ = stream.set_nodelay(true);
-                if let Some(conn) = crate::session::Conn::new(w.clone(), stream) {
-                    monoio::spawn(crate::session::serve(conn));
-                }
-            }
-            Err(_) if w.stopping() || ctl.gone.get() => return,
-            Err(e) => {
-                // Out of descriptors (EMFILE/ENFILE) or memory: stop accepting for a while
-                // instead of spinning on the same error, as nginx does (500 ms).
-                let snap = w.snapshot();
-                w.log(
-                    &snap,
-                    LogLevel::Crit,
-                    0,
-                    format_args!("accept() failed {}", crate::io::errno_text(&e)),
-                );
-                monoio::time::sleep(Duration::from_millis(500)).await;
-            }
-        }
-    }
-}
-
-fn spawn_accept(w: &Rc<Worker>, listener: TcpListener) -> Rc<AcceptCtl> {
-    let ctl = Rc::new(AcceptCtl::default());
-    monoio::spawn(accept_loop(w.clone(), Rc::new(listener), ctl.clone()));
-    ctl
-}
-
-async fn worker_main(w: Rc<Worker>, initial: Vec<(SocketAddr, TcpListener)>) {
-    let mut listeners: HashMap<SocketAddr, Rc<AcceptCtl>> = HashMap::new();
-    let reaper = w.clone();
-    monoio::spawn(async move { reaper.idle.reap().await });
-    monoio::spawn(crate::pool::sweep::run(w.clone()));
-    for (addr, l) in initial {
-        listeners.insert(addr, spawn_accept(&w, l));
-    }
-    let mut generation = w.snapshot().generation;
-    // A second without requests or connections opening or closing: let the allocator give
-    // back what the last busy period freed (once per quiet period).
-    let mut quiet = w
-        .shared
-        .release_memory
-        .map(|_| Quiet::new(Instant::now(), w.activity(), w.busy.get()));
-    // Each pass looks at everything a wakeup can be for; the bell is cleared before the
-    // look, so an engine change made during it wakes the task again.
-    loop {
-        if w.stopping() {
-            listeners.values().for_each(|c| c.stop());
-            break;
-        }
-        let snap = w.snapshot();
-        if snap.generation != generation {
-            generation = snap.generation;
-            rebind(&w, &mut listeners, &snap);
-            let _ = w.peer_state(&snap);
-            w.shared.applied.set(w.index, generation);
-        }
-        let watching = quiet.is_some_and(|q| q.watching());
-        w.watch.set(watching);
-        match quiet.and_then(|q| q.due()) {
-            Some(due) => {
-                monoio::select! {
-                    _ = w.wake.wait() => {}
-                    _ = monoio::time::sleep_until(due.into()) => {}
-                }
-            }
-            None => w.wake.wait().await,
-        }
-        w.sweep.raise();
-        let poked = watching && !w.watch.replace(false);
-        if let (Some(q), Some(release)) = (quiet.as_mut(), w.shared.release_memory) {
-            if q.update(Instant::now(), w.activity(), w.busy.get(), poked) {
-                release();
-            }
-        }
-    }
-    // QUIT: listeners are closed (accept loops ended); finish the requests in flight (the
-    // last one to end pokes this task), then drop idle keepalive connections with the
-    // runtime. STOP (which rings the bell): leave at once.
-    while w.shared.state.load(Ordering::SeqCst) != STOP && w.busy.get() > 0 {
-        w.watch.set(true);
-        w.wake.wait().await;
-    }
-    w.watch.set(false);
-}
-
-/// After a reload: keep every listener that survives (closing one would drop the
-/// connections queued on it); open new addresses, close removed ones.
-fn rebind(w: &Rc<Worker>, listeners: &mut HashMap<SocketAddr, Rc<AcceptCtl>>, snap: &Snapshot) {
-    listeners.retain(|addr, ctl| {
-        let keep = snap.listens.iter().any(|l| l.addr == *addr);
-        if !keep {
-            ctl.stop();
-        }
-        keep
-    });
-    for l in &snap.listens {
-        if listeners.contains_key(&l.addr) {
-            continue;
-        }
-        match bind_std(l.addr, l.backlog).and_then(TcpListener::from_std) {
-            Ok(lst) => {
-                listeners.insert(l.addr, spawn_accept(w, lst));
-            }
-            Err(e) => w.log(snap, LogLevel::Emerg, 0, format_args!("{e}")),
-        }
-    }
-}
-
-/// Runs one worker on the current thread until the engine stops. `ready` gets one message:
-/// `Ok` once the event loop runs with every listener registered, or why it could not start.
-pub fn run(
-    index: usize,
-    shared: Arc<Shared>,
-    driver: Driver,
-    listeners: Vec<std::net::TcpListener>,
-    ready: std::sync::mpsc::Sender<Result<(), String>>,
-) {
-    let snap = shared.snapshot.load_full();
-    let w = Rc::new(Worker {
-        index,
-        shared: shared.clone(),
-        busy: Cell::new(0),
-        idle: Default::default(),
-        bufs: Default::default(),
-        state: RefCell::new(Rc::new(PeerState::new(&snap))),
-        wake: Rc::new(Signal::default()),
-        sweep: Signal::default(),
-        sweep_parked: Cell::new(false),
-        watch: Cell::new(false),
-    });
-    let started = ready.clone();
-    let fut = async move {
-        // Reachable by the engine before the first look at its state and snapshot.
-        let installed = crate::wake::bell().and_then(|(notifier, bell)| {
-            bell.install(w.wake.clone())?;
-            let _ = shared.wakers.get(index).map(|slot| slot.set(notifier));
-            Ok(())
-        });
-        if let Err(e) = installed {
-            let _ = started.send(Err(format!("worker {index}: wakeup bell: {e}")));
-            return;
-        }
-        let mut bound = Vec::new();
-        for (l, conf) in listeners.into_iter().zip(snap.listens.iter()) {
-            match TcpListener::from_std(l) {
-                Ok(l) => bound.push((conf.addr, l)),
-                Err(e) => {
-                    let _ =
-                        started.send(Err(format!("worker {index}: listener {}: {e}", conf.addr)));
-                    return;
-                }
-            }
-        }
-        let _ = started.send(Ok(()));
-        worker_main(w, bound).await
-    };
-    let entries = 1024;
-    match driver {
-        Driver::IoUring => {
-            let build = |flags: RingFlags| {
-                let mut urb = io_uring::IoUring::builder();
-                match flags {
-                    RingFlags::Defer => {
-                        urb.setup_coop_taskrun()
-                            .setup_single_issuer()
-                            .setup_defer_taskrun();
-                    }
-                    RingFlags::Coop => {
-                        urb.setup_coop_taskrun().setup_taskrun_flag();
-                    }
-                    RingFlags::Plain => {}
-                }
-                monoio::RuntimeBuilder::<monoio::IoUringDriver>::new()
-                    .with_entries(entries)
-                    .uring_builder(urb)
-                    .enable_timer()
-                    .build()
-            };
-            let wanted = ring_flags();
-            let rt = build(wanted)
-                .or_else(|_| build(RingFlags::Coop))
-                .or_else(|_| build(RingFlags::Plain));
-            match rt {
-                Ok(mut rt) => rt.block_on(fut),
-                Err(e) => {
-                    let _ = ready.send(Err(format!("worker {index}: io_uring runtime: {e}")));
-                }
-            }
-        }
-        Driver::Epoll => {
-            match monoio::RuntimeBuilder::<monoio::LegacyDriver>::new()
-                .enable_timer()
-                .build()
-            {
-                Ok(mut rt) => rt.block_on(fut),
-                Err(e) => {
-                    let _ = ready.send(Err(format!("worker {index}: epoll runtime: {e}")));
-                }
-            }
-        }
-    }
-}
-
-/// io_uring setup flags, strongest first. `COOP_TASKRUN` stops the kernel interrupting the
-/// worker (an IPI, a VM exit under virtualisation) for every completion; `DEFER_TASKRUN`
-/// (Linux 6.1+) runs completion work only when the worker waits. Older kernels refuse the
-/// flags and the next weaker set is tried.
-#[derive(Clone, Copy, Debug)]
-enum RingFlags {
-    Defer,
-    Coop,
-    Plain,
-}
-
-fn ring_flags() -> RingFlags {
-    match std::env::var("RINGFRONT_URING_FLAGS").as_deref() {
-        Ok("plain") => RingFlags::Plain,
-        Ok("coop") => RingFlags::Coop,
-        _ => RingFlags::Defer,
     }
 }
 
