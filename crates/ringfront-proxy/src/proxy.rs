@@ -308,17 +308,47 @@ fn finish(
 ) -> (Reply, Option<TcpStream>) {
     let tries = ex.into_tries();
     if let (true, Some(conn), Some(peer)) = (pool, io.conn, io.peer) {
-        let group = cx.snap.topology.group_of(peer).unwrap_or(0);
-        upstream::pool(&state.pool, group, peer, g, conn);
-        if cx.w.sweep_parked.get() {
-            cx.w.sweep.raise();
-        }
+        keep(cx, g, state, peer, conn);
     }
     cx.w.give_buf(io.rbuf);
     cx.w.give_buf(io.out);
     let mut reply = io.relayed.unwrap_or_else(|| Reply::new(502, 0, 0, false));
     reply.tries = tries;
     (reply, io.client)
+}
+
+/// Pools a connection the exchange says may carry another request: into the peer state
+/// the request started with, or — when a reload replaced it meanwhile and the peer
+/// survived it — into the current one, so the connection is not lost with the old state.
+fn keep(cx: &Cx<'_>, g: &GroupConf, state: &PeerState, peer: usize, conn: Conn) {
+    let w = cx.w;
+    if w.current_generation() == state.generation {
+        let group = cx.snap.topology.group_of(peer).unwrap_or(0);
+        upstream::pool(&state.pool, group, peer, g, conn);
+    } else {
+        let current = w.current_state();
+        let snap = w.snapshot();
+        // Only across one reload, into the state built for the snapshot that made it.
+        let moved = snap
+            .carried
+            .as_ref()
+            .filter(|c| c.generation == state.generation && snap.generation == current.generation)
+            .and_then(|c| c.from.iter().position(|&old| old == Some(peer)));
+        let Some(new) = moved else {
+            return; // the peer is gone, or the state moved on further: close it
+        };
+        let Some((group, gc)) = snap
+            .topology
+            .group_of(new)
+            .and_then(|i| Some((i, snap.groups.get(i)?)))
+        else {
+            return;
+        };
+        upstream::pool(&current.pool, group, new, gc, conn);
+    }
+    if w.sweep_parked.get() {
+        w.sweep.raise();
+    }
 }
 
 async fn finish_error(

@@ -106,6 +106,16 @@ impl Worker {
         fresh
     }
 
+    /// The generation of the newest peer state this worker has built (no snapshot load).
+    pub fn current_generation(&self) -> u64 {
+        self.state.borrow().generation
+    }
+
+    /// The peer state of the newest generation this worker has seen (no snapshot load).
+    pub fn current_state(&self) -> Rc<PeerState> {
+        self.state.borrow().clone()
+    }
+
     /// This worker's counters for status pages.
     pub fn stats(&self) -> &crate::WorkerStats {
         static NONE: crate::WorkerStats = crate::WorkerStats {

@@ -233,3 +233,31 @@ fn a_peer_marked_down_loses_its_idle_connections() {
         marked.elapsed()
     );
 }
+
+/// A request in flight across a reload pools its upstream connection when it ends (into the
+/// new configuration's pool, the peer having survived), so the next request reuses it; it
+/// used to go into a throwaway peer state and be closed.
+#[test]
+fn a_connection_in_flight_across_a_reload_is_kept() {
+    let b = CountingBackend::start(None);
+    let p = port();
+    let cfg = proxy_config(p, &[b.addr()], "keepalive 4;", "");
+    let rf = Ringfront::start(&cfg);
+    let slow = thread::spawn(move || http::get(("127.0.0.1", p), "/?sleep=800"));
+    let end = Instant::now() + Duration::from_secs(3);
+    while b.accepted() < 1 {
+        assert!(
+            Instant::now() < end,
+            "the slow request never reached the backend"
+        );
+        thread::sleep(Duration::from_millis(5));
+    }
+    rf.write_config(&format!("{cfg}\n# reloaded\n"));
+    rf.signal(SIGHUP);
+    assert!(rf.wait_for_stderr("reconfigured (generation 2)", Duration::from_secs(10)));
+    let first = conn_of(&slow.join().unwrap());
+    assert_eq!(first, 1);
+    assert_eq!(conn_of(&http::get(("127.0.0.1", p), "/")), first, "reused");
+    assert_eq!(b.accepted(), 1);
+    assert!(b.closed().is_empty());
+}
