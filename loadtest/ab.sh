@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Paired A/B of two ringfront builds: the same backend, the same config, each build one
+# worker pinned to PROXY_CPU, backend and wrk on CLIENT_CPU; PAIRS short wrk runs of each,
+# interleaved (A B B A A B ...) so the machine's drift hits both alike. CPU per request
+# from /proc/PID/stat (utime + stime, all threads) around each run. Prints every run and the
+# medians, and the median of the per-pair ratios B/A.
+#
+# Usage: A=path/to/ringfront-a B=path/to/ringfront-b [PAIRS=10] [DURATION=5] [CONNS=50]
+#        [PROXY_CPU=0] [CLIENT_CPU=1] [BACKEND_PORT=19100] [A_PORT=18181] [B_PORT=18182]
+#        bash loadtest/ab.sh
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+LOG_TAG=ab
+# shellcheck source=loadtest/lib.sh
+source "$ROOT/loadtest/lib.sh"
+: "${A:?A=ringfront binary}" "${B:?B=ringfront binary}"
+PAIRS=${PAIRS:-10} DURATION=${DURATION:-5} CONNS=${CONNS:-50}
+PROXY_CPU=${PROXY_CPU:-0} CLIENT_CPU=${CLIENT_CPU:-1}
+BACKEND_PORT=${BACKEND_PORT:-19100}
+declare -A PORT=([A]=${A_PORT:-18181} [B]=${B_PORT:-18182}) PID=()
+OUT=$(mktemp -d)
+cleanup() { kill "${PID[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$OUT"; }
+trap cleanup EXIT
+
+cat >"$OUT/backend.conf" <<CONF
+daemon off; master_process off; worker_processes 1; pid $OUT/backend.pid;
+error_log $OUT/backend.err warn;
+events { worker_connections 4096; }
+http { access_log off; keepalive_requests 1000000;
+  server { listen 127.0.0.1:$BACKEND_PORT; location / { return 200 "hello from backend\n"; } } }
+CONF
+taskset -c "$CLIENT_CPU" /usr/sbin/nginx -p "$OUT/" -c "$OUT/backend.conf" -e "$OUT/backend.err" &
+PID[backend]=$!
+for v in A B; do
+    cat >"$OUT/$v.conf" <<CONF
+worker_processes 1;
+events { worker_connections 1024; }
+http {
+    keepalive_requests 1000000;
+    upstream b { server 127.0.0.1:$BACKEND_PORT; keepalive 64; keepalive_requests 1000000; }
+    server { listen 127.0.0.1:${PORT[$v]}; location / { proxy_pass http://b; } }
+}
+CONF
+    taskset -c "$PROXY_CPU" "${!v}" -c "$OUT/$v.conf" --workers 1 --cpu-affinity "$PROXY_CPU" \
+        2>"$OUT/$v.err" &
+    PID[$v]=$!
+done
+for v in A B; do
+    for _ in $(seq 100); do
+        [[ $(curl -s "http://127.0.0.1:${PORT[$v]}/") == "hello from backend" ]] && break
+        sleep 0.1
+    done
+done
+
+cpu() { local s; s=$(<"/proc/$1/stat"); awk '{ print $12 + $13 }' <<<"${s##*) }"; }
+TCK=$(getconf CLK_TCK)
+run() { # prints µs of CPU per request
+    local v=$1 c0 c1 n
+    c0=$(cpu "${PID[$v]}")
+    n=$(taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" -d"${DURATION}s" "http://127.0.0.1:${PORT[$v]}/" |
+        awk '/requests in/ { print $1 }')
+    c1=$(cpu "${PID[$v]}")
+    awk -v c=$((c1 - c0)) -v n="$n" -v t="$TCK" 'BEGIN { printf "%.3f\n", c / t * 1e6 / n }'
+}
+run A >/dev/null; run B >/dev/null # warm-up
+declare -a RA=() RB=() RATIO=()
+for ((i = 0; i < PAIRS; i++)); do
+    if ((i % 2 == 0)); then a=$(run A); b=$(run B); else b=$(run B); a=$(run A); fi
+    RA+=("$a"); RB+=("$b"); RATIO+=("$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.3f", b / a }')")
+    echo "pair $((i + 1)): A $a µs/req, B $b µs/req, B/A ${RATIO[-1]}"
+done
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+echo "median: A $(median "${RA[@]}") µs/req, B $(median "${RB[@]}") µs/req, B/A $(median "${RATIO[@]}") (pairs: $PAIRS x ${DURATION}s, $CONNS conns)"
