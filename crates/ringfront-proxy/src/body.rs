@@ -145,3 +145,118 @@ async fn chunked(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+
+    use super::*;
+    use crate::testutil::on_both;
+
+    /// A connected pair: ours (monoio) and the client's (blocking std, in this thread).
+    async fn pair() -> (TcpStream, std::net::TcpStream) {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (ours, _) = l.accept().unwrap();
+        ours.set_nonblocking(true).unwrap();
+        (TcpStream::from_std(ours).unwrap(), client)
+    }
+
+    fn head(bytes: &[u8]) -> (RequestHead, usize) {
+        let mut h = RequestHead::new();
+        let n = h.parse(bytes).unwrap().unwrap();
+        (h, n)
+    }
+
+    fn settings(max: u64) -> LocationSettings {
+        LocationSettings {
+            client_max_body_size: max,
+            client_body_timeout: Duration::from_secs(5),
+            ..LocationSettings::default()
+        }
+    }
+
+    #[test]
+    fn a_sized_body_is_read_exactly_and_pipelined_bytes_stay() {
+        on_both(|| async {
+            let (mut ours, mut client) = pair().await;
+            let first = b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\n0123";
+            let (h, n) = head(first);
+            // The rest of the body and the next request arrive after the head.
+            client
+                .write_all(b"456789GET /next HTTP/1.1\r\n\r\n")
+                .unwrap();
+            let (r, buf) = read(&mut ours, first.to_vec(), &h, n, &settings(0)).await;
+            let Ok((body, consumed)) = r else {
+                panic!("body not read")
+            };
+            assert_eq!(body, b"0123456789");
+            assert_eq!(
+                consumed,
+                first.len(),
+                "the bytes read with the head, all body"
+            );
+            assert_eq!(
+                buf, first,
+                "the connection buffer is not grown for the body"
+            );
+            // The next request is still in the socket, unread.
+            let (r, next) =
+                crate::io::read_more(&mut ours, Vec::new(), 64, Duration::from_secs(5)).await;
+            assert!(matches!(r, Ok(n) if n > 0));
+            assert_eq!(next, b"GET /next HTTP/1.1\r\n\r\n");
+        });
+    }
+
+    #[test]
+    fn expect_100_continue_is_answered_when_the_body_is_wanted() {
+        on_both(|| async {
+            let (mut ours, mut client) = pair().await;
+            let bytes =
+                b"PUT / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n";
+            let (h, n) = head(bytes);
+            let mut answer = [0u8; 25];
+            let reader = std::thread::spawn(move || {
+                client.read_exact(&mut answer).unwrap();
+                client.write_all(b"ok").unwrap();
+                (answer, client)
+            });
+            let (r, _) = read(&mut ours, bytes.to_vec(), &h, n, &settings(0)).await;
+            let (answer, _client) = reader.join().unwrap();
+            assert_eq!(&answer, b"HTTP/1.1 100 Continue\r\n\r\n");
+            assert!(matches!(r, Ok((ref b, _)) if b == b"ok"));
+        });
+    }
+
+    #[test]
+    fn limits_and_bad_chunks_are_refused() {
+        on_both(|| async {
+            let (mut ours, _client) = pair().await;
+            let bytes = b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 2000\r\n\r\n";
+            let (h, n) = head(bytes);
+            let (r, _) = read(&mut ours, bytes.to_vec(), &h, n, &settings(1024)).await;
+            assert!(matches!(r, Err(BodyError::Reject(413))));
+            let bytes = b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n";
+            let (h, n) = head(bytes);
+            let (r, _) = read(&mut ours, bytes.to_vec(), &h, n, &settings(0)).await;
+            assert!(matches!(r, Ok((ref b, c)) if b == b"hello" && c == bytes.len()));
+            let bytes = b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n";
+            let (h, n) = head(bytes);
+            let (r, _) = read(&mut ours, bytes.to_vec(), &h, n, &settings(0)).await;
+            assert!(matches!(r, Err(BodyError::Reject(400))));
+        });
+    }
+
+    #[test]
+    fn a_huge_declared_length_is_not_an_allocation() {
+        on_both(|| async {
+            let (mut ours, mut client) = pair().await;
+            let bytes = b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1000000000000\r\n\r\n";
+            let (h, n) = head(bytes);
+            client.write_all(b"only this").unwrap();
+            drop(client);
+            let (r, _) = read(&mut ours, bytes.to_vec(), &h, n, &settings(0)).await;
+            assert!(matches!(r, Err(BodyError::Closed)));
+        });
+    }
+}

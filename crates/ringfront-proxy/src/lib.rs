@@ -26,6 +26,8 @@ mod runtime;
 mod session;
 pub mod snapshot;
 pub mod status;
+#[cfg(test)]
+mod testutil;
 mod upstream;
 mod upstream_request;
 mod vars;

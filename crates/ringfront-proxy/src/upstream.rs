@@ -132,3 +132,115 @@ pub async fn read_head(
     });
     (r, rbuf)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+    use std::rc::Rc;
+
+    use super::*;
+    use crate::testutil::on_both;
+    use crate::upstream_request::{Outbound, Request};
+
+    fn target(addr: SocketAddr) -> Target {
+        Target {
+            addr,
+            peer: 0,
+            connect_timeout: Duration::from_secs(5),
+        }
+    }
+
+    #[test]
+    fn a_refused_connect_is_a_typed_connect_failure() {
+        on_both(|| async {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let addr = l.local_addr().unwrap();
+            drop(l);
+            let pool = RefCell::new(Pool::new(1));
+            let Err(f) = connect(&pool, &target(addr)).await else {
+                panic!("connected to a closed port")
+            };
+            assert_eq!(f, Failure::new(Phase::Connect, Cause::Os(111)));
+            assert_eq!(f.kind(), ringfront_upstream::FailKind::Refused);
+        });
+    }
+
+    /// A backend that accepts one connection and then does `then` with it.
+    fn backend(then: impl FnOnce(std::net::TcpStream) + Send + 'static) -> SocketAddr {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        std::thread::spawn(move || {
+            if let Ok((s, _)) = l.accept() {
+                then(s);
+            }
+        });
+        addr
+    }
+
+    async fn head_failure(addr: SocketAddr, limit: Duration) -> Failure {
+        let pool = RefCell::new(Pool::new(1));
+        let mut conn = connect(&pool, &target(addr)).await.unwrap();
+        assert!(!conn.reused);
+        match read_head(&mut conn, Vec::new(), limit).await.0 {
+            Err(f) => f,
+            Ok(h) => panic!("a head with status {}", h.status),
+        }
+    }
+
+    #[test]
+    fn head_failures_carry_their_cause() {
+        on_both(|| async {
+            let closed = backend(drop);
+            let f = head_failure(closed, Duration::from_secs(5)).await;
+            assert_eq!(f, Failure::new(Phase::ReadHead, Cause::Closed));
+            let garbage = backend(|mut s| {
+                let _ = s.write_all(b"SSH-2.0-OpenSSH\r\n\r\n");
+                std::thread::sleep(Duration::from_millis(200));
+            });
+            let f = head_failure(garbage, Duration::from_secs(5)).await;
+            assert_eq!(f.cause, Cause::NoValidHeader);
+            let (tx, rx) = std::sync::mpsc::channel::<()>();
+            let silent = backend(move |_s| {
+                let _ = rx.recv();
+            });
+            let f = head_failure(silent, Duration::from_millis(50)).await;
+            assert_eq!(f, Failure::new(Phase::ReadHead, Cause::TimedOut));
+            assert_eq!(f.status(), 504);
+            drop(tx);
+        });
+    }
+
+    /// A request larger than the socket buffers goes out in several writes; every byte
+    /// arrives once, in order.
+    #[test]
+    fn a_large_request_survives_short_writes() {
+        on_both(|| async {
+            let body: Vec<u8> = (0..8 << 20).map(|i: u32| (i % 251) as u8).collect();
+            let head = b"POST / HTTP/1.1\r\nHost: b\r\nContent-Length: 8388608\r\n\r\n".to_vec();
+            let want = [&head[..], &body[..]].concat();
+            let (tx, rx) = std::sync::mpsc::channel();
+            let total = want.len();
+            let addr = backend(move |mut s| {
+                let mut got = vec![0u8; total];
+                let mut n = 0;
+                while n < got.len() {
+                    match s.read(&mut got[n..]) {
+                        Ok(0) | Err(_) => break,
+                        Ok(k) => n += k,
+                    }
+                }
+                got.truncate(n);
+                let _ = tx.send(got);
+            });
+            let pool = RefCell::new(Pool::new(1));
+            let mut conn = connect(&pool, &target(addr)).await.unwrap();
+            let req = Request(Rc::new(Outbound::for_test(head, body)));
+            send(&mut conn, &req, Duration::from_secs(10))
+                .await
+                .unwrap();
+            let got = rx.recv().unwrap();
+            assert_eq!(got.len(), want.len());
+            assert!(got == want, "bytes differ");
+        });
+    }
+}

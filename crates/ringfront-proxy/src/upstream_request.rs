@@ -79,6 +79,12 @@ impl Outbound {
         }
     }
 
+    /// A request of these bytes (the URI range empty).
+    #[cfg(test)]
+    pub fn for_test(head: Vec<u8>, body: Vec<u8>) -> Self {
+        Outbound::new(head, body, 0..0)
+    }
+
     /// The URI sent (for log lines).
     pub fn uri(&self) -> std::borrow::Cow<'_, str> {
         String::from_utf8_lossy(self.head.get(self.uri.clone()).unwrap_or_default())

@@ -9,27 +9,9 @@ use monoio::net::TcpStream;
 
 use super::*;
 use crate::clock::now_ms;
+use crate::testutil::on_both;
 
 const MINUTE: Duration = Duration::from_secs(60);
-
-/// Runs `f` on an epoll runtime and, where the kernel has it, an io_uring one.
-fn on_both<F, Fut>(f: F)
-where
-    F: Fn() -> Fut,
-    Fut: std::future::Future<Output = ()>,
-{
-    monoio::RuntimeBuilder::<monoio::LegacyDriver>::new()
-        .enable_timer()
-        .build()
-        .expect("epoll runtime")
-        .block_on(f());
-    if let Ok(mut rt) = monoio::RuntimeBuilder::<monoio::IoUringDriver>::new()
-        .enable_timer()
-        .build()
-    {
-        rt.block_on(f());
-    }
-}
 
 /// One connection: the pool's end and the backend's (non-blocking, to look without waiting).
 async fn pair(l: &TcpListener) -> (TcpStream, std::net::TcpStream) {
