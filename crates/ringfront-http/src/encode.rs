@@ -71,18 +71,11 @@ impl<'a> HeadWriter<'a> {
     }
 
     pub fn header_num(&mut self, name: &[u8], n: u64) -> &mut Self {
-        let mut digits = [0u8; 20];
-        let mut i = digits.len();
-        let mut n = n;
-        loop {
-            i -= 1;
-            digits[i] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
-        self.header(name, &digits[i..])
+        self.out.extend_from_slice(name);
+        self.out.extend_from_slice(b": ");
+        push_decimal(self.out, n);
+        self.out.extend_from_slice(b"\r\n");
+        self
     }
 
     /// A header whose value `value` appends; left out entirely when the value is empty
@@ -107,6 +100,22 @@ impl<'a> HeadWriter<'a> {
         self.out.extend_from_slice(b"\r\n");
         self.out.len()
     }
+}
+
+/// Appends `n` in decimal (no allocation, no formatting machinery).
+pub fn push_decimal(out: &mut Vec<u8>, n: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    let mut n = n;
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
 }
 
 #[cfg(test)]

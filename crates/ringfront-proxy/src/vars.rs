@@ -82,18 +82,7 @@ fn push_secs(out: &mut Vec<u8>, d: Duration) {
 }
 
 fn push_num(out: &mut Vec<u8>, n: u64) {
-    let mut tmp = [0u8; 20];
-    let mut i = tmp.len();
-    let mut n = n;
-    loop {
-        i -= 1;
-        tmp[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&tmp[i..]);
+    ringfront_http::push_decimal(out, n);
 }
 
 fn push_tries(out: &mut Vec<u8>, tries: &[TryRecord], f: impl Fn(&mut Vec<u8>, &TryRecord)) {
