@@ -5,6 +5,7 @@ use httparse::Status;
 
 use crate::fields::{trim_ows, ConnectionTokens};
 use crate::framing::{is_exactly_chunked, BodyFraming, ContentLength, LengthError};
+use crate::host::{is_valid_host, target_form, TargetForm};
 use crate::span::{find, push_headers, Header, Span};
 
 /// Header fields accepted in one request head; one more is [`RequestError::TooManyHeaders`].
@@ -26,6 +27,9 @@ pub enum RequestError {
     /// 400 (as nginx): more than [`MAX_HEADERS`] header fields.
     #[error("too many header fields")]
     TooManyHeaders,
+    /// 405 (as nginx): `TRACE` and `CONNECT`.
+    #[error("method not allowed")]
+    MethodNotAllowed,
 }
 
 impl RequestError {
@@ -35,6 +39,7 @@ impl RequestError {
             RequestError::BadRequest(_) | RequestError::TooManyHeaders => 400,
             RequestError::VersionNotSupported => 505,
             RequestError::NotImplemented(_) => 501,
+            RequestError::MethodNotAllowed => 405,
         }
     }
 }
@@ -137,6 +142,8 @@ impl RequestHead {
 
     fn interpret_headers(&mut self, buf: &[u8]) -> Result<(), RequestError> {
         use RequestError::{BadRequest, NotImplemented};
+        // nginx's request-line parser refuses `*`, authority-form and bad authorities.
+        let form = target_form(self.target.get(buf)).ok_or(BadRequest("invalid request target"))?;
         let mut length = ContentLength::default();
         let mut transfer_encoding: Option<&[u8]> = None;
         let mut connection = ConnectionTokens::default();
@@ -187,10 +194,7 @@ impl RequestHead {
         }
         // RFC 9112 3.2.2: with an absolute-form target the Host header is ignored and the
         // target's authority is the host (nginx does the same for `$host` and routing).
-        if let Some(authority) = absolute_form_authority(self.target.get(buf)) {
-            if authority.contains(&b'@') || !is_valid_host(authority) {
-                return Err(BadRequest("invalid host in request target"));
-            }
+        if let TargetForm::Absolute { authority, .. } = form {
             self.host = Span::within(buf, authority);
         }
         self.framing = match (transfer_encoding, length.0) {
@@ -215,6 +219,10 @@ impl RequestHead {
         };
         self.expect_continue = http11 && expect_continue;
         self.upgrade = upgrade_header && connection.upgrade;
+        // nginx refuses these after reading the head ("client sent TRACE method").
+        if matches!(self.method.get(buf), b"TRACE" | b"CONNECT") {
+            return Err(RequestError::MethodNotAllowed);
+        }
         Ok(())
     }
 }
@@ -233,32 +241,6 @@ fn has_tab_around(buf: &[u8], h: &Header) -> bool {
         .position(|b| *b == b'\r' || *b == b'\n')
         .map_or(after, |i| after.get(..i).unwrap_or_default());
     before.contains(&b'\t') || line_rest.contains(&b'\t')
-}
-
-/// The authority of an `http://` or `https://` absolute-form target (scheme
-/// case-insensitive), up to the first `/`, `?` or `#`.
-fn absolute_form_authority(target: &[u8]) -> Option<&[u8]> {
-    let rest = [&b"http://"[..], b"https://"].iter().find_map(|scheme| {
-        let head = target.get(..scheme.len())?;
-        head.eq_ignore_ascii_case(scheme)
-            .then(|| target.get(scheme.len()..))
-            .flatten()
-    })?;
-    let end = rest
-        .iter()
-        .position(|b| matches!(b, b'/' | b'?' | b'#'))
-        .unwrap_or(rest.len());
-    rest.get(..end)
-}
-
-/// nginx's `ngx_http_validate_host` in spirit: a non-empty name with no path separators,
-/// no `..`, no whitespace or control bytes (the value is used for routing and logging).
-fn is_valid_host(host: &[u8]) -> bool {
-    !host.is_empty()
-        && !host.windows(2).any(|w| w == b"..")
-        && host
-            .iter()
-            .all(|&b| b > b' ' && b != 0x7f && b != b'/' && b != b'\\')
 }
 
 fn parse_error(buf: &[u8], e: httparse::Error) -> RequestError {

@@ -37,7 +37,9 @@ fn too_large(s: &LocationSettings, n: u64) -> bool {
     s.client_max_body_size != 0 && n > s.client_max_body_size
 }
 
-/// Reads the body of `head` (whose head ends at `head_len` in `buf`).
+/// Reads the body of `head` (whose head ends at `head_len` in `buf`). Like nginx, an
+/// HTTP/1.1 request with `Expect: 100-continue` gets the interim answer whenever its body
+/// is wanted — even when it is empty or already here — unless it is refused as too large.
 pub async fn read(
     stream: &mut TcpStream,
     buf: Vec<u8>,
@@ -45,18 +47,25 @@ pub async fn read(
     head_len: usize,
     s: &LocationSettings,
 ) -> (BodyRead, Vec<u8>) {
+    let size = match head.framing {
+        BodyFraming::Length(n) if too_large(s, n) => return (Err(BodyError::Reject(413)), buf),
+        BodyFraming::Length(n) => match usize::try_from(n) {
+            Ok(n) => Some(n),
+            Err(_) => return (Err(BodyError::Reject(413)), buf),
+        },
+        _ => None,
+    };
+    if head.expect_continue {
+        if let Err(e) = continue_100(stream, s).await {
+            return (Err(e), buf);
+        }
+    }
     match head.framing {
-        BodyFraming::Length(n) => {
-            if too_large(s, n) {
-                return (Err(BodyError::Reject(413)), buf);
-            }
-            let Ok(n) = usize::try_from(n) else {
-                return (Err(BodyError::Reject(413)), buf);
-            };
-            let r = sized(stream, &buf, head, head_len, n, s).await;
+        BodyFraming::Length(_) => {
+            let r = sized(stream, &buf, head_len, size.unwrap_or(0), s).await;
             (r, buf)
         }
-        BodyFraming::Chunked => chunked(stream, buf, head, head_len, s).await,
+        BodyFraming::Chunked => chunked(stream, buf, head_len, s).await,
         _ => (Ok((Vec::new(), head_len)), buf),
     }
 }
@@ -66,7 +75,6 @@ pub async fn read(
 async fn sized(
     stream: &mut TcpStream,
     buf: &[u8],
-    head: &RequestHead,
     head_len: usize,
     n: usize,
     s: &LocationSettings,
@@ -76,9 +84,6 @@ async fn sized(
     // Grown as bytes arrive: a declared length is not an allocation the client can demand.
     let mut body = Vec::with_capacity(n.min(READ_STEP));
     body.extend_from_slice(&pre[..taken]);
-    if body.len() < n && head.expect_continue {
-        continue_100(stream, s).await?;
-    }
     while body.len() < n {
         let (r, b) = read_upto(stream, body, n, s.client_body_timeout).await;
         body = b;
@@ -112,18 +117,12 @@ async fn read_upto(
 async fn chunked(
     stream: &mut TcpStream,
     mut buf: Vec<u8>,
-    head: &RequestHead,
     head_len: usize,
     s: &LocationSettings,
 ) -> (BodyRead, Vec<u8>) {
     let mut dec = ChunkedDecoder::new();
     let mut decoded = Vec::new();
     let mut pos = head_len;
-    if buf.len() == head_len && head.expect_continue {
-        if let Err(e) = continue_100(stream, s).await {
-            return (Err(e), buf);
-        }
-    }
     loop {
         let progress = dec.decode(&buf[pos..], &mut decoded);
         if too_large(s, decoded.len() as u64) {

@@ -267,9 +267,15 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
             return None;
         }
     }
-    let (read, b) = read_body(&mut stream, buf, &head, head_len, s, &log).await;
-    buf = b;
-    let (body, consumed) = read?;
+    // A denied request's body is not wanted (nor its 100-continue); without framing it has
+    // none.
+    let (body, consumed) = if denied {
+        (Vec::new(), head_len)
+    } else {
+        let (read, b) = read_body(&mut stream, buf, &head, head_len, s, &log).await;
+        buf = b;
+        read?
+    };
     let path = request_path(&buf, &head);
     let req = Req {
         buf: &buf,

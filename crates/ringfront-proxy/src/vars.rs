@@ -41,37 +41,14 @@ fn path_and_args(target: &[u8]) -> (&[u8], Option<&[u8]>) {
 
 /// The origin-form path of a target: absolute-form `http://host/p` gives `/p`.
 pub fn origin_path(target: &[u8]) -> &[u8] {
-    if target.first() == Some(&b'/') {
-        return target;
-    }
-    let lower_starts =
-        |p: &[u8]| target.len() >= p.len() && target[..p.len()].eq_ignore_ascii_case(p);
-    for scheme in [&b"http://"[..], b"https://"] {
-        if lower_starts(scheme) {
-            let rest = &target[scheme.len()..];
-            return match rest.iter().position(|&b| b == b'/' || b == b'?') {
-                Some(i) if rest[i] == b'/' => &rest[i..],
-                _ => b"/",
-            };
-        }
-    }
-    target
+    ringfront_http::origin_path(target)
 }
 
-/// `$host`: the Host header without port, lower-cased (nginx falls back to the server name).
+/// `$host`: the Host name as nginx validates it (no port, no trailing dot; lower-cased by
+/// the caller; nginx falls back to the server name).
 pub fn host<'a>(buf: &'a [u8], head: &RequestHead) -> &'a [u8] {
-    let Some(h) = head.host else { return b"" };
-    let h = h.get(buf);
-    if h.first() == Some(&b'[') {
-        return match h.iter().position(|&b| b == b']') {
-            Some(i) => &h[..=i],
-            None => h,
-        };
-    }
-    match h.iter().rposition(|&b| b == b':') {
-        Some(i) => &h[..i],
-        None => h,
-    }
+    head.host
+        .map_or(b"", |h| ringfront_http::host_name(h.get(buf)))
 }
 
 fn push_secs(out: &mut Vec<u8>, d: Duration) {

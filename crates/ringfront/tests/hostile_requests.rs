@@ -145,6 +145,26 @@ fn cases() -> Vec<Case> {
         Case { name: "Host with ..", bytes: req("GET / HTTP/1.1\r\nHost: a..b\r\n\r\n"), rf: bad, nginx: bad },
         Case { name: "absolute-form target", bytes: req("GET http://abs.example:8080/abs?q=1 HTTP/1.1\r\nHost: other\r\n\r\n"), rf: ok, nginx: ok },
         Case { name: "absolute-form without Host on 1.1", bytes: req("GET http://abs.example/abs HTTP/1.1\r\n\r\n"), rf: bad, nginx: bad },
+        // --- request-line targets and hosts nginx's parser refuses; methods it refuses ---
+        Case { name: "absolute-form host .", bytes: req(&format!("GET http://./ HTTP/1.1\r\n{H}\r\n")), rf: bad, nginx: bad },
+        Case { name: "absolute-form [v6 unclosed", bytes: req(&format!("GET http://[v6/ HTTP/1.1\r\n{H}\r\n")), rf: bad, nginx: bad },
+        Case { name: "absolute-form host:1:2", bytes: req(&format!("GET http://host:1:2/ HTTP/1.1\r\n{H}\r\n")), rf: bad, nginx: bad },
+        Case { name: "absolute-form port 8x", bytes: req(&format!("GET http://a:8x/ HTTP/1.1\r\n{H}\r\n")), rf: bad, nginx: bad },
+        Case { name: "absolute-form other scheme", bytes: req(&format!("GET ftp://h/ok HTTP/1.1\r\n{H}\r\n")), rf: ok, nginx: ok },
+        Case { name: "asterisk target", bytes: req(&format!("OPTIONS * HTTP/1.1\r\n{H}\r\n")), rf: bad, nginx: bad },
+        Case { name: "relative target", bytes: req(&format!("GET foo HTTP/1.1\r\n{H}\r\n")), rf: bad, nginx: bad },
+        // --- 100-continue: nginx sends it whenever the body is wanted, empty or here already ---
+        Case { name: "Expect with Content-Length 0", bytes: req(&format!("POST /ok HTTP/1.1\r\n{H}Expect: 100-continue\r\nContent-Length: 0\r\n\r\n")), rf: ok, nginx: ok },
+        Case { name: "Expect on a GET", bytes: req(&format!("GET /ok HTTP/1.1\r\n{H}Expect: 100-continue\r\n\r\n")), rf: ok, nginx: ok },
+        Case { name: "Expect with the body sent", bytes: req(&format!("POST /ok HTTP/1.1\r\n{H}Expect: 100-continue\r\nContent-Length: 2\r\n\r\nhi")), rf: ok, nginx: ok },
+        Case { name: "Expect in HTTP/1.0", bytes: req("POST /ok HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 0\r\n\r\n"), rf: ok, nginx: ok },
+        Case { name: "Host trailing dot and port", bytes: req("GET /ok HTTP/1.1\r\nHost: Example.COM.:8080\r\n\r\n"), rf: ok, nginx: ok },
+        Case { name: "absolute-form trailing dot", bytes: req("GET HTTP://Abs.Example./ok HTTP/1.1\r\nHost: h\r\n\r\n"), rf: ok, nginx: ok },
+        Case { name: "Host .", bytes: req("GET / HTTP/1.1\r\nHost: .\r\n\r\n"), rf: bad, nginx: bad },
+        Case { name: "Host .:80", bytes: req("GET / HTTP/1.1\r\nHost: .:80\r\n\r\n"), rf: bad, nginx: bad },
+        Case { name: "TRACE", bytes: req(&format!("TRACE / HTTP/1.1\r\n{H}\r\n")), rf: (Some(405), 0), nginx: (Some(405), 0) },
+        Case { name: "CONNECT origin-form", bytes: req(&format!("CONNECT / HTTP/1.1\r\n{H}\r\n")), rf: (Some(405), 0), nginx: (Some(405), 0) },
+        Case { name: "CONNECT authority-form", bytes: req("CONNECT h:443 HTTP/1.1\r\nHost: h:443\r\n\r\n"), rf: bad, nginx: bad },
         // --- limits ---
         Case { name: "101 header fields", bytes: req(&format!("GET /ok HTTP/1.1\r\n{H}{}\r\n", (0..100).map(|i| format!("X-{i}: v\r\n")).collect::<String>())), rf: bad, nginx: ok },
         Case { name: "request line over 8k", bytes: req(&format!("GET /{} HTTP/1.1\r\n{H}\r\n", "a".repeat(9000))), rf: (Some(414), 0), nginx: (Some(414), 0) },
@@ -295,6 +315,40 @@ fn hostile_requests_differential() {
             abs.header("x-host"),
             n_abs.header("x-host")
         ));
+    }
+    // The interim 100 Continue (the response parser skips 1xx): both send it, or neither.
+    for (name, want) in [
+        ("Expect with Content-Length 0", true),
+        ("Expect on a GET", true),
+        ("Expect with the body sent", true),
+        ("Expect in HTTP/1.0", false),
+    ] {
+        let i = by_name(name);
+        let interim = |o: &Obs| o.out.raw.starts_with(b"HTTP/1.1 100 Continue\r\n\r\n");
+        if interim(&r_obs[i]) != want || interim(&n_obs[i]) != want {
+            failures.push(format!(
+                "{name}: 100 Continue from ringfront {}, nginx {}, want {want}",
+                interim(&r_obs[i]),
+                interim(&n_obs[i])
+            ));
+        }
+    }
+    // `$host` as nginx's validate_host leaves it: no port, no trailing dot, lower case.
+    for name in [
+        "Host trailing dot and port",
+        "absolute-form trailing dot",
+        "absolute-form other scheme",
+    ] {
+        let (r, n) = (&r_obs[by_name(name)].reqs[0], &n_obs[by_name(name)].reqs[0]);
+        if r.header("x-host") != n.header("x-host") || r.target != n.target {
+            failures.push(format!(
+                "{name}: ringfront {} {:?}, nginx {} {:?}",
+                r.target,
+                r.header("x-host"),
+                n.target,
+                n.header("x-host")
+            ));
+        }
     }
     let hidden = &r_obs[by_name("request hidden in CL body")].reqs[0];
     if !hidden.body.starts_with(b"GET /smuggled") {
