@@ -124,7 +124,15 @@ impl Relay<'_> {
         }
         end.client_ok = true;
         if upgrade {
-            tunnel(client, upstream, s.proxy_read_timeout, s.send_timeout).await;
+            let early = req.pipelined.to_vec();
+            tunnel(
+                client,
+                upstream,
+                early,
+                s.proxy_read_timeout,
+                s.send_timeout,
+            )
+            .await;
             end.complete = true;
             return self.done(end, head_bytes, None, None, [rbuf, out]);
         }
@@ -353,13 +361,19 @@ async fn pump<R: AsyncReadRent, W: AsyncWriteRent>(
     let _ = w.shutdown().await;
 }
 
-/// Copies bytes both ways until both sides are done (proxy_read_timeout is the idle limit).
+/// Copies bytes both ways until both sides are done (proxy_read_timeout is the idle limit),
+/// starting with the bytes the client sent right behind its upgrade request (nginx sends
+/// its preread bytes upstream too).
 async fn tunnel(
     client: TcpStream,
-    upstream: TcpStream,
+    mut upstream: TcpStream,
+    early: Vec<u8>,
     idle: std::time::Duration,
     send: std::time::Duration,
 ) {
+    if write_all(&mut upstream, early, send).await.0.is_err() {
+        return;
+    }
     let (mut cr, mut cw) = client.into_split();
     let (mut ur, mut uw) = upstream.into_split();
     monoio::join!(

@@ -48,6 +48,9 @@ pub struct Req<'a> {
     pub keep_alive: bool,
     /// HEAD: answers carry no body.
     pub head_only: bool,
+    /// Bytes the client sent after this request (pipelined); an upgrade tunnel starts with
+    /// them.
+    pub pipelined: &'a [u8],
 }
 
 impl Req<'_> {

@@ -289,6 +289,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         path: &path,
         keep_alive,
         head_only: head.is_head(&buf),
+        pipelined: buf.get(consumed..).unwrap_or_default(),
     };
     let cx = Cx {
         w,

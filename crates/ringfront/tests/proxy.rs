@@ -3,7 +3,7 @@
 
 mod common;
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::time::Duration;
 
 use common::{addr, port, proxy_config, served_by};
@@ -194,6 +194,38 @@ fn websocket_upgrade_is_tunnelled_both_ways() {
         .unwrap();
     c.stream().read_exact(&mut buf).unwrap();
     assert_eq!(&buf, b"frame-1");
+}
+
+/// Bytes the client sends right behind its upgrade request, in the same write, reach the
+/// upstream through the tunnel (as nginx sends its preread bytes).
+#[test]
+fn bytes_pipelined_behind_an_upgrade_reach_the_tunnel() {
+    let be = Backend::start();
+    let p = port();
+    let _rf = Ringfront::start(&proxy_config(
+        p,
+        &[addr(&be)],
+        "",
+        "proxy_set_header Upgrade $http_upgrade; proxy_set_header Connection \"upgrade\";",
+    ));
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", p)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(
+        b"GET /ws HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\nearly-frame",
+    )
+    .unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !got.ends_with(b"early-frame") {
+        let n = s.read(&mut buf).unwrap();
+        assert!(n > 0, "closed; got {}", String::from_utf8_lossy(&got));
+        got.extend_from_slice(&buf[..n]);
+    }
+    assert!(
+        got.starts_with(b"HTTP/1.1 101 "),
+        "{}",
+        String::from_utf8_lossy(&got)
+    );
 }
 
 #[test]
