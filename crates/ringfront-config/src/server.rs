@@ -127,8 +127,15 @@ pub(crate) fn server_block(
     for_each(d.children(), SERVER, |c| {
         match c.name.as_str() {
             "listen" => listens.extend(listen(c, env.host)?),
-            // nginx matches server names case-insensitively and stores them lower-cased.
-            "server_name" => names.extend(c.args.iter().map(|n| n.to_ascii_lowercase())),
+            // nginx matches server names case-insensitively and stores them lower-cased;
+            // a regex is kept as written (`\D` is not `\d`) and compiled case-insensitive.
+            "server_name" => names.extend(c.args.iter().map(|n| {
+                if n.starts_with('~') {
+                    n.clone()
+                } else {
+                    n.to_ascii_lowercase()
+                }
+            })),
             "location" => locations.push(location_block(c, None, env, formats)?),
             _ if apply(&mut settings, c, &scope)? => {}
             _ => return Err(unhandled(c)),

@@ -39,6 +39,11 @@ http {
         server_name \"~^api-(\\d+)\\.regex\\.test$\" ;
         location / { return 200 \"regex-server\"; }
     }
+    server {
+        listen 127.0.0.1:{PORT};
+        server_name \"~^(?P<sub>WWW\\D+)\\.Case\\.test$\";
+        location / { return 200 \"case-regex-server\"; }
+    }
 }
 ",
         &[("PORT", p.to_string())],
@@ -57,6 +62,11 @@ http {
     assert_eq!(by_host_once(p, "example.com"), "dot-server");
     assert_eq!(by_host_once(p, "www.example.com"), "dot-server");
     assert_eq!(by_host_once(p, "api-7.regex.test"), "regex-server");
+    // Regexes keep their case (`\D` stays "not a digit", named groups parse) and match
+    // case-insensitively, as nginx's.
+    assert_eq!(by_host_once(p, "www-abc.case.test"), "case-regex-server");
+    assert_eq!(by_host_once(p, "WWW-ABC.CASE.TEST"), "case-regex-server");
+    assert_eq!(by_host_once(p, "www7.case.test"), "root");
     let by_host = |c: &mut ringfront_testkit::Client, host: &str| {
         c.request("GET", "/", &[("Host", host)], b"").text()
     };
