@@ -471,6 +471,15 @@ pub(crate) fn check_status(d: &Directive) -> Result<StatusFormat, ConfigError> {
 }
 
 /// `api [write=on|off]`: only the read-only API exists.
+/// `stub_status [on]`: nginx 1.22 still accepts the old `on` argument (and nothing else).
+pub(crate) fn stub_status(d: &Directive) -> Result<(), ConfigError> {
+    match d.args.first().map(String::as_str) {
+        None => Ok(()),
+        Some(a) if a.eq_ignore_ascii_case("on") => Ok(()),
+        Some(other) => Err(err(d, format!("invalid parameter \"{other}\""))),
+    }
+}
+
 pub(crate) fn api(d: &Directive) -> Result<(), ConfigError> {
     match d.args.first().map(String::as_str) {
         None | Some("write=off") => Ok(()),

@@ -5,7 +5,7 @@ use crate::build::Env;
 use crate::directives::{for_each, unhandled, LOCATION};
 use crate::error::ConfigError;
 use crate::handlers::{apply, Scope};
-use crate::health::{api, check_status, health_check, HealthCheckRaw};
+use crate::health::{api, check_status, health_check, stub_status, HealthCheckRaw};
 use crate::model::{LocationMatch, LogFormat, Origin, StatusFormat};
 use crate::settings::Level;
 use crate::tree::Directive;
@@ -29,6 +29,7 @@ pub(crate) struct OwnRaw {
     pub health_checks: Vec<HealthCheckRaw>,
     pub check_status: Option<(StatusFormat, Origin)>,
     pub api: Option<Origin>,
+    pub stub_status: Option<Origin>,
 }
 
 impl OwnRaw {
@@ -44,6 +45,10 @@ impl OwnRaw {
             "api" => {
                 api(d)?;
                 set_once(&mut self.api, d.origin.clone(), d)?;
+            }
+            "stub_status" => {
+                stub_status(d)?;
+                set_once(&mut self.stub_status, d.origin.clone(), d)?;
             }
             _ => return Ok(false),
         }

@@ -541,4 +541,6 @@ pub struct LocationSettings {
     pub check_status: Option<StatusFormat>,
     /// `api;` in this location (not inherited): the read-only nginx-Plus-style JSON API.
     pub api: bool,
+    /// `stub_status;` in this location (not inherited): nginx's basic status page.
+    pub stub_status: bool,
 }

@@ -124,6 +124,7 @@ impl Targets<'_> {
         self.attach_checks(&loc.own, &settings)?;
         settings.check_status = loc.own.check_status.as_ref().map(|(f, _)| *f);
         settings.api = loc.own.api.is_some();
+        settings.stub_status = loc.own.stub_status.is_some();
         Ok(Location {
             matcher: loc.matcher.clone(),
             settings,
@@ -208,6 +209,7 @@ fn check_handlers(loc: &LocRaw) -> Result<(), ConfigError> {
     let pages = [
         ("check_status", own.check_status.as_ref().map(|(_, o)| o)),
         ("api", own.api.as_ref()),
+        ("stub_status", own.stub_status.as_ref()),
     ];
     for (page, origin) in pages {
         let Some(origin) = origin else { continue };
@@ -215,8 +217,10 @@ fn check_handlers(loc: &LocRaw) -> Result<(), ConfigError> {
             "proxy_pass"
         } else if loc.settings.return_.is_some() {
             "return"
-        } else if page == "api" && own.check_status.is_some() {
+        } else if page != "check_status" && own.check_status.is_some() {
             "check_status"
+        } else if page == "stub_status" && own.api.is_some() {
+            "api"
         } else {
             continue;
         };

@@ -79,6 +79,7 @@ impl Default for LocationSettings {
             access_rules: Vec::new(),
             check_status: None,
             api: false,
+            stub_status: false,
         }
     }
 }
@@ -162,6 +163,7 @@ impl Level {
             access_rules: self.access_rules.unwrap_or(d.access_rules),
             check_status: None,
             api: false,
+            stub_status: false,
         }
     }
 }

@@ -185,6 +185,7 @@ pub(crate) static TABLE: &[Spec] = &[
     d("health_check", LOCATION, 0, MANY),
     d("check_status", LOCATION, 0, 1),
     d("api", LOCATION, 0, 1),
+    d("stub_status", LOCATION, 0, 1),
     // no-ops (NOOP_DIRECTIVES)
     noop("user", MAIN, 1, 2, Check::Any),
     noop("worker_rlimit_nofile", MAIN, 1, 1, Check::Number),

@@ -742,6 +742,20 @@ fn check_status_and_api_errors() {
         e("check_status;\napi;"),
         "\"api\" and \"check_status\" cannot be in the same location: only one of them can answer its requests in F:6"
     );
+    // stub_status: nginx's `on` argument or none.
+    assert_eq!(e("stub_status off;"), "invalid parameter \"off\" in F:5");
+    assert_eq!(
+        e("stub_status;\nstub_status;"),
+        "\"stub_status\" directive is duplicate in F:6"
+    );
+    assert_eq!(
+        e("stub_status;\nproxy_pass http://u;"),
+        "\"stub_status\" and \"proxy_pass\" cannot be in the same location: only one of them can answer its requests in F:5"
+    );
+    assert_eq!(
+        e("stub_status;\ncheck_status;"),
+        "\"stub_status\" and \"check_status\" cannot be in the same location: only one of them can answer its requests in F:5"
+    );
     assert_eq!(
         h("server {\n check_status;\n}"),
         "\"check_status\" directive is not allowed here in F:4"

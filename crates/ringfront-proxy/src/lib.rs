@@ -82,6 +82,12 @@ pub struct WorkerStats {
     pub connections: AtomicU64,
     /// Requests read, all connections together.
     pub requests: AtomicU64,
+    /// Connections accepted, and those of them served (`stub_status`'s accepts, handled).
+    pub accepted: AtomicU64,
+    pub handled: AtomicU64,
+    /// Requests in flight, and those of them still reading their head (`stub_status`).
+    pub busy: AtomicU64,
+    pub reading: AtomicU64,
 }
 
 /// State every worker shares.

@@ -118,3 +118,65 @@ pub fn ret(out: &mut Vec<u8>, cx: &Cx<'_>, ret: &ringfront_config::Return) -> Re
     };
     Reply::new(status, body_bytes, out.len() as u64, req.keep_alive)
 }
+
+/// `stub_status`: nginx's basic status page, from every worker's counters. Only GET and HEAD
+/// (405 otherwise, as nginx).
+pub fn stub_status(out: &mut Vec<u8>, cx: &Cx<'_>) -> Reply {
+    let req = cx.req;
+    if !matches!(req.head.method.get(req.buf), b"GET" | b"HEAD") {
+        let (status, n) = respond::error(out, Some(cx.loc), 405, req.keep_alive, req.head_only);
+        return Reply::new(status, n, out.len() as u64, req.keep_alive);
+    }
+    let body = stub_status_text(&cx.w.shared.workers);
+    let n = respond::build(
+        out,
+        200,
+        "text/plain",
+        &[],
+        body.as_bytes(),
+        req.keep_alive,
+        req.head_only,
+    );
+    Reply::new(200, n, out.len() as u64, req.keep_alive)
+}
+
+/// The page's text, byte for byte as nginx writes it (trailing spaces included).
+fn stub_status_text(workers: &[crate::WorkerStats]) -> String {
+    use std::sync::atomic::Ordering::Relaxed;
+    let sum = |f: fn(&crate::WorkerStats) -> u64| workers.iter().map(f).sum::<u64>();
+    let active = sum(|w| w.connections.load(Relaxed));
+    let reading = sum(|w| w.reading.load(Relaxed));
+    let busy = sum(|w| w.busy.load(Relaxed));
+    let writing = busy.saturating_sub(reading);
+    let waiting = active.saturating_sub(reading + writing);
+    format!(
+        "Active connections: {active} \nserver accepts handled requests\n {} {} {} \nReading: {reading} Writing: {writing} Waiting: {waiting} \n",
+        sum(|w| w.accepted.load(Relaxed)),
+        sum(|w| w.handled.load(Relaxed)),
+        sum(|w| w.requests.load(Relaxed)),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering::Relaxed;
+
+    use super::*;
+
+    #[test]
+    fn stub_status_reads_as_nginx() {
+        let w = [crate::WorkerStats::default(), crate::WorkerStats::default()];
+        for (s, (c, a, r, b, rd)) in w.iter().zip([(3, 10, 40, 2, 1), (2, 5, 7, 1, 0)]) {
+            s.connections.store(c, Relaxed);
+            s.accepted.store(a, Relaxed);
+            s.handled.store(a, Relaxed);
+            s.requests.store(r, Relaxed);
+            s.busy.store(b, Relaxed);
+            s.reading.store(rd, Relaxed);
+        }
+        assert_eq!(
+            stub_status_text(&w),
+            "Active connections: 5 \nserver accepts handled requests\n 15 15 47 \nReading: 1 Writing: 2 Waiting: 2 \n"
+        );
+    }
+}

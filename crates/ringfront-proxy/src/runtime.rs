@@ -47,6 +47,7 @@ async fn accept_loop(w: Rc<Worker>, listener: Rc<TcpListener>, ctl: Rc<AcceptCtl
         let handle = ctl.canceller.borrow().handle();
         match listener.cancelable_accept(handle).await {
             Ok((stream, _)) => {
+                w.conn_accepted();
                 let snap = w.snapshot();
                 // Full: make room by closing the oldest idle keepalive connection, as nginx
                 // does; refuse the newcomer only when every connection is busy.

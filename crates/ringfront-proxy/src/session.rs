@@ -24,21 +24,30 @@ use crate::vars;
 use crate::worker::Worker;
 use crate::{local, respond};
 
-struct Busy<'a>(&'a Worker);
+/// A request in flight, from its first byte to its last response byte; `reading` until its
+/// head is in (the counts `stub_status` shows).
+struct Busy<'a> {
+    w: &'a Worker,
+    reading: bool,
+}
 
 impl<'a> Busy<'a> {
     fn new(w: &'a Worker) -> Self {
-        w.busy.set(w.busy.get() + 1);
-        w.stats()
-            .requests
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Busy(w)
+        w.request_started();
+        Busy { w, reading: true }
+    }
+
+    fn head_read(&mut self) {
+        if std::mem::take(&mut self.reading) {
+            self.w.head_read();
+        }
     }
 }
 
 impl Drop for Busy<'_> {
     fn drop(&mut self) {
-        self.0.request_done();
+        self.head_read();
+        self.w.request_done();
     }
 }
 
@@ -240,7 +249,8 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         &mut busy,
     )
     .await?;
-    let _busy = busy.unwrap_or_else(|| Busy::new(w));
+    let mut _busy = busy.unwrap_or_else(|| Busy::new(w));
+    _busy.head_read();
     requests += 1;
     let start = Instant::now();
     let (server, loc) = route(&snap, candidates, &buf, &head)?;
@@ -479,10 +489,11 @@ async fn answer(
         // nginx's 444: close the connection without a response.
         w.give_buf(out);
         return (Reply::new(444, 0, 0, false), None);
-    } else if s.return_.is_some() || s.check_status.is_some() || s.api {
-        // Answered here: `return`, or the status page / API.
+    } else if s.return_.is_some() || s.check_status.is_some() || s.api || s.stub_status {
+        // Answered here: `return`, the status pages or the API.
         let reply = match &s.return_ {
             Some(ret) => local::ret(&mut out, cx, ret),
+            None if s.stub_status => local::stub_status(&mut out, cx),
             None => local::status(&mut out, cx),
         };
         let (r, o) = write_all(&mut stream, out, s.send_timeout).await;

@@ -54,6 +54,13 @@ pub struct Worker {
     pub sweep_parked: Cell<bool>,
 }
 
+/// Adds `by` to a counter only this worker writes (a load and a store, no locked
+/// read-modify-write).
+fn bump(c: &std::sync::atomic::AtomicU64, by: i64) {
+    let v = c.load(Ordering::Relaxed).saturating_add_signed(by);
+    c.store(v, Ordering::Relaxed);
+}
+
 /// The size of a request buffer, and how many spare ones a worker keeps (256 KiB at most).
 const BUF_SIZE: usize = 4096;
 const SPARE_BUFS: usize = 64;
@@ -121,6 +128,10 @@ impl Worker {
         static NONE: crate::WorkerStats = crate::WorkerStats {
             connections: std::sync::atomic::AtomicU64::new(0),
             requests: std::sync::atomic::AtomicU64::new(0),
+            accepted: std::sync::atomic::AtomicU64::new(0),
+            handled: std::sync::atomic::AtomicU64::new(0),
+            busy: std::sync::atomic::AtomicU64::new(0),
+            reading: std::sync::atomic::AtomicU64::new(0),
         };
         self.shared.workers.get(self.index).unwrap_or(&NONE)
     }
@@ -132,8 +143,28 @@ impl Worker {
     }
 
     pub fn conn_opened(&self) {
-        let c = &self.stats().connections;
-        c.store(c.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        let s = self.stats();
+        bump(&s.connections, 1);
+        bump(&s.handled, 1);
+    }
+
+    /// A connection was accepted (served or not: `stub_status`'s accepts).
+    pub fn conn_accepted(&self) {
+        bump(&self.stats().accepted, 1);
+    }
+
+    /// A request's first byte arrived: it is busy, reading its head.
+    pub fn request_started(&self) {
+        self.busy.set(self.busy.get() + 1);
+        let s = self.stats();
+        s.requests.fetch_add(1, Ordering::Relaxed);
+        s.busy.store(self.busy.get() as u64, Ordering::Relaxed);
+        bump(&s.reading, 1);
+    }
+
+    /// The request's head is in: it is no longer reading.
+    pub fn head_read(&self) {
+        bump(&self.stats().reading, -1);
     }
 
     pub fn conn_closed(&self) {
@@ -150,6 +181,7 @@ impl Worker {
     pub fn request_done(&self) {
         let n = self.busy.get() - 1;
         self.busy.set(n);
+        self.stats().busy.store(n as u64, Ordering::Relaxed);
         if n == 0 {
             self.poke();
         }
