@@ -78,6 +78,7 @@ pub(crate) fn apply(
             set_once(&mut level.keepalive_timeout, timeout, d)?;
         }
         "keepalive_requests" => set_once(&mut level.keepalive_requests, number(d, arg)?, d)?,
+        "keepalive_time" => set_once(&mut level.keepalive_time, msec(d, arg)?, d)?,
         "client_max_body_size" => set_once(&mut level.client_max_body_size, size(d, arg)?, d)?,
         "client_header_timeout" => set_once(&mut level.client_header_timeout, msec(d, arg)?, d)?,
         "client_body_timeout" => set_once(&mut level.client_body_timeout, msec(d, arg)?, d)?,

@@ -528,6 +528,8 @@ pub struct LocationSettings {
     pub access_log: Vec<AccessLog>,
     pub keepalive_timeout: Duration,
     pub keepalive_requests: u64,
+    /// `keepalive_time` (default 1h): no request starts on a client connection older than this.
+    pub keepalive_time: Duration,
     /// Bytes; 0 = unlimited. Default 1m.
     pub client_max_body_size: u64,
     pub client_header_timeout: Duration,

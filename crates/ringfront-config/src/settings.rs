@@ -40,6 +40,7 @@ pub(crate) struct Level {
     pub access_log: Option<Vec<AccessLog>>,
     pub keepalive_timeout: Option<Duration>,
     pub keepalive_requests: Option<u64>,
+    pub keepalive_time: Option<Duration>,
     pub client_max_body_size: Option<u64>,
     pub client_header_timeout: Option<Duration>,
     pub client_body_timeout: Option<Duration>,
@@ -71,6 +72,7 @@ impl Default for LocationSettings {
             access_log: Vec::new(),
             keepalive_timeout: Duration::from_secs(75),
             keepalive_requests: 1000,
+            keepalive_time: Duration::from_secs(3600),
             client_max_body_size: 1 << 20,
             client_header_timeout: MINUTE,
             client_body_timeout: MINUTE,
@@ -114,6 +116,7 @@ impl Level {
             access_log: pick(&self.access_log, &outer.access_log),
             keepalive_timeout: pick(&self.keepalive_timeout, &outer.keepalive_timeout),
             keepalive_requests: pick(&self.keepalive_requests, &outer.keepalive_requests),
+            keepalive_time: pick(&self.keepalive_time, &outer.keepalive_time),
             client_max_body_size: pick(&self.client_max_body_size, &outer.client_max_body_size),
             client_header_timeout: pick(&self.client_header_timeout, &outer.client_header_timeout),
             client_body_timeout: pick(&self.client_body_timeout, &outer.client_body_timeout),
@@ -151,6 +154,7 @@ impl Level {
             access_log: self.access_log.unwrap_or(d.access_log),
             keepalive_timeout: self.keepalive_timeout.unwrap_or(d.keepalive_timeout),
             keepalive_requests: self.keepalive_requests.unwrap_or(d.keepalive_requests),
+            keepalive_time: self.keepalive_time.unwrap_or(d.keepalive_time),
             client_max_body_size: self.client_max_body_size.unwrap_or(d.client_max_body_size),
             client_header_timeout: self
                 .client_header_timeout

@@ -173,6 +173,7 @@ pub(crate) static TABLE: &[Spec] = &[
     d("root", HSL, 1, 1),
     d("keepalive_timeout", HSL, 1, 2),
     d("keepalive_requests", HSL, 1, 1),
+    d("keepalive_time", HSL, 1, 1),
     d("client_max_body_size", HSL, 1, 1),
     d("client_header_timeout", HS, 1, 1),
     d("client_body_timeout", HSL, 1, 1),

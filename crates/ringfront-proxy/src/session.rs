@@ -101,6 +101,8 @@ pub struct Conn {
     stream: TcpStream,
     id: u64,
     requests: u64,
+    /// When it was accepted (`clock::now_ms`), for `keepalive_time`.
+    opened_ms: u64,
     /// Bytes of the next (pipelined) request already read; no allocation while idle.
     buf: Vec<u8>,
     idle: Rc<crate::idle::IdleSignal>,
@@ -133,6 +135,7 @@ impl Conn {
             stream,
             id,
             requests: 0,
+            opened_ms: crate::clock::now_ms(),
             buf: Vec::new(),
             idle: Rc::default(),
         })
@@ -221,6 +224,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         mut stream,
         id: conn_id,
         mut requests,
+        opened_ms,
         buf,
         idle,
     } = conn;
@@ -256,10 +260,8 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
     let (server, loc) = route(&snap, candidates, &buf, &head)?;
     let s = &loc.settings;
     let server_name = server.names.first().map(String::as_str).unwrap_or("");
-    let keep_alive = head.keep_alive
-        && !w.stopping()
-        && !s.keepalive_timeout.is_zero()
-        && requests < s.keepalive_requests;
+    let age_ms = crate::clock::now_ms().saturating_sub(opened_ms);
+    let keep_alive = head.keep_alive && !w.stopping() && keeps_alive(s, requests, age_ms);
     let log = |level, msg: std::fmt::Arguments<'_>, buf: &[u8]| {
         let ctx = log_context(buf, &head, client, server_name, None);
         w.log(&snap, level, conn_id, format_args!("{msg}{ctx}"));
@@ -320,6 +322,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         stream,
         id: conn_id,
         requests,
+        opened_ms,
         buf,
         idle,
     })
@@ -510,6 +513,15 @@ async fn answer(
     (reply, Some(stream))
 }
 
+/// nginx's `ngx_http_update_location_config`: a connection is kept after this response only
+/// with a `keepalive_timeout`, below `keepalive_requests` and within `keepalive_time` of its
+/// accept (`age_ms`).
+fn keeps_alive(s: &ringfront_config::LocationSettings, requests: u64, age_ms: u64) -> bool {
+    !s.keepalive_timeout.is_zero()
+        && requests < s.keepalive_requests
+        && u128::from(age_ms) <= s.keepalive_time.as_millis()
+}
+
 /// The path of the request target, without arguments (borrowed when it is valid UTF-8).
 fn request_path<'a>(buf: &'a [u8], head: &RequestHead) -> Cow<'a, str> {
     let p = vars::origin_path(head.target.get(buf));
@@ -523,6 +535,26 @@ mod tests {
 
     fn future_of<A, F: std::future::Future>(_: impl Fn(A) -> F) -> (usize, usize) {
         (std::mem::size_of::<F>(), std::mem::align_of::<F>())
+    }
+
+    #[test]
+    fn keepalive_limits_with_injected_age() {
+        let s = ringfront_config::LocationSettings {
+            keepalive_requests: 3,
+            keepalive_time: std::time::Duration::from_secs(2),
+            ..Default::default()
+        };
+        assert!(keeps_alive(&s, 1, 0));
+        assert!(keeps_alive(&s, 2, 2_000));
+        assert!(!keeps_alive(&s, 2, 2_001), "past keepalive_time");
+        assert!(!keeps_alive(&s, 3, 0), "keepalive_requests reached");
+        let off = ringfront_config::LocationSettings {
+            keepalive_timeout: std::time::Duration::ZERO,
+            ..s
+        };
+        assert!(!keeps_alive(&off, 1, 0), "keepalive_timeout 0");
+        let d = ringfront_config::LocationSettings::default();
+        assert_eq!(d.keepalive_time, std::time::Duration::from_secs(3600));
     }
 
     /// An idle keepalive connection is its task: keep the outer future small (it was
