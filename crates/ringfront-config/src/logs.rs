@@ -71,8 +71,11 @@ pub(crate) fn access_log(
     if !scope.formats.iter().any(|f| f.name == format) {
         return Err(err(d, format!("unknown log format \"{format}\"")));
     }
+    let mut condition = None;
     for param in d.args.iter().skip(2) {
-        if let Some(v) = param.strip_prefix("buffer=") {
+        if let Some(v) = param.strip_prefix("if=") {
+            condition = Some(crate::values::template(d, v)?);
+        } else if let Some(v) = param.strip_prefix("buffer=") {
             // ringfront's log writer thread buffers on its own.
             if !matches!(parse_size(v), Some(n) if n > 0) {
                 return Err(err(d, format!("invalid buffer size \"{v}\"")));
@@ -81,7 +84,7 @@ pub(crate) fn access_log(
             if !matches!(parse_time_mode(v, TimeMode::Msec), Some(t) if !t.is_zero()) {
                 return Err(err(d, format!("invalid flush time \"{v}\"")));
             }
-        } else if param == "gzip" || param.starts_with("gzip=") || param.starts_with("if=") {
+        } else if param == "gzip" || param.starts_with("gzip=") {
             return Err(err(
                 d,
                 format!("access_log parameter \"{param}\" is not supported yet"),
@@ -94,6 +97,7 @@ pub(crate) fn access_log(
         logs.push(AccessLog::File {
             path: path(scope.prefix, first),
             format: format.to_string(),
+            condition,
         });
     }
     Ok(())

@@ -465,6 +465,8 @@ pub enum AccessLog {
     File {
         path: PathBuf,
         format: String,
+        /// `if=CONDITION`: the line is written only when it evaluates to neither `""` nor `"0"`.
+        condition: Option<Template>,
     },
 }
 

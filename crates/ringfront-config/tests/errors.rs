@@ -509,8 +509,8 @@ fn variables_and_logs() {
         "invalid parameter \"main\" in F:3"
     );
     assert_eq!(
-        h("access_log /tmp/a.log combined if=$x;"),
-        "access_log parameter \"if=$x\" is not supported yet in F:3"
+        h("access_log /tmp/a.log combined if=$nosuchvar;"),
+        "unknown \"nosuchvar\" variable in F:3"
     );
 }
 

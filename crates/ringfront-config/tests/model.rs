@@ -183,7 +183,8 @@ fn lists_are_replaced_whole() {
         keep.access_log,
         vec![AccessLog::File {
             path: "/var/log/a.log".into(),
-            format: "combined".into()
+            format: "combined".into(),
+            condition: None,
         }]
     );
     let own = &loc(&cfg, 0, &[1]).settings;
@@ -514,11 +515,13 @@ fn main_level_and_logs() {
         vec![
             AccessLog::File {
                 path: "/dev/stdout".into(),
-                format: "main".into()
+                format: "main".into(),
+                condition: None,
             },
             AccessLog::File {
                 path: "/t/conf/logs/b.log".into(),
-                format: "combined".into()
+                format: "combined".into(),
+                condition: None,
             },
         ]
     );

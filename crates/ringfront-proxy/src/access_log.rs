@@ -15,15 +15,27 @@ pub fn write(cx: &Cx<'_>, reply: &Reply) {
         .and_then(|u| snap.groups.get(u))
         .map_or("", |g| g.proxy_host.as_str());
     let v = cx.req.vars(proxy_host, Some(reply), Some(&snap.topology));
-    for (sink, fmt) in &loc.access_logs {
-        let Some(t) = snap.log_formats.get(*fmt) else {
+    for log in &loc.access_logs {
+        let Some(t) = snap.log_formats.get(log.format) else {
             continue;
         };
+        if let Some(c) = &log.condition {
+            if !holds(c, &v) {
+                continue;
+            }
+        }
         let mut line = Vec::with_capacity(256);
         vars::render(&mut line, t, &v, true);
         line.push(b'\n');
         cx.w.shared
             .logger
-            .write(sink, String::from_utf8_lossy(&line).into_owned());
+            .write(&log.sink, String::from_utf8_lossy(&line).into_owned());
     }
+}
+
+/// nginx's `if=`: the condition holds unless it evaluates to `""` or `"0"`.
+fn holds(c: &ringfront_config::Template, v: &vars::Vars<'_>) -> bool {
+    let mut value = Vec::new();
+    vars::render(&mut value, c, v, false);
+    !(value.is_empty() || value == b"0")
 }

@@ -101,8 +101,7 @@ pub struct LocationRt {
     pub settings: LocationSettings,
     pub upstream: Option<UpstreamId>,
     pub error_pages: Vec<ErrorPageRt>,
-    /// (sink, index into `Snapshot::log_formats`)
-    pub access_logs: Vec<(Sink, usize)>,
+    pub access_logs: Vec<AccessLogRt>,
     pub children: Vec<LocationRt>,
 }
 
@@ -141,6 +140,16 @@ pub struct Snapshot {
 }
 
 /// The peers a reload carried over: `from[new id] = Some(old id)`.
+/// One `access_log` of a location, ready to write.
+#[derive(Debug)]
+pub struct AccessLogRt {
+    pub sink: Sink,
+    /// Index into `Snapshot::log_formats`.
+    pub format: usize,
+    /// `if=`: written only when this evaluates to neither `""` nor `"0"`.
+    pub condition: Option<Template>,
+}
+
 #[derive(Debug, Clone)]
 pub struct Carried {
     pub generation: u64,
@@ -211,14 +220,22 @@ impl Builder<'_> {
             .iter()
             .filter_map(|a| match a {
                 AccessLog::Off => None,
-                AccessLog::File { path, format } => {
+                AccessLog::File {
+                    path,
+                    format,
+                    condition,
+                } => {
                     let idx = formats.iter().position(|f| &f.name == format).unwrap_or(0);
                     let sink = if path.as_os_str() == "/dev/stderr" {
                         Sink::Stderr
                     } else {
                         Sink::File(path.clone())
                     };
-                    Some((sink, idx))
+                    Some(AccessLogRt {
+                        sink,
+                        format: idx,
+                        condition: condition.clone(),
+                    })
                 }
             })
             .collect();

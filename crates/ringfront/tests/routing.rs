@@ -252,3 +252,33 @@ http {
         Duration::from_secs(5)
     ));
 }
+
+/// `access_log ... if=COND`: a line only when the condition is neither empty nor "0".
+#[test]
+fn access_log_if_skips_empty_and_zero() {
+    let p = port();
+    let log = std::env::temp_dir().join(format!("ringfront-access-if-{p}.log"));
+    let _ = std::fs::remove_file(&log);
+    let cfg = fill(
+        "events {}
+http {
+    log_format uri '$request_uri';
+    server {
+        listen 127.0.0.1:{PORT};
+        access_log {LOG} uri if=$arg_log;
+        location / { return 200 \"ok\"; }
+    }
+}
+",
+        &[("PORT", p.to_string()), ("LOG", log.display().to_string())],
+    );
+    let rf = Ringfront::start(&cfg);
+    for path in ["/a?log=1", "/b?log=0", "/c", "/d?log=yes", "/e?log="] {
+        assert_eq!(http::get(("127.0.0.1", p), path).status, 200);
+    }
+    // QUIT flushes the log writer before exiting.
+    rf.signal(ringfront_testkit::SIGQUIT);
+    assert!(rf.wait_exit(Duration::from_secs(10)).is_some());
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(text, "/a?log=1\n/d?log=yes\n");
+}
