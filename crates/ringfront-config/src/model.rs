@@ -304,6 +304,30 @@ pub struct Listen {
     pub reuseport: bool,
     /// `backlog=N`, default 511 as nginx.
     pub backlog: i32,
+    /// `rcvbuf=`, `sndbuf=`, `so_keepalive=`.
+    pub options: SocketOptions,
+}
+
+/// Socket options of a `listen`, set on the listening socket (accepted connections inherit
+/// them).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SocketOptions {
+    pub rcvbuf: Option<u64>,
+    pub sndbuf: Option<u64>,
+    pub keepalive: Option<KeepAlive>,
+}
+
+/// `so_keepalive=on|off|[keepidle]:[keepintvl]:[keepcnt]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeepAlive {
+    Off,
+    On,
+    /// TCP keepalive on, with the kernel's defaults where a part is empty.
+    Tuned {
+        idle: Option<Duration>,
+        interval: Option<Duration>,
+        count: Option<u32>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

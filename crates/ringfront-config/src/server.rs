@@ -1,6 +1,7 @@
 //! `server { listen ...; server_name ...; location ... }` inside `http`.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::time::Duration;
 
 use crate::address::listen_addrs;
 use crate::build::Env;
@@ -9,7 +10,7 @@ use crate::error::ConfigError;
 use crate::handlers::{apply, Scope};
 use crate::host::Host;
 use crate::location::{check_duplicates, location_block, LocRaw};
-use crate::model::{Listen, LogFormat, Origin};
+use crate::model::{KeepAlive, Listen, LogFormat, Origin, SocketOptions};
 use crate::settings::Level;
 use crate::tree::Directive;
 use crate::units::parse_number;
@@ -45,9 +46,6 @@ const NOT_YET: &[&str] = &[
     "spdy",
     "proxy_protocol",
     "ipv6only=off",
-    "so_keepalive",
-    "rcvbuf",
-    "sndbuf",
     "fastopen",
     "accept_filter",
     "setfib",
@@ -67,6 +65,7 @@ fn listen(d: &Directive, host: &dyn Host) -> Result<Vec<ListenRaw>, ConfigError>
     let mut reuseport = false;
     let mut backlog = DEFAULT_BACKLOG;
     let mut sockopts = false;
+    let mut options = SocketOptions::default();
     for param in d.args.iter().skip(1) {
         let key = param.split_once('=').map_or(param.as_str(), |(k, _)| k);
         match param.as_str() {
@@ -83,6 +82,10 @@ fn listen(d: &Directive, host: &dyn Host) -> Result<Vec<ListenRaw>, ConfigError>
                     .and_then(|n| i32::try_from(n).ok())
                     .filter(|&n| n > 0)
                     .ok_or_else(|| err(d, format!("invalid backlog \"{p}\"")))?;
+                sockopts = true;
+            }
+            p if matches!(key, "rcvbuf" | "sndbuf" | "so_keepalive") => {
+                socket_option(d, p, &mut options)?;
                 sockopts = true;
             }
             p if NOT_YET.contains(&p) || NOT_YET.contains(&key) => {
@@ -102,11 +105,73 @@ fn listen(d: &Directive, host: &dyn Host) -> Result<Vec<ListenRaw>, ConfigError>
                 default_server,
                 reuseport,
                 backlog,
+                options,
             },
             sockopts,
             origin: d.origin.clone(),
         })
         .collect())
+}
+
+/// `rcvbuf=SIZE`, `sndbuf=SIZE`, `so_keepalive=on|off|[idle]:[interval]:[count]` (nginx's
+/// words for a bad value).
+fn socket_option(d: &Directive, p: &str, o: &mut SocketOptions) -> Result<(), ConfigError> {
+    let (key, v) = p.split_once('=').unwrap_or((p, ""));
+    match key {
+        "rcvbuf" | "sndbuf" => {
+            let size = crate::units::parse_size(v)
+                .ok_or_else(|| err(d, format!("invalid {key} \"{v}\"")))?;
+            if key == "rcvbuf" {
+                o.rcvbuf = Some(size);
+            } else {
+                o.sndbuf = Some(size);
+            }
+        }
+        _ => {
+            o.keepalive = Some(
+                keepalive(v)
+                    .ok_or_else(|| err(d, format!("invalid so_keepalive value: \"{v}\"")))?,
+            )
+        }
+    }
+    Ok(())
+}
+
+fn keepalive(v: &str) -> Option<KeepAlive> {
+    match v {
+        "on" => return Some(KeepAlive::On),
+        "off" => return Some(KeepAlive::Off),
+        _ => {}
+    }
+    let mut parts = v.split(':');
+    let (idle, interval, count) = (parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() {
+        return None;
+    }
+    let secs = |s: &str| -> Option<Option<Duration>> {
+        if s.is_empty() {
+            return Some(None);
+        }
+        let t = crate::units::parse_time_mode(s, crate::units::TimeMode::Sec)?;
+        (!t.is_zero()).then_some(Some(t))
+    };
+    let count = if count.is_empty() {
+        None
+    } else {
+        Some(count.parse::<u32>().ok().filter(|&n| n > 0)?)
+    };
+    let tuned = KeepAlive::Tuned {
+        idle: secs(idle)?,
+        interval: secs(interval)?,
+        count,
+    };
+    (tuned
+        != KeepAlive::Tuned {
+            idle: None,
+            interval: None,
+            count: None,
+        })
+    .then_some(tuned)
 }
 
 /// Reads a `server` block of `http`.
@@ -151,6 +216,7 @@ pub(crate) fn server_block(
                 default_server: false,
                 reuseport: false,
                 backlog: DEFAULT_BACKLOG,
+                options: SocketOptions::default(),
             },
             sockopts: false,
             origin: d.origin.clone(),

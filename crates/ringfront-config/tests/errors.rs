@@ -626,3 +626,45 @@ fn allow_and_deny_rules() {
     assert!(rules[0].matches("::ffff:10.1.0.9".parse().unwrap()));
     assert!(rules[1].matches("2001:db8::1".parse().unwrap()));
 }
+
+#[test]
+fn listen_socket_options() {
+    use ringfront_config::{KeepAlive, SocketOptions};
+    use std::time::Duration;
+    let l = |params: &str| {
+        common::parse(&format!(
+            "events {{}}\nhttp {{ server {{ listen 127.0.0.1:8080 {params}; }} }}"
+        ))
+        .map(|c| c.http.servers[0].listens[0].options)
+    };
+    assert_eq!(
+        l("rcvbuf=64k sndbuf=1m so_keepalive=on").unwrap(),
+        SocketOptions {
+            rcvbuf: Some(65536),
+            sndbuf: Some(1 << 20),
+            keepalive: Some(KeepAlive::On),
+        }
+    );
+    assert_eq!(
+        l("so_keepalive=30m::10").unwrap().keepalive,
+        Some(KeepAlive::Tuned {
+            idle: Some(Duration::from_secs(1800)),
+            interval: None,
+            count: Some(10),
+        })
+    );
+    assert_eq!(
+        l("so_keepalive=off").unwrap().keepalive,
+        Some(KeepAlive::Off)
+    );
+    let e = |params: &str| l(params).unwrap_err().to_string();
+    assert_eq!(e("rcvbuf=x"), "invalid rcvbuf \"x\" in /t/conf/x.conf:2");
+    assert_eq!(
+        e("so_keepalive=1:2"),
+        "invalid so_keepalive value: \"1:2\" in /t/conf/x.conf:2"
+    );
+    assert_eq!(
+        e("so_keepalive=::"),
+        "invalid so_keepalive value: \"::\" in /t/conf/x.conf:2"
+    );
+}

@@ -152,7 +152,7 @@ impl Engine {
             let ls = snap
                 .listens
                 .iter()
-                .map(|l| listen::bind_std(l.addr, l.backlog))
+                .map(listen::bind_std)
                 .collect::<std::io::Result<Vec<_>>>()?;
             per_worker.push(ls);
         }

@@ -85,16 +85,53 @@ fn os_error(e: &io::Error) -> String {
 /// A listening socket with `SO_REUSEPORT` (one per worker and address) and nginx's backlog.
 /// Bound on the calling thread, so start-up errors reach the caller. The binary claims the
 /// address first (`listen::claim`), so no other instance is in the group.
-pub fn bind_std(addr: SocketAddr, backlog: i32) -> std::io::Result<std::net::TcpListener> {
+pub fn bind_std(l: &crate::snapshot::ListenRt) -> std::io::Result<std::net::TcpListener> {
     use socket2::{Domain, Socket, Type};
+    let addr = l.addr;
     let sock = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
     sock.set_reuse_address(true)?;
     sock.set_reuse_port(true)?;
     sock.set_nonblocking(true)?;
+    set_options(&sock, &l.options)?;
     sock.bind(&addr.into())
         .map_err(|e| crate::listen::bind_failed(addr, &e))?;
-    sock.listen(backlog)?;
+    sock.listen(l.backlog)?;
     Ok(sock.into())
+}
+
+/// `rcvbuf=`, `sndbuf=`, `so_keepalive=` on the listening socket; accepted connections
+/// inherit them (as nginx sets them on its listening sockets).
+fn set_options(sock: &socket2::Socket, o: &ringfront_config::SocketOptions) -> std::io::Result<()> {
+    use ringfront_config::KeepAlive;
+    if let Some(n) = o.rcvbuf {
+        sock.set_recv_buffer_size(usize::try_from(n).unwrap_or(usize::MAX))?;
+    }
+    if let Some(n) = o.sndbuf {
+        sock.set_send_buffer_size(usize::try_from(n).unwrap_or(usize::MAX))?;
+    }
+    match o.keepalive {
+        None => {}
+        Some(KeepAlive::Off) => sock.set_keepalive(false)?,
+        Some(KeepAlive::On) => sock.set_keepalive(true)?,
+        Some(KeepAlive::Tuned {
+            idle,
+            interval,
+            count,
+        }) => {
+            let mut k = socket2::TcpKeepalive::new();
+            if let Some(t) = idle {
+                k = k.with_time(t);
+            }
+            if let Some(t) = interval {
+                k = k.with_interval(t);
+            }
+            if let Some(n) = count {
+                k = k.with_retries(n);
+            }
+            sock.set_tcp_keepalive(&k)?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -195,7 +195,7 @@ fn rebind(w: &Rc<Worker>, listeners: &mut HashMap<SocketAddr, Rc<AcceptCtl>>, sn
         if listeners.contains_key(&l.addr) {
             continue;
         }
-        match bind_std(l.addr, l.backlog).and_then(TcpListener::from_std) {
+        match bind_std(l).and_then(TcpListener::from_std) {
             Ok(lst) => {
                 listeners.insert(l.addr, spawn_accept(w, lst));
             }

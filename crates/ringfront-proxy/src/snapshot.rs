@@ -119,6 +119,7 @@ pub struct ServerRt {
 pub struct ListenRt {
     pub addr: SocketAddr,
     pub backlog: i32,
+    pub options: ringfront_config::SocketOptions,
 }
 
 #[derive(Debug)]
@@ -364,11 +365,18 @@ impl Snapshot {
                 fallback,
             });
             for l in &s.listens {
-                if !listens.iter().any(|x| x.addr == l.addr) {
-                    listens.push(ListenRt {
+                // One server per address sets its socket options (the config checks it).
+                match listens.iter_mut().find(|x| x.addr == l.addr) {
+                    None => listens.push(ListenRt {
                         addr: l.addr,
                         backlog: l.backlog,
-                    });
+                        options: l.options,
+                    }),
+                    Some(x) if x.options == Default::default() => {
+                        x.options = l.options;
+                        x.backlog = x.backlog.max(l.backlog);
+                    }
+                    Some(_) => {}
                 }
                 let list = by_listen.entry(l.addr).or_default();
                 if l.default_server {

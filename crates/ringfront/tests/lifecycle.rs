@@ -260,3 +260,47 @@ fn workers_are_pinned_by_flag_and_by_config() {
         ]
     );
 }
+
+/// `listen ... rcvbuf= sndbuf= so_keepalive=`: the accepted connections carry the options
+/// (read back from the kernel with `ss`).
+#[test]
+fn listen_socket_options_reach_accepted_connections() {
+    let p = common::port();
+    let cfg = common::fill(
+        "worker_processes 1;
+events {}
+http {
+    server {
+        listen 127.0.0.1:{PORT} rcvbuf=96k sndbuf=200k so_keepalive=77s:5s:4;
+        location / { return 200 \"ok\"; }
+    }
+}
+",
+        &[("PORT", p.to_string())],
+    );
+    let _rf = ringfront_testkit::Ringfront::start(&cfg);
+    let mut c = std::net::TcpStream::connect(("127.0.0.1", p)).unwrap();
+    std::io::Write::write_all(&mut c, b"GET / HTTP/1.1\r\nHost: a\r\n\r\n").unwrap();
+    let mut buf = [0u8; 256];
+    let n = std::io::Read::read(&mut c, &mut buf).unwrap();
+    assert!(buf[..n].starts_with(b"HTTP/1.1 200"));
+    // The server side of this connection: source port = the listen port.
+    let out = std::process::Command::new("ss")
+        .args([
+            "-tnmoH",
+            "state",
+            "established",
+            &format!("( sport = :{p} )"),
+        ])
+        .output()
+        .expect("ss");
+    let text = String::from_utf8_lossy(&out.stdout);
+    // The kernel doubles a set buffer size (socket(7)); keepalive's first probe is due in
+    // at most 77 s.
+    assert!(text.contains(&format!("rb{}", 96 * 1024 * 2)), "{text}");
+    assert!(text.contains(&format!("tb{}", 200 * 1024 * 2)), "{text}");
+    assert!(
+        text.contains("timer:(keepalive,1min") || text.contains("timer:(keepalive,7"),
+        "{text}"
+    );
+}
