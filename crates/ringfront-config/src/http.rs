@@ -7,7 +7,7 @@ use crate::error::ConfigError;
 use crate::handlers::{apply, Scope};
 use crate::health::match_block;
 use crate::logs::{combined, log_format};
-use crate::model::{LogFormat, Match, Upstream};
+use crate::model::{LogFormat, MapBlock, Match, Upstream};
 use crate::server::{server_block, ServerRaw};
 use crate::settings::Level;
 use crate::tree::Directive;
@@ -21,6 +21,7 @@ pub(crate) struct HttpRaw {
     pub servers: Vec<ServerRaw>,
     pub upstreams: Vec<Upstream>,
     pub log_formats: Vec<LogFormat>,
+    pub maps: Vec<MapBlock>,
     /// `match NAME { ... }` blocks, looked up by `health_check match=NAME` at the end.
     pub matches: Vec<Match>,
     /// The upstreams' shared memory zones, checked once the whole file is read.
@@ -34,6 +35,7 @@ impl HttpRaw {
             servers: Vec::new(),
             upstreams: Vec::new(),
             log_formats: vec![combined()],
+            maps: Vec::new(),
             matches: Vec::new(),
             zones: Vec::new(),
         }
@@ -43,8 +45,11 @@ impl HttpRaw {
 /// Reads an `http` block.
 pub(crate) fn http_block(d: &Directive, env: &Env<'_>) -> Result<HttpRaw, ConfigError> {
     let mut http = HttpRaw::empty();
+    // Templates anywhere in the block may use a map defined later in it.
+    let _maps = crate::template::with_maps(crate::map::names(d.children())?);
     for_each(d.children(), HTTP, |c| {
         match c.name.as_str() {
+            "map" => http.maps.push(crate::map::map_block(c)?),
             "upstream" => {
                 // Upstream names compare case-insensitively in nginx.
                 let name = c.arg(0);

@@ -43,6 +43,7 @@ mod lexer;
 mod location;
 mod logs;
 mod main_conf;
+mod map;
 pub mod model;
 mod resolve;
 mod server;

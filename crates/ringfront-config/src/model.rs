@@ -66,6 +66,8 @@ pub struct MainConf {
 pub struct HttpConf {
     pub upstreams: Vec<Upstream>,
     pub servers: Vec<Server>,
+    /// `map` blocks; `Variable::Map(i)` is the `i`th.
+    pub maps: Vec<MapBlock>,
     /// `log_format NAME ...`; always contains `combined` first.
     pub log_formats: Vec<LogFormat>,
 }
@@ -370,6 +372,8 @@ pub enum TemplatePart {
 /// (`unknown "foo" variable`), as in nginx.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Variable {
+    /// A `map` variable: index into `HttpConf::maps`.
+    Map(usize),
     Host,
     RemoteAddr,
     RemotePort,
@@ -413,6 +417,34 @@ pub enum Variable {
     UpstreamHttp(String),
     /// `$cookie_NAME`
     Cookie(String),
+}
+
+/// One `map` block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MapBlock {
+    /// The variable's name, lower-cased, without `$`.
+    pub name: String,
+    pub source: Template,
+    pub default: Template,
+    pub hostnames: bool,
+    /// In the order written (the first matching regex wins).
+    pub entries: Vec<(MapKey, Template)>,
+}
+
+/// A `map` key. Strings are lower-cased (matching ignores case).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MapKey {
+    Exact(String),
+    /// `hostnames`: `*.NAME` (subdomains of NAME).
+    Subdomains(String),
+    /// `hostnames`: `.NAME` (NAME and its subdomains).
+    DomainAndSubdomains(String),
+    /// `hostnames`: `NAME.*` (stored with its dot: `NAME.`).
+    Prefix(String),
+    Regex {
+        pattern: String,
+        case_insensitive: bool,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -282,6 +282,7 @@ pub(crate) fn finish_http(raw: HttpRaw, env: &Env<'_>) -> Result<HttpConf, Confi
     Ok(HttpConf {
         upstreams,
         servers,
+        maps: raw.maps,
         log_formats: raw.log_formats,
     })
 }

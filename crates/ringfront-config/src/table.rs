@@ -236,7 +236,7 @@ pub(crate) static TABLE: &[Spec] = &[
     unsupported("proxy_intercept_errors", HSL, 1, 1),
     unsupported("proxy_cache", HSL, 1, 1),
     unsupported("proxy_cache_path", HTTP, 2, MANY),
-    unsupported("map", HTTP, 2, 2),
+    b("map", HTTP, 2, 2),
     unsupported("geo", HTTP, 1, 2),
     unsupported("split_clients", HTTP, 2, 2),
     unsupported("limit_req_zone", HTTP, 3, 4),

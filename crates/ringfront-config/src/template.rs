@@ -55,11 +55,36 @@ const PREFIXED: &[(&str, MakeVariable)] = &[
     ("arg_", Variable::Arg),
 ];
 
+std::thread_local! {
+    /// The `map` variables of the `http` block being read (its first pass registers them).
+    static MAPS: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Makes the `map` variables `names` known to templates until the guard is dropped.
+pub(crate) fn with_maps(names: Vec<String>) -> impl Drop {
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            MAPS.with(|m| m.borrow_mut().clear());
+        }
+    }
+    MAPS.with(|m| *m.borrow_mut() = names);
+    Reset
+}
+
+/// Whether nginx has a variable of this (lower-case) name built in.
+pub(crate) fn builtin(lower: &str) -> bool {
+    NAMED.iter().any(|(n, _)| *n == lower)
+}
+
 /// The variable a name means, if ringfront knows it. `name` is matched case-insensitively.
 pub fn variable(name: &str) -> Option<Variable> {
     let lower = name.to_ascii_lowercase();
     if let Some((_, v)) = NAMED.iter().find(|(n, _)| *n == lower) {
         return Some(v.clone());
+    }
+    if let Some(i) = MAPS.with(|m| m.borrow().iter().position(|n| *n == lower)) {
+        return Some(Variable::Map(i));
     }
     PREFIXED.iter().find_map(|(prefix, make)| {
         let rest = lower.strip_prefix(prefix)?;

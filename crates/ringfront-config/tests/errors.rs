@@ -668,3 +668,33 @@ fn listen_socket_options() {
         "invalid so_keepalive value: \"::\" in /t/conf/x.conf:2"
     );
 }
+
+#[test]
+fn map_blocks() {
+    let p = |http: &str| common::parse(&format!("events {{}}\nhttp {{\n{http}\n}}"));
+    let cfg = p("server { listen 127.0.0.1:1; location / { return 200 $m; } }\nmap $host $m { default x; a b; ~^c d; }").unwrap();
+    assert_eq!(cfg.http.maps.len(), 1, "used before it is defined");
+    assert_eq!(cfg.http.maps[0].entries.len(), 2);
+    let e = |http: &str| p(http).unwrap_err().to_string();
+    assert_eq!(
+        e("map $host m { }"),
+        "invalid variable name \"m\" in /t/conf/x.conf:3"
+    );
+    assert_eq!(
+        e("map $host $m { }\nmap $uri $M { }"),
+        "the duplicate \"m\" variable in /t/conf/x.conf:4"
+    );
+    assert_eq!(
+        e("map $host $m { default a; default b; }"),
+        "duplicate default map parameter in /t/conf/x.conf:3"
+    );
+    assert_eq!(
+        e("map $host $m { a b c; }"),
+        "invalid number of the map parameters in /t/conf/x.conf:3"
+    );
+    assert!(e("map $host $m { ~( b; }").starts_with("invalid regular expression"));
+    assert_eq!(
+        e("map $nosuch $m { }"),
+        "unknown \"nosuch\" variable in /t/conf/x.conf:3"
+    );
+}

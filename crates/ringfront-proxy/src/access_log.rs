@@ -14,7 +14,7 @@ pub fn write(cx: &Cx<'_>, reply: &Reply) {
         .upstream
         .and_then(|u| snap.groups.get(u))
         .map_or("", |g| g.proxy_host.as_str());
-    let v = cx.req.vars(proxy_host, Some(reply), Some(&snap.topology));
+    let v = cx.req.vars(proxy_host, Some(reply), Some(snap));
     for log in &loc.access_logs {
         let Some(t) = snap.log_formats.get(log.format) else {
             continue;

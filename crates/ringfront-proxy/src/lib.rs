@@ -15,6 +15,7 @@ mod io;
 pub mod listen;
 mod local;
 pub mod logger;
+mod map;
 mod pool;
 mod proxy;
 mod quiet;

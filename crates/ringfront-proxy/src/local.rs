@@ -72,7 +72,7 @@ pub fn ret(out: &mut Vec<u8>, cx: &Cx<'_>, ret: &ringfront_config::Return) -> Re
     let (req, loc, head_only) = (cx.req, cx.loc, cx.req.head_only);
     let mut text = Vec::new();
     if let Some(t) = &ret.text {
-        vars::render(&mut text, t, &req.vars("", None, None), false);
+        vars::render(&mut text, t, &req.vars("", None, Some(cx.snap)), false);
     }
     let code = ret.code;
     // absolute_redirect on (nginx's default): a relative URL gets scheme, host and port.

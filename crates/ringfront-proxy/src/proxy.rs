@@ -89,7 +89,7 @@ pub async fn run(
         vars::render(
             &mut hash_key,
             t,
-            &cx.req.vars(&group.proxy_host, None, None),
+            &cx.req.vars(&group.proxy_host, None, Some(cx.snap)),
             false,
         );
     }

@@ -7,7 +7,6 @@ use std::time::Instant;
 
 use ringfront_http::RequestHead;
 use ringfront_upstream::exchange::TryRecord;
-use ringfront_upstream::Topology;
 
 use crate::vars::Vars;
 
@@ -58,7 +57,7 @@ impl Req<'_> {
         &'b self,
         proxy_host: &'b str,
         reply: Option<&'b Reply>,
-        topo: Option<&'b Topology>,
+        snap: Option<&'b crate::snapshot::Snapshot>,
     ) -> Vars<'b> {
         Vars {
             buf: self.buf,
@@ -74,7 +73,9 @@ impl Req<'_> {
             body_bytes_sent: reply.map_or(0, |r| r.body_bytes_sent),
             bytes_sent: reply.map_or(0, |r| r.bytes_sent),
             tries: reply.map_or(&[], |r| &r.tries),
-            topo,
+            topo: snap.map(|s| &s.topology),
+            maps: snap.map_or(&[], |s| &s.maps),
+            depth: std::cell::Cell::new(0),
         }
     }
 

@@ -133,6 +133,8 @@ pub struct Snapshot {
     /// For each listen address, the servers on it; the default server first.
     pub by_listen: HashMap<SocketAddr, Vec<usize>>,
     pub log_formats: Vec<Template>,
+    /// `map` variables, ready to evaluate.
+    pub maps: Vec<crate::map::MapRt>,
     /// Set by [`Snapshot::adopt`]: which peer of the previous generation each peer continues.
     pub carried: Option<Carried>,
     pub error_logs: Vec<Sink>,
@@ -409,6 +411,12 @@ impl Snapshot {
             servers,
             by_listen,
             carried: None,
+            maps: cfg
+                .http
+                .maps
+                .iter()
+                .map(crate::map::MapRt::build)
+                .collect::<Result<_, _>>()?,
             log_formats: cfg
                 .http
                 .log_formats

@@ -181,7 +181,7 @@ pub fn build(cx: &Cx<'_>, proxy_host: &str, keepalive: bool, body: Vec<u8>) -> O
     if (!keepalive || http10) && !overridden(b"connection") {
         h.header(b"Connection", b"close");
     }
-    let v = req.vars(proxy_host, None, None);
+    let v = req.vars(proxy_host, None, Some(cx.snap));
     for (name, t) in set {
         h.header_with(name.as_bytes(), |o| vars::render(o, t, &v, false));
     }

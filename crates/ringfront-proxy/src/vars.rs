@@ -30,6 +30,10 @@ pub struct Vars<'a> {
     /// One value per try; names are looked up in `topo`.
     pub tries: &'a [TryRecord],
     pub topo: Option<&'a Topology>,
+    /// `map` variables (`Variable::Map(i)` is the `i`th).
+    pub maps: &'a [crate::map::MapRt],
+    /// How deep map evaluation is (a map whose value uses a map...), to stop a cycle.
+    pub depth: std::cell::Cell<u8>,
 }
 
 fn path_and_args(target: &[u8]) -> (&[u8], Option<&[u8]>) {
@@ -94,6 +98,24 @@ fn header_named<'a>(v: &Vars<'a>, name: &str) -> Option<&'a [u8]> {
     })
 }
 
+/// The deepest chain of maps evaluated (nginx reports a cycle; ringfront gives "").
+const MAX_MAP_DEPTH: u8 = 16;
+
+/// A `map` variable: its source, then the chosen value, both rendered here.
+fn push_map(out: &mut Vec<u8>, i: usize, v: &Vars<'_>) {
+    let (Some(m), depth) = (v.maps.get(i), v.depth.get()) else {
+        return;
+    };
+    if depth >= MAX_MAP_DEPTH {
+        return;
+    }
+    v.depth.set(depth + 1);
+    let mut source = Vec::new();
+    render(&mut source, &m.source, v, false);
+    render(out, m.pick(&source), v, false);
+    v.depth.set(depth);
+}
+
 /// The `$upstream_*` variables: one value per try, comma separated.
 fn push_upstream_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>) {
     match var {
@@ -133,6 +155,7 @@ pub fn push_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, dash: bool) {
     let (path, args) = path_and_args(origin_path(target));
     let empty: &[u8] = if dash { b"-" } else { b"" };
     match var {
+        Variable::Map(i) => push_map(out, *i, v),
         Variable::Host => {
             let h = host(v.buf, v.head);
             if h.is_empty() {
