@@ -7,7 +7,7 @@ use crate::error::ConfigError;
 use crate::handlers::{apply, Scope};
 use crate::health::match_block;
 use crate::logs::{combined, log_format};
-use crate::model::{LogFormat, MapBlock, Match, Upstream};
+use crate::model::{LogFormat, MapBlock, Match, SplitClients, Upstream};
 use crate::server::{server_block, ServerRaw};
 use crate::settings::Level;
 use crate::tree::Directive;
@@ -22,6 +22,7 @@ pub(crate) struct HttpRaw {
     pub upstreams: Vec<Upstream>,
     pub log_formats: Vec<LogFormat>,
     pub maps: Vec<MapBlock>,
+    pub splits: Vec<SplitClients>,
     /// `match NAME { ... }` blocks, looked up by `health_check match=NAME` at the end.
     pub matches: Vec<Match>,
     /// The upstreams' shared memory zones, checked once the whole file is read.
@@ -36,6 +37,7 @@ impl HttpRaw {
             upstreams: Vec::new(),
             log_formats: vec![combined()],
             maps: Vec::new(),
+            splits: Vec::new(),
             matches: Vec::new(),
             zones: Vec::new(),
         }
@@ -46,10 +48,13 @@ impl HttpRaw {
 pub(crate) fn http_block(d: &Directive, env: &Env<'_>) -> Result<HttpRaw, ConfigError> {
     let mut http = HttpRaw::empty();
     // Templates anywhere in the block may use a map defined later in it.
-    let _maps = crate::template::with_maps(crate::map::names(d.children())?);
+    let _vars = crate::template::with_custom(crate::custom_vars::collect(d.children())?);
     for_each(d.children(), HTTP, |c| {
         match c.name.as_str() {
             "map" => http.maps.push(crate::map::map_block(c)?),
+            "split_clients" => http
+                .splits
+                .push(crate::split_clients::split_clients_block(c)?),
             "upstream" => {
                 // Upstream names compare case-insensitively in nginx.
                 let name = c.arg(0);

@@ -33,6 +33,7 @@
 
 mod address;
 mod build;
+mod custom_vars;
 mod directives;
 mod error;
 mod handlers;
@@ -48,6 +49,7 @@ pub mod model;
 mod resolve;
 mod server;
 mod settings;
+mod split_clients;
 mod table;
 mod template;
 mod tree;

@@ -3,29 +3,13 @@
 //! `.example.com` (prefix masks) and `www.example.*` (suffix masks) too; `~` / `~*` regexes
 //! in order; `default` (else ""). Priority as nginx: exact, longest prefix mask, longest
 //! suffix mask, first regex, default. A key naming a special parameter is escaped with `\`.
-//! Map names are known before the rest of `http` is read, so a map may be used before it
-//! is defined.
+//! Map names are known before the rest of `http` is read (`custom_vars.rs`), so a map may
+//! be used before it is defined.
 
 use crate::error::ConfigError;
 use crate::model::{MapBlock, MapKey, Template};
 use crate::tree::Directive;
 use crate::values::{check_regex, err, template};
-
-/// The variable names of every `map` in an `http` block, in order (the first pass).
-pub(crate) fn names(http: &[Directive]) -> Result<Vec<String>, ConfigError> {
-    let mut names: Vec<String> = Vec::new();
-    for d in http.iter().filter(|d| d.name == "map") {
-        let Some(name) = d.args.get(1).and_then(|a| a.strip_prefix('$')) else {
-            return Err(err(d, format!("invalid variable name \"{}\"", d.arg(1))));
-        };
-        let name = name.to_ascii_lowercase();
-        if name.is_empty() || names.contains(&name) || crate::template::builtin(&name) {
-            return Err(err(d, format!("the duplicate \"{name}\" variable")));
-        }
-        names.push(name);
-    }
-    Ok(names)
-}
 
 /// Reads one `map` block (its variable was registered by [`names`]).
 pub(crate) fn map_block(d: &Directive) -> Result<MapBlock, ConfigError> {

@@ -68,6 +68,8 @@ pub struct HttpConf {
     pub servers: Vec<Server>,
     /// `map` blocks; `Variable::Map(i)` is the `i`th.
     pub maps: Vec<MapBlock>,
+    /// `split_clients` blocks; `Variable::Split(i)` is the `i`th.
+    pub splits: Vec<SplitClients>,
     /// `log_format NAME ...`; always contains `combined` first.
     pub log_formats: Vec<LogFormat>,
 }
@@ -374,6 +376,8 @@ pub enum TemplatePart {
 pub enum Variable {
     /// A `map` variable: index into `HttpConf::maps`.
     Map(usize),
+    /// A `split_clients` variable: index into `HttpConf::splits`.
+    Split(usize),
     Host,
     RemoteAddr,
     RemotePort,
@@ -429,6 +433,16 @@ pub struct MapBlock {
     pub hostnames: bool,
     /// In the order written (the first matching regex wins).
     pub entries: Vec<(MapKey, Template)>,
+}
+
+/// One `split_clients` block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SplitClients {
+    /// The variable's name, lower-cased, without `$`.
+    pub name: String,
+    pub source: Template,
+    /// (upper bound of the 32-bit MurmurHash2 value, exclusive; 0 for `*`: the rest), value.
+    pub parts: Vec<(u32, String)>,
 }
 
 /// A `map` key. Strings are lower-cased (matching ignores case).

@@ -283,6 +283,7 @@ pub(crate) fn finish_http(raw: HttpRaw, env: &Env<'_>) -> Result<HttpConf, Confi
         upstreams,
         servers,
         maps: raw.maps,
+        splits: raw.splits,
         log_formats: raw.log_formats,
     })
 }

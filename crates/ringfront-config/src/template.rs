@@ -56,19 +56,21 @@ const PREFIXED: &[(&str, MakeVariable)] = &[
 ];
 
 std::thread_local! {
-    /// The `map` variables of the `http` block being read (its first pass registers them).
-    static MAPS: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// The variables `map` and `split_clients` blocks define in the `http` block being read
+    /// (its first pass registers them), with what each means.
+    static CUSTOM: std::cell::RefCell<Vec<(String, Variable)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// Makes the `map` variables `names` known to templates until the guard is dropped.
-pub(crate) fn with_maps(names: Vec<String>) -> impl Drop {
+/// Makes the variables `vars` known to templates until the guard is dropped.
+pub(crate) fn with_custom(vars: Vec<(String, Variable)>) -> impl Drop {
     struct Reset;
     impl Drop for Reset {
         fn drop(&mut self) {
-            MAPS.with(|m| m.borrow_mut().clear());
+            CUSTOM.with(|m| m.borrow_mut().clear());
         }
     }
-    MAPS.with(|m| *m.borrow_mut() = names);
+    CUSTOM.with(|m| *m.borrow_mut() = vars);
     Reset
 }
 
@@ -83,8 +85,14 @@ pub fn variable(name: &str) -> Option<Variable> {
     if let Some((_, v)) = NAMED.iter().find(|(n, _)| *n == lower) {
         return Some(v.clone());
     }
-    if let Some(i) = MAPS.with(|m| m.borrow().iter().position(|n| *n == lower)) {
-        return Some(Variable::Map(i));
+    let custom = CUSTOM.with(|m| {
+        m.borrow()
+            .iter()
+            .find(|(n, _)| *n == lower)
+            .map(|(_, v)| v.clone())
+    });
+    if custom.is_some() {
+        return custom;
     }
     PREFIXED.iter().find_map(|(prefix, make)| {
         let rest = lower.strip_prefix(prefix)?;

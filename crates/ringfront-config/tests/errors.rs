@@ -698,3 +698,25 @@ fn map_blocks() {
         "unknown \"nosuch\" variable in /t/conf/x.conf:3"
     );
 }
+
+#[test]
+fn split_clients_blocks() {
+    let p = |http: &str| common::parse(&format!("events {{}}\nhttp {{\n{http}\n}}"));
+    let cfg = p("split_clients $remote_addr $v { 0.5% a; 2% b; * c; }").unwrap();
+    let parts: Vec<u32> = cfg.http.splits[0].parts.iter().map(|(b, _)| *b).collect();
+    // nginx's bounds: running totals of percent * 0xffffffff / 10000.
+    assert_eq!(parts, vec![21_474_836, 21_474_836 + 85_899_345, 0]);
+    let e = |http: &str| p(http).unwrap_err().to_string();
+    assert_eq!(
+        e("split_clients $remote_addr $v { 60% a; 50% b; }"),
+        "percent total is greater than 100% in /t/conf/x.conf:3"
+    );
+    assert_eq!(
+        e("split_clients $remote_addr $v { 0.125% a; }"),
+        "invalid percent value \"0.125%\" in /t/conf/x.conf:3"
+    );
+    assert_eq!(
+        e("map $host $v { }\nsplit_clients $remote_addr $v { }"),
+        "the duplicate \"v\" variable in /t/conf/x.conf:4"
+    );
+}

@@ -26,6 +26,7 @@ mod route;
 mod runtime;
 mod session;
 pub mod snapshot;
+mod split;
 pub mod status;
 #[cfg(test)]
 mod testutil;

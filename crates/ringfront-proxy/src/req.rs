@@ -75,6 +75,7 @@ impl Req<'_> {
             tries: reply.map_or(&[], |r| &r.tries),
             topo: snap.map(|s| &s.topology),
             maps: snap.map_or(&[], |s| &s.maps),
+            splits: snap.map_or(&[], |s| &s.splits),
             depth: std::cell::Cell::new(0),
         }
     }

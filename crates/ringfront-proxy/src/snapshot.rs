@@ -135,6 +135,7 @@ pub struct Snapshot {
     pub log_formats: Vec<Template>,
     /// `map` variables, ready to evaluate.
     pub maps: Vec<crate::map::MapRt>,
+    pub splits: Vec<ringfront_config::SplitClients>,
     /// Set by [`Snapshot::adopt`]: which peer of the previous generation each peer continues.
     pub carried: Option<Carried>,
     pub error_logs: Vec<Sink>,
@@ -411,6 +412,7 @@ impl Snapshot {
             servers,
             by_listen,
             carried: None,
+            splits: cfg.http.splits.clone(),
             maps: cfg
                 .http
                 .maps

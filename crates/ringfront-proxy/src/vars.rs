@@ -32,6 +32,8 @@ pub struct Vars<'a> {
     pub topo: Option<&'a Topology>,
     /// `map` variables (`Variable::Map(i)` is the `i`th).
     pub maps: &'a [crate::map::MapRt],
+    /// `split_clients` variables (`Variable::Split(i)` is the `i`th).
+    pub splits: &'a [ringfront_config::SplitClients],
     /// How deep map evaluation is (a map whose value uses a map...), to stop a cycle.
     pub depth: std::cell::Cell<u8>,
 }
@@ -156,6 +158,13 @@ pub fn push_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, dash: bool) {
     let empty: &[u8] = if dash { b"-" } else { b"" };
     match var {
         Variable::Map(i) => push_map(out, *i, v),
+        Variable::Split(i) => {
+            if let Some(s) = v.splits.get(*i) {
+                let mut source = Vec::new();
+                render(&mut source, &s.source, v, false);
+                out.extend_from_slice(crate::split::pick(s, &source).as_bytes());
+            }
+        }
         Variable::Host => {
             let h = host(v.buf, v.head);
             if h.is_empty() {
