@@ -113,25 +113,11 @@ fn access_rule(d: &Directive) -> Result<AccessRule, ConfigError> {
     if arg == "all" {
         return Ok(AccessRule { allow, net: None });
     }
-    let invalid = || err(d, format!("invalid parameter \"{arg}\""));
-    let (addr, bits) = match arg.split_once('/') {
-        Some((a, b)) => (a, Some(b)),
-        None => (arg, None),
-    };
-    let ip: std::net::IpAddr = addr.parse().map_err(|_| invalid())?;
-    let max = if ip.is_ipv4() { 32 } else { 128 };
-    let bits = match bits {
-        Some(b) if !b.is_empty() && b.bytes().all(|c| c.is_ascii_digit()) => b
-            .parse::<u8>()
-            .ok()
-            .filter(|&n| n <= max)
-            .ok_or_else(invalid)?,
-        Some(_) => return Err(invalid()),
-        None => max,
-    };
+    let net = crate::cidr::Cidr::parse(arg)
+        .ok_or_else(|| err(d, format!("invalid parameter \"{arg}\"")))?;
     Ok(AccessRule {
         allow,
-        net: Some((ip, bits)),
+        net: Some(net),
     })
 }
 

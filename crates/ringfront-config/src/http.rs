@@ -7,7 +7,7 @@ use crate::error::ConfigError;
 use crate::handlers::{apply, Scope};
 use crate::health::match_block;
 use crate::logs::{combined, log_format};
-use crate::model::{LogFormat, MapBlock, Match, SplitClients, Upstream};
+use crate::model::{GeoBlock, LogFormat, MapBlock, Match, SplitClients, Upstream};
 use crate::server::{server_block, ServerRaw};
 use crate::settings::Level;
 use crate::tree::Directive;
@@ -23,6 +23,7 @@ pub(crate) struct HttpRaw {
     pub log_formats: Vec<LogFormat>,
     pub maps: Vec<MapBlock>,
     pub splits: Vec<SplitClients>,
+    pub geos: Vec<GeoBlock>,
     /// `match NAME { ... }` blocks, looked up by `health_check match=NAME` at the end.
     pub matches: Vec<Match>,
     /// The upstreams' shared memory zones, checked once the whole file is read.
@@ -38,6 +39,7 @@ impl HttpRaw {
             log_formats: vec![combined()],
             maps: Vec::new(),
             splits: Vec::new(),
+            geos: Vec::new(),
             matches: Vec::new(),
             zones: Vec::new(),
         }
@@ -52,6 +54,7 @@ pub(crate) fn http_block(d: &Directive, env: &Env<'_>) -> Result<HttpRaw, Config
     for_each(d.children(), HTTP, |c| {
         match c.name.as_str() {
             "map" => http.maps.push(crate::map::map_block(c)?),
+            "geo" => http.geos.push(crate::geo::geo_block(c)?),
             "split_clients" => http
                 .splits
                 .push(crate::split_clients::split_clients_block(c)?),

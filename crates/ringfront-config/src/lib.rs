@@ -33,9 +33,11 @@
 
 mod address;
 mod build;
+mod cidr;
 mod custom_vars;
 mod directives;
 mod error;
+mod geo;
 mod handlers;
 mod health;
 mod host;
@@ -59,6 +61,7 @@ mod values;
 
 use std::path::Path;
 
+pub use cidr::Cidr;
 pub use error::ConfigError;
 pub use host::{GlobError, Host, MemoryHost, OsHost};
 pub use model::*;

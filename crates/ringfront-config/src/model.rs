@@ -1,6 +1,7 @@
 //! The typed configuration model: what the proxy consumes after parsing, checking and merging
 //! (http -> server -> location inheritance is already resolved, so every location is complete).
 
+use crate::cidr::Cidr;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -70,6 +71,8 @@ pub struct HttpConf {
     pub maps: Vec<MapBlock>,
     /// `split_clients` blocks; `Variable::Split(i)` is the `i`th.
     pub splits: Vec<SplitClients>,
+    /// `geo` blocks; `Variable::Geo(i)` is the `i`th.
+    pub geos: Vec<GeoBlock>,
     /// `log_format NAME ...`; always contains `combined` first.
     pub log_formats: Vec<LogFormat>,
 }
@@ -378,6 +381,8 @@ pub enum Variable {
     Map(usize),
     /// A `split_clients` variable: index into `HttpConf::splits`.
     Split(usize),
+    /// A `geo` variable: index into `HttpConf::geos`.
+    Geo(usize),
     Host,
     RemoteAddr,
     RemotePort,
@@ -433,6 +438,20 @@ pub struct MapBlock {
     pub hostnames: bool,
     /// In the order written (the first matching regex wins).
     pub entries: Vec<(MapKey, Template)>,
+}
+
+/// One `geo` block: a variable chosen by the client address (or another address).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GeoBlock {
+    /// The variable's name, lower-cased, without `$`.
+    pub name: String,
+    /// The address to look up (`$remote_addr` when not given).
+    pub source: Option<Template>,
+    pub default: String,
+    /// Networks and their values; the longest prefix containing the address wins.
+    pub nets: Vec<(Cidr, String)>,
+    /// `ranges`: IPv4 `FROM-TO` ranges and their values (the first containing one wins).
+    pub ranges: Vec<(u32, u32, String)>,
 }
 
 /// One `split_clients` block.
@@ -545,32 +564,14 @@ pub enum AccessLog {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AccessRule {
     pub allow: bool,
-    /// `None` is `all`; otherwise the network address (low bits cleared) and prefix length.
-    pub net: Option<(std::net::IpAddr, u8)>,
+    /// `None` is `all`.
+    pub net: Option<Cidr>,
 }
 
 impl AccessRule {
     /// Whether the rule applies to `ip` (IPv4-mapped IPv6 addresses match IPv4 rules).
     pub fn matches(&self, ip: std::net::IpAddr) -> bool {
-        use std::net::IpAddr;
-        let Some((net, bits)) = self.net else {
-            return true;
-        };
-        let ip = match ip {
-            IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
-            v4 => v4,
-        };
-        match (net, ip) {
-            (IpAddr::V4(n), IpAddr::V4(a)) => {
-                let mask = u32::MAX.checked_shl(32 - u32::from(bits)).unwrap_or(0);
-                u32::from(n) & mask == u32::from(a) & mask
-            }
-            (IpAddr::V6(n), IpAddr::V6(a)) => {
-                let mask = u128::MAX.checked_shl(128 - u32::from(bits)).unwrap_or(0);
-                u128::from(n) & mask == u128::from(a) & mask
-            }
-            _ => false,
-        }
+        self.net.is_none_or(|n| n.contains(ip))
     }
 }
 

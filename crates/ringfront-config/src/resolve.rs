@@ -284,6 +284,7 @@ pub(crate) fn finish_http(raw: HttpRaw, env: &Env<'_>) -> Result<HttpConf, Confi
         servers,
         maps: raw.maps,
         splits: raw.splits,
+        geos: raw.geos,
         log_formats: raw.log_formats,
     })
 }

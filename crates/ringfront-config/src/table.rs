@@ -237,7 +237,7 @@ pub(crate) static TABLE: &[Spec] = &[
     unsupported("proxy_cache", HSL, 1, 1),
     unsupported("proxy_cache_path", HTTP, 2, MANY),
     b("map", HTTP, 2, 2),
-    unsupported("geo", HTTP, 1, 2),
+    b("geo", HTTP, 1, 2),
     b("split_clients", HTTP, 2, 2),
     unsupported("limit_req_zone", HTTP, 3, 4),
     unsupported("limit_req", HSL, 1, 3),

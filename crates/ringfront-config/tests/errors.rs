@@ -720,3 +720,32 @@ fn split_clients_blocks() {
         "the duplicate \"v\" variable in /t/conf/x.conf:4"
     );
 }
+
+#[test]
+fn geo_blocks() {
+    let p = |http: &str| common::parse(&format!("events {{}}\nhttp {{\n{http}\n}}"));
+    let cfg = p("geo $g { default d; 10.0.0.0/8 a; 10.0.0.0/8 b; }").unwrap();
+    assert_eq!(
+        cfg.http.geos[0].nets.len(),
+        1,
+        "the later value replaces the earlier"
+    );
+    assert_eq!(cfg.http.geos[0].nets[0].1, "b");
+    let e = |http: &str| p(http).unwrap_err().to_string();
+    assert_eq!(
+        e("geo $g { 10.0.0.0/33 a; }"),
+        "invalid network \"10.0.0.0/33\" in /t/conf/x.conf:3"
+    );
+    assert_eq!(
+        e("geo $g { ranges; 1.0.0.9-1.0.0.1 a; }"),
+        "invalid range \"1.0.0.9-1.0.0.1\" in /t/conf/x.conf:3"
+    );
+    assert_eq!(
+        e("geo $g { proxy 10.0.0.0/8; }"),
+        "\"proxy\" in \"geo\" is not supported yet in /t/conf/x.conf:3"
+    );
+    assert_eq!(
+        e("geo $g { }\nmap $host $g { }"),
+        "the duplicate \"g\" variable in /t/conf/x.conf:4"
+    );
+}

@@ -8,6 +8,7 @@ mod body;
 mod build_error;
 mod check_rt;
 mod clock;
+mod geo;
 mod head_reader;
 pub mod health;
 mod idle;

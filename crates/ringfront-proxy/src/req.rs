@@ -76,6 +76,7 @@ impl Req<'_> {
             topo: snap.map(|s| &s.topology),
             maps: snap.map_or(&[], |s| &s.maps),
             splits: snap.map_or(&[], |s| &s.splits),
+            geos: snap.map_or(&[], |s| &s.geos),
             depth: std::cell::Cell::new(0),
         }
     }

@@ -136,6 +136,7 @@ pub struct Snapshot {
     /// `map` variables, ready to evaluate.
     pub maps: Vec<crate::map::MapRt>,
     pub splits: Vec<ringfront_config::SplitClients>,
+    pub geos: Vec<ringfront_config::GeoBlock>,
     /// Set by [`Snapshot::adopt`]: which peer of the previous generation each peer continues.
     pub carried: Option<Carried>,
     pub error_logs: Vec<Sink>,
@@ -413,6 +414,7 @@ impl Snapshot {
             by_listen,
             carried: None,
             splits: cfg.http.splits.clone(),
+            geos: cfg.http.geos.clone(),
             maps: cfg
                 .http
                 .maps

@@ -34,6 +34,8 @@ pub struct Vars<'a> {
     pub maps: &'a [crate::map::MapRt],
     /// `split_clients` variables (`Variable::Split(i)` is the `i`th).
     pub splits: &'a [ringfront_config::SplitClients],
+    /// `geo` variables (`Variable::Geo(i)` is the `i`th).
+    pub geos: &'a [ringfront_config::GeoBlock],
     /// How deep map evaluation is (a map whose value uses a map...), to stop a cycle.
     pub depth: std::cell::Cell<u8>,
 }
@@ -158,6 +160,19 @@ pub fn push_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, dash: bool) {
     let empty: &[u8] = if dash { b"-" } else { b"" };
     match var {
         Variable::Map(i) => push_map(out, *i, v),
+        Variable::Geo(i) => {
+            if let Some(g) = v.geos.get(*i) {
+                let addr = match &g.source {
+                    Some(t) => {
+                        let mut text = Vec::new();
+                        render(&mut text, t, v, false);
+                        crate::geo::address(&text)
+                    }
+                    None => v.client.ip(),
+                };
+                out.extend_from_slice(crate::geo::pick(g, addr).as_bytes());
+            }
+        }
         Variable::Split(i) => {
             if let Some(s) = v.splits.get(*i) {
                 let mut source = Vec::new();

@@ -1,0 +1,89 @@
+//! `geo` at request time: the address (the client's, or the rendered source; one that does
+//! not parse is 255.255.255.255, as nginx), then the longest matching network, or the first
+//! matching range in `ranges` mode, or the default.
+
+use std::net::{IpAddr, Ipv4Addr};
+
+use ringfront_config::GeoBlock;
+
+/// The value for `addr`.
+pub fn pick(g: &GeoBlock, addr: IpAddr) -> &str {
+    if !g.ranges.is_empty() {
+        let v4 = match addr {
+            IpAddr::V4(a) => Some(a),
+            IpAddr::V6(a) => a.to_ipv4_mapped(),
+        };
+        let Some(a) = v4.map(u32::from) else {
+            return &g.default;
+        };
+        return g
+            .ranges
+            .iter()
+            .find(|(from, to, _)| (*from..=*to).contains(&a))
+            .map_or(&g.default, |(_, _, v)| v);
+    }
+    g.nets
+        .iter()
+        .filter(|(n, _)| n.contains(addr))
+        .max_by_key(|(n, _)| n.bits)
+        .map_or(&g.default, |(_, v)| v)
+}
+
+/// A source value as an address (nginx's INADDR_NONE when it is not one).
+pub fn address(text: &[u8]) -> IpAddr {
+    std::str::from_utf8(text)
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(IpAddr::V4(Ipv4Addr::BROADCAST))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ringfront_config::Cidr;
+
+    fn geo(nets: &[(&str, &str)], ranges: Vec<(u32, u32, String)>) -> GeoBlock {
+        GeoBlock {
+            name: "g".into(),
+            source: None,
+            default: "def".into(),
+            nets: nets
+                .iter()
+                .map(|(n, v)| (Cidr::parse(n).unwrap(), v.to_string()))
+                .collect(),
+            ranges,
+        }
+    }
+
+    #[test]
+    fn longest_prefix_and_ranges() {
+        let g = geo(
+            &[
+                ("10.0.0.0/8", "ten"),
+                ("10.1.0.0/16", "ten-one"),
+                ("::1", "v6"),
+            ],
+            vec![],
+        );
+        let pick = |a: &str| pick(&g, a.parse().unwrap()).to_string();
+        assert_eq!(pick("10.1.2.3"), "ten-one");
+        assert_eq!(pick("10.2.2.3"), "ten");
+        assert_eq!(pick("::1"), "v6");
+        assert_eq!(pick("192.0.2.1"), "def");
+        assert_eq!(address(b"not an address"), IpAddr::V4(Ipv4Addr::BROADCAST));
+        let r = geo(
+            &[],
+            vec![(
+                u32::from(Ipv4Addr::new(1, 0, 0, 0)),
+                u32::from(Ipv4Addr::new(1, 0, 0, 9)),
+                "r".into(),
+            )],
+        );
+        assert_eq!(pick_str(&r, "1.0.0.5"), "r");
+        assert_eq!(pick_str(&r, "1.0.0.10"), "def");
+    }
+
+    fn pick_str<'a>(g: &'a GeoBlock, a: &str) -> &'a str {
+        pick(g, a.parse().unwrap())
+    }
+}
