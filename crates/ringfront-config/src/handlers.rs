@@ -10,7 +10,7 @@ use crate::model::{AccessRule, ErrorPage, LogFormat, NextUpstream, Return};
 use crate::settings::{Level, PassRaw};
 use crate::tree::Directive;
 use crate::units::parse_number;
-use crate::values::{err, msec, number, path, sec, set_once, size, template};
+use crate::values::{err, flag, msec, number, path, sec, set_once, size, template};
 
 /// What the handlers need to know about where they are.
 pub(crate) struct Scope<'a> {
@@ -36,6 +36,12 @@ pub(crate) fn apply(
             let headers = level.proxy_set_header.get_or_insert_with(Vec::new);
             headers.push((arg.to_string(), value));
         }
+        "proxy_method" => set_once(&mut level.proxy_method, template(d, arg)?, d)?,
+        "proxy_pass_request_headers" => {
+            set_once(&mut level.proxy_pass_request_headers, flag(d)?, d)?
+        }
+        "proxy_pass_request_body" => set_once(&mut level.proxy_pass_request_body, flag(d)?, d)?,
+        "proxy_set_body" => set_once(&mut level.proxy_set_body, template(d, arg)?, d)?,
         "proxy_http_version" => {
             if !matches!(arg, "1.0" | "1.1") {
                 return Err(err(d, format!("invalid value \"{arg}\"")));

@@ -584,6 +584,14 @@ pub struct LocationSettings {
     /// apply: `Host $proxy_host` and `Connection close` (ringfront manages Connection to the
     /// upstream itself for keepalive; see docs).
     pub proxy_set_header: Vec<(String, Template)>,
+    /// `proxy_method` (variables allowed): the method sent upstream instead of the client's.
+    pub proxy_method: Option<Template>,
+    /// `proxy_pass_request_headers` (default on): the client's header fields are passed.
+    pub proxy_pass_request_headers: bool,
+    /// `proxy_pass_request_body` (default on): the client's body is passed.
+    pub proxy_pass_request_body: bool,
+    /// `proxy_set_body`: the body sent upstream instead of the client's.
+    pub proxy_set_body: Option<Template>,
     /// "1.0" or "1.1"; ringfront's default is 1.1 (upstream keepalive on by default).
     pub proxy_http_version: String,
     pub proxy_connect_timeout: Duration,

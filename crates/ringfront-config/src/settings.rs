@@ -28,6 +28,10 @@ pub(crate) struct Level {
     pub proxy_pass: Option<PassRaw>,
     pub proxy_set_header: Option<Vec<(String, Template)>>,
     pub proxy_http_version: Option<String>,
+    pub proxy_method: Option<Template>,
+    pub proxy_pass_request_headers: Option<bool>,
+    pub proxy_pass_request_body: Option<bool>,
+    pub proxy_set_body: Option<Template>,
     pub proxy_connect_timeout: Option<Duration>,
     pub proxy_read_timeout: Option<Duration>,
     pub proxy_send_timeout: Option<Duration>,
@@ -60,6 +64,10 @@ impl Default for LocationSettings {
             proxy_pass: None,
             proxy_set_header: Vec::new(),
             proxy_http_version: "1.1".to_string(),
+            proxy_method: None,
+            proxy_pass_request_headers: true,
+            proxy_pass_request_body: true,
+            proxy_set_body: None,
             proxy_connect_timeout: MINUTE,
             proxy_read_timeout: MINUTE,
             proxy_send_timeout: MINUTE,
@@ -98,6 +106,16 @@ impl Level {
             proxy_pass: self.proxy_pass.clone(),
             proxy_set_header: pick(&self.proxy_set_header, &outer.proxy_set_header),
             proxy_http_version: pick(&self.proxy_http_version, &outer.proxy_http_version),
+            proxy_method: pick(&self.proxy_method, &outer.proxy_method),
+            proxy_pass_request_headers: pick(
+                &self.proxy_pass_request_headers,
+                &outer.proxy_pass_request_headers,
+            ),
+            proxy_pass_request_body: pick(
+                &self.proxy_pass_request_body,
+                &outer.proxy_pass_request_body,
+            ),
+            proxy_set_body: pick(&self.proxy_set_body, &outer.proxy_set_body),
             proxy_connect_timeout: pick(&self.proxy_connect_timeout, &outer.proxy_connect_timeout),
             proxy_read_timeout: pick(&self.proxy_read_timeout, &outer.proxy_read_timeout),
             proxy_send_timeout: pick(&self.proxy_send_timeout, &outer.proxy_send_timeout),
@@ -136,6 +154,14 @@ impl Level {
             proxy_pass,
             proxy_set_header: self.proxy_set_header.unwrap_or(d.proxy_set_header),
             proxy_http_version: self.proxy_http_version.unwrap_or(d.proxy_http_version),
+            proxy_method: self.proxy_method.or(d.proxy_method),
+            proxy_pass_request_headers: self
+                .proxy_pass_request_headers
+                .unwrap_or(d.proxy_pass_request_headers),
+            proxy_pass_request_body: self
+                .proxy_pass_request_body
+                .unwrap_or(d.proxy_pass_request_body),
+            proxy_set_body: self.proxy_set_body.or(d.proxy_set_body),
             proxy_connect_timeout: self
                 .proxy_connect_timeout
                 .unwrap_or(d.proxy_connect_timeout),

@@ -8,7 +8,7 @@ use std::rc::Rc;
 use ringfront_config::LocationMatch;
 use ringfront_http::{BodyFraming, HeadWriter};
 
-use crate::req::Cx;
+use crate::req::{Cx, Req};
 use crate::vars;
 
 /// The URI sent upstream: unchanged, or with the matched prefix replaced by proxy_pass's URI.
@@ -156,14 +156,20 @@ unsafe impl monoio::buf::IoVecBuf for Rest {
 /// Builds the request head; the body is kept as it is.
 pub fn build(cx: &Cx<'_>, proxy_host: &str, keepalive: bool, body: Vec<u8>) -> Outbound {
     let (s, req) = (cx.settings(), cx.req);
+    let v = req.vars(proxy_host, None, Some(cx.snap));
+    let (body, length) = body_sent(cx, &v, body);
+    let mut method = Vec::new();
+    match &s.proxy_method {
+        Some(t) => vars::render(&mut method, t, &v, false),
+        None => method.extend_from_slice(req.head.method.get(req.buf)),
+    }
     let mut out = Vec::with_capacity(req.head.head_len + 128);
     let http10 = s.proxy_http_version == "1.0";
-    let method = req.head.method.get(req.buf);
     let uri_start = method.len() + 1;
     let mut uri_end = uri_start;
     let mut h = HeadWriter::request(
         &mut out,
-        method,
+        &method,
         |o| {
             upstream_uri(cx, o);
             uri_end = o.len();
@@ -181,10 +187,48 @@ pub fn build(cx: &Cx<'_>, proxy_host: &str, keepalive: bool, body: Vec<u8>) -> O
     if (!keepalive || http10) && !overridden(b"connection") {
         h.header(b"Connection", b"close");
     }
-    let v = req.vars(proxy_host, None, Some(cx.snap));
     for (name, t) in set {
         h.header_with(name.as_bytes(), |o| vars::render(o, t, &v, false));
     }
+    if s.proxy_pass_request_headers {
+        client_headers(req, &mut h, overridden);
+    }
+    if let Some(n) = length.filter(|_| !overridden(b"content-length")) {
+        h.header_num(b"Content-Length", n);
+    }
+    h.finish();
+    Outbound::new(out, body, uri_start..uri_end)
+}
+
+/// The body sent upstream and the Content-Length announced: `proxy_set_body`'s; with
+/// `proxy_pass_request_body off` none, yet the client's declared length (as nginx, which is
+/// why configurations add `proxy_set_header Content-Length ""`); else the client's.
+fn body_sent(cx: &Cx<'_>, v: &vars::Vars<'_>, body: Vec<u8>) -> (Vec<u8>, Option<u64>) {
+    let s = cx.settings();
+    if let Some(t) = &s.proxy_set_body {
+        let mut out = Vec::new();
+        vars::render(&mut out, t, v, false);
+        let n = out.len() as u64;
+        return (out, Some(n));
+    }
+    let declared = match cx.req.head.framing {
+        BodyFraming::Length(n) => Some(n),
+        BodyFraming::None => None,
+        _ => Some(body.len() as u64),
+    };
+    if !s.proxy_pass_request_body {
+        return (
+            Vec::new(),
+            declared.filter(|_| cx.req.head.framing != BodyFraming::Chunked),
+        );
+    }
+    let n = body.len() as u64;
+    (body, (n > 0 || declared.is_some()).then_some(n))
+}
+
+/// The client's header fields, minus hop-by-hop ones, those ringfront sets itself and
+/// those `proxy_set_header` overrides.
+fn client_headers(req: &Req<'_>, h: &mut HeadWriter<'_>, overridden: impl Fn(&[u8]) -> bool) {
     let conn_hdr = req.head.header(req.buf, "connection").unwrap_or(b"");
     for f in &req.head.headers {
         let name = f.name.get(req.buf);
@@ -199,11 +243,6 @@ pub fn build(cx: &Cx<'_>, proxy_host: &str, keepalive: bool, body: Vec<u8>) -> O
         }
         h.header(name, f.value.get(req.buf));
     }
-    if !body.is_empty() || !matches!(req.head.framing, BodyFraming::None) {
-        h.header_num(b"Content-Length", body.len() as u64);
-    }
-    h.finish();
-    Outbound::new(out, body, uri_start..uri_end)
 }
 
 #[cfg(test)]
