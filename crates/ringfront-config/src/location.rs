@@ -30,6 +30,7 @@ pub(crate) struct OwnRaw {
     pub check_status: Option<(StatusFormat, Origin)>,
     pub api: Option<Origin>,
     pub stub_status: Option<Origin>,
+    pub internal: Option<Origin>,
 }
 
 impl OwnRaw {
@@ -46,6 +47,7 @@ impl OwnRaw {
                 api(d)?;
                 set_once(&mut self.api, d.origin.clone(), d)?;
             }
+            "internal" => set_once(&mut self.internal, d.origin.clone(), d)?,
             "stub_status" => {
                 stub_status(d)?;
                 set_once(&mut self.stub_status, d.origin.clone(), d)?;

@@ -626,4 +626,6 @@ pub struct LocationSettings {
     pub api: bool,
     /// `stub_status;` in this location (not inherited): nginx's basic status page.
     pub stub_status: bool,
+    /// `internal;` in this location (not inherited): a client's request here gets 404.
+    pub internal: bool,
 }

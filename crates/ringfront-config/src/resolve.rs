@@ -125,6 +125,7 @@ impl Targets<'_> {
         settings.check_status = loc.own.check_status.as_ref().map(|(f, _)| *f);
         settings.api = loc.own.api.is_some();
         settings.stub_status = loc.own.stub_status.is_some();
+        settings.internal = loc.own.internal.is_some();
         Ok(Location {
             matcher: loc.matcher.clone(),
             settings,

@@ -90,6 +90,7 @@ impl Default for LocationSettings {
             check_status: None,
             api: false,
             stub_status: false,
+            internal: false,
         }
     }
 }
@@ -194,6 +195,7 @@ impl Level {
             check_status: None,
             api: false,
             stub_status: false,
+            internal: false,
         }
     }
 }

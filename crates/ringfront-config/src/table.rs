@@ -233,7 +233,7 @@ pub(crate) static TABLE: &[Spec] = &[
     unsupported("limit_except", LOCATION, 1, MANY),
     unsupported("try_files", SL, 2, MANY),
     unsupported("alias", LOCATION, 1, 1),
-    unsupported("internal", LOCATION, 0, 0),
+    d("internal", LOCATION, 0, 0),
     unsupported("add_header", HSL, 2, 3),
     unsupported("proxy_hide_header", HSL, 1, 1),
     unsupported("proxy_pass_header", HSL, 1, 1),

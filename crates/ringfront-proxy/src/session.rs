@@ -488,6 +488,9 @@ async fn answer(
     let mut out = w.take_buf();
     let local = if denied {
         403
+    } else if s.internal {
+        // nginx: a client's request for an `internal` location is not found.
+        404
     } else if s.return_.as_ref().is_some_and(|r| r.code == 444) {
         // nginx's 444: close the connection without a response.
         w.give_buf(out);

@@ -282,3 +282,25 @@ http {
     let text = std::fs::read_to_string(&log).unwrap();
     assert_eq!(text, "/a?log=1\n/d?log=yes\n");
 }
+
+/// `internal`: a client's request for such a location gets 404 (as nginx), its siblings are
+/// served.
+#[test]
+fn internal_locations_are_not_found_for_clients() {
+    let p = port();
+    let cfg = fill(
+        "events {}
+http {
+    server {
+        listen 127.0.0.1:{PORT};
+        location /private/ { internal; return 200 \"secret\"; }
+        location / { return 200 \"public\"; }
+    }
+}
+",
+        &[("PORT", p.to_string())],
+    );
+    let _rf = Ringfront::start(&cfg);
+    assert_eq!(http::get(("127.0.0.1", p), "/private/x").status, 404);
+    assert_eq!(http::get(("127.0.0.1", p), "/x").text(), "public");
+}
