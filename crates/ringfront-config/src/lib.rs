@@ -25,7 +25,9 @@
 //!   `check_http_expect_alive`, `check_status`), see `health.rs`. `zone` is checked as nginx
 //!   checks it and changes nothing (peer state is always shared); `health_check` does not
 //!   need it.
-//! - Refused as "not supported yet" rather than ignored: `sticky`,
+//! - Refused rather than ignored (`"NAME" directive is not supported by ringfront` for a
+//!   directive of stock nginx, see `nginx_directives.txt`; "not supported yet" for
+//!   parameters and forms): `sticky`,
 //!   `resolve`, `service=`, `if`/`rewrite`/`set`, named locations,
 //!   variables in `proxy_pass`, https and unix-socket upstreams, `listen ... ssl|http2`,
 //!   `gzip on`, `proxy_redirect` rules, regex captures (`$1`), `error_page ... = URI`,
