@@ -41,6 +41,13 @@ bench:
 loadtest:
 	bash loadtest/run.sh
 
+# nginx's own test suite (../shared/nginx-tests, stock Test::Nginx harness) against the release
+# binary; per-file counts next to nginx 1.22.1's and a totals line. Not part of `ci` yet.
+.PHONY: nginx-tests
+nginx-tests:
+	$(CARGO) build --release -p ringfront
+	../shared/nginx-tests-run target/release/ringfront --jobs 2
+
 # Memory per idle keep-alive connection (ringfront vs nginx) and a 10-minute leak soak;
 # knobs in loadtest/soak.sh, results in loadtest/out/soak.md.
 .PHONY: soak

@@ -17,12 +17,19 @@ pub struct ConfigError {
     pub line: Option<usize>,
 }
 
-/// Renders ` in FILE:LINE` when both are known, nothing otherwise.
+/// The file name of directives from `-g`: nginx reports them `in command line`.
+pub(crate) const COMMAND_LINE: &str = "command line";
+
+/// Renders ` in FILE:LINE` when both are known (` in command line` for `-g`), nothing
+/// otherwise.
 struct Suffix<'a>(Option<&'a Path>, Option<usize>);
 
 impl fmt::Display for Suffix<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match (self.0, self.1) {
+            (Some(file), Some(_)) if file == Path::new(COMMAND_LINE) => {
+                write!(f, " in {COMMAND_LINE}")
+            }
             (Some(file), Some(line)) => write!(f, " in {}:{}", file.display(), line),
             _ => Ok(()),
         }

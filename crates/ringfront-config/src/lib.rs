@@ -7,7 +7,8 @@
 //! Errors read as nginx's `[emerg]` lines (`unknown directive "foo" in /etc/x.conf:12`);
 //! checked against nginx 1.22 with the same files. Where ringfront differs on purpose:
 //!
-//! - Relative paths (`include`, `root`, `pid`, logs) start at the main file's folder.
+//! - Relative paths (`include`, `root`, `pid`, logs) start at the main file's folder unless a
+//!   prefix is given ([`LoadOptions`], nginx's `-p`); `include` always starts there.
 //! - A missing `include ...mime.types` is skipped (ringfront has no use for MIME types).
 //! - No access log unless one is written (nginx writes `logs/access.log`).
 //! - Upstreams keep 32 idle connections unless `keepalive N` says otherwise (`0` = none);
@@ -24,7 +25,9 @@
 //!   `check_http_expect_alive`, `check_status`), see `health.rs`. `zone` is checked as nginx
 //!   checks it and changes nothing (peer state is always shared); `health_check` does not
 //!   need it.
-//! - Refused as "not supported yet" rather than ignored: `sticky`,
+//! - Refused rather than ignored (`"NAME" directive is not supported by ringfront` for a
+//!   directive of stock nginx, see `nginx_directives.txt`; "not supported yet" for
+//!   parameters and forms): `sticky`,
 //!   `resolve`, `service=`, `if`/`rewrite`/`set`, named locations,
 //!   variables in `proxy_pass`, https and unix-socket upstreams, `listen ... ssl|http2`,
 //!   `gzip on`, `proxy_redirect` rules, regex captures (`$1`), `error_page ... = URI`,
@@ -48,6 +51,8 @@ mod logs;
 mod main_conf;
 mod map;
 pub mod model;
+mod nginx_names;
+mod options;
 mod resolve;
 mod server;
 mod settings;
@@ -65,6 +70,7 @@ pub use cidr::Cidr;
 pub use error::ConfigError;
 pub use host::{GlobError, Host, MemoryHost, OsHost};
 pub use model::*;
+pub use options::LoadOptions;
 pub use table::NOOP_DIRECTIVES;
 pub use template::{parse_template, variable};
 pub use units::{parse_size, parse_time};
@@ -78,11 +84,21 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
 /// Loads the configuration at `path`, reading it, its includes and host names through
 /// `host`. Literal IP addresses never reach the host's resolver.
 pub fn load_with(path: &Path, host: &dyn Host) -> Result<Config, ConfigError> {
+    load_with_options(path, host, &LoadOptions::default())
+}
+
+/// [`load_with`] with nginx's command-line additions: a prefix, `-g` directives, the `-e`
+/// error log.
+pub fn load_with_options(
+    path: &Path,
+    host: &dyn Host,
+    opts: &LoadOptions,
+) -> Result<Config, ConfigError> {
     let path = build::cleaned(path);
     let text = host
         .read(&path)
         .map_err(|e| ConfigError::new(error::os_failure("open()", &path, &e)))?;
-    build::build(&text, &path, host)
+    build::build(&text, &path, host, opts)
 }
 
 /// Parses configuration text as if it were the file `path`: includes and relative paths are
@@ -90,7 +106,12 @@ pub fn load_with(path: &Path, host: &dyn Host) -> Result<Config, ConfigError> {
 /// about the outside world comes from `host` (a [`MemoryHost`] makes it a function of its
 /// arguments).
 pub fn parse_str(text: &str, path: &Path, host: &dyn Host) -> Result<Config, ConfigError> {
-    build::build(text.as_bytes(), &build::cleaned(path), host)
+    build::build(
+        text.as_bytes(),
+        &build::cleaned(path),
+        host,
+        &LoadOptions::default(),
+    )
 }
 
 impl Config {

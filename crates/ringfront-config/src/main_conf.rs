@@ -1,6 +1,8 @@
 //! The main (top) level and `events`: worker processes and pinning, daemon/master flags, pid,
 //! error logs, `worker_connections`.
 
+use std::path::Path;
+
 use crate::build::Env;
 use crate::directives::{for_each, unhandled, EVENTS, MAIN};
 use crate::error::ConfigError;
@@ -86,7 +88,10 @@ pub(crate) fn main_block(tree: &[Directive], env: &Env<'_>) -> Result<MainRaw, C
         master_process: w.master_process.unwrap_or(defaults.master_process),
         pid: w.pid,
         error_log: if w.error_log.is_empty() {
-            defaults.error_log
+            vec![ErrorLog {
+                path: env.default_error_log.map(Path::to_path_buf),
+                level: LogLevel::Error,
+            }]
         } else {
             w.error_log
         },

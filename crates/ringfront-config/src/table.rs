@@ -25,6 +25,8 @@ pub(crate) enum Check {
     Only(&'static [&'static str]),
     Number,
     Size,
+    /// `PATH [LEVEL1 [LEVEL2 [LEVEL3]]]` of the `*_temp_path` directives.
+    TempPath,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,6 +113,11 @@ pub const NOOP_DIRECTIVES: &[&str] = &[
     "proxy_busy_buffers_size", "proxy_request_buffering", "proxy_redirect",
     "client_body_buffer_size", "client_header_buffer_size", "ssl_protocols",
     "ssl_prefer_server_ciphers",
+    // nginx's buffering to disk; ringfront streams (docs/configuration.md, "Accepted and
+    // ignored")
+    "client_body_temp_path", "proxy_temp_path", "fastcgi_temp_path", "uwsgi_temp_path",
+    "scgi_temp_path", "proxy_max_temp_file_size", "proxy_temp_file_write_size",
+    "connection_pool_size", "request_pool_size", "client_body_in_single_buffer",
 ];
 
 #[rustfmt::skip]
@@ -225,6 +232,19 @@ pub(crate) static TABLE: &[Spec] = &[
     // (Debian's stock nginx.conf sets both at http level).
     noop("ssl_protocols", HS, 1, MANY, Check::Any),
     noop("ssl_prefer_server_ciphers", HS, 1, 1, Check::Flag),
+    // Disk buffering and memory pools: ringfront streams bodies through fixed buffers and
+    // never writes them to temporary files, and allocates per connection its own way.
+    // Test::Nginx writes the `*_temp_path` ones into every configuration.
+    noop("client_body_temp_path", HSL, 1, 4, Check::TempPath),
+    noop("proxy_temp_path", HSL, 1, 4, Check::TempPath),
+    noop("fastcgi_temp_path", HSL, 1, 4, Check::TempPath),
+    noop("uwsgi_temp_path", HSL, 1, 4, Check::TempPath),
+    noop("scgi_temp_path", HSL, 1, 4, Check::TempPath),
+    noop("proxy_max_temp_file_size", HSL, 1, 1, Check::Size),
+    noop("proxy_temp_file_write_size", HSL, 1, 1, Check::Size),
+    noop("connection_pool_size", HS, 1, 1, Check::Size),
+    noop("request_pool_size", HS, 1, 1, Check::Size),
+    noop("client_body_in_single_buffer", HSL, 1, 1, Check::Flag),
     // nginx directives not implemented yet: an error, so no configuration is half-understood
     unsupported("sticky", UPSTREAM, 1, MANY),
     unsupported("if", SL, 1, MANY),

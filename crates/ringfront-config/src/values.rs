@@ -34,12 +34,22 @@ pub(crate) fn set_once<T>(
     Ok(())
 }
 
-/// `on` / `off`.
+/// `on` / `off`, any case (`ngx_conf_set_flag_slot` compares with `ngx_strcasecmp`).
 pub(crate) fn flag(d: &Directive) -> Result<bool, ConfigError> {
-    match d.arg(0) {
-        "on" => Ok(true),
-        "off" => Ok(false),
-        other => Err(flag_error(d, other)),
+    match parse_flag(d.arg(0)) {
+        Some(on) => Ok(on),
+        None => Err(flag_error(d, d.arg(0))),
+    }
+}
+
+/// `on` -> true, `off` -> false, case-insensitive as nginx; anything else is not a flag.
+pub(crate) fn parse_flag(word: &str) -> Option<bool> {
+    if word.eq_ignore_ascii_case("on") {
+        Some(true)
+    } else if word.eq_ignore_ascii_case("off") {
+        Some(false)
+    } else {
+        None
     }
 }
 

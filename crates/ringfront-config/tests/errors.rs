@@ -568,7 +568,7 @@ fn locations_return_error_page() {
     );
     assert_eq!(
         in_server("if ($host) { }"),
-        "\"if\" directive is not supported yet in F:4"
+        "\"if\" directive is not supported by ringfront in F:4"
     );
     assert_eq!(h("gzip on;"), "\"gzip on\" is not supported yet in F:3");
     assert_eq!(

@@ -47,6 +47,12 @@ pub use listen::{claim, Claim};
 pub use logger::{Logger, Sink};
 pub use snapshot::{BuildError, Snapshot};
 
+/// The error log's time stamp for now (`2026/11/29 18:43:33`, local time), for the lines the
+/// binary writes before the log thread runs (`-e`).
+pub fn error_stamp() -> String {
+    clock::wall().error_stamp()
+}
+
 pub(crate) const RUN: u8 = 0;
 pub(crate) const QUIT: u8 = 1;
 pub(crate) const STOP: u8 = 2;

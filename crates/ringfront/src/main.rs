@@ -3,12 +3,18 @@
 //! assembling the engine. Everything else lives in the library crates.
 
 mod cli;
+mod dump;
+mod early_log;
+mod log_files;
+mod signal;
+mod version;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{bail, Context, Result};
-use ringfront_config::{Config, CpuAffinity, WorkerProcesses};
+use early_log::EarlyLog;
+use ringfront_config::{Config, CpuAffinity, Host, LoadOptions, OsHost, WorkerProcesses};
 use ringfront_proxy::{Claim, Driver, Engine, EngineOptions, Logger, Snapshot};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1};
 
@@ -36,10 +42,19 @@ mod release {
 
 static GENERATION: AtomicU64 = AtomicU64::new(1);
 
-fn load(path: &Path) -> Result<(Config, Snapshot), String> {
-    let cfg = ringfront_config::load(path).map_err(|e| e.to_string())?;
+fn load(path: &Path, opts: &LoadOptions) -> Result<(Config, Snapshot), String> {
+    load_through(path, opts, &OsHost)
+}
+
+fn load_through(
+    path: &Path,
+    opts: &LoadOptions,
+    host: &dyn Host,
+) -> Result<(Config, Snapshot), String> {
+    let cfg = ringfront_config::load_with_options(path, host, opts).map_err(|e| e.to_string())?;
     let snap = Snapshot::build(&cfg, GENERATION.fetch_add(1, Ordering::Relaxed))
         .map_err(|e| format!("{e} in {}", cfg.path.display()))?;
+    log_files::open_all(&cfg)?;
     Ok((cfg, snap))
 }
 
@@ -168,59 +183,76 @@ fn main() {
         Ok(a) => a,
         Err(e) => {
             eprintln!("ringfront: {e}");
-            eprintln!("{}", cli::USAGE);
-            std::process::exit(2);
+            std::process::exit(1);
         }
     };
-    if args.help {
-        println!("{}", cli::USAGE);
-        return;
-    }
     if args.version {
-        println!("ringfront version {}", env!("CARGO_PKG_VERSION"));
+        eprintln!(
+            "{}",
+            match args.configure {
+                true => version::configure_text(),
+                false => version::version_line(),
+            }
+        );
+    }
+    if args.help {
+        eprintln!("{}", cli::USAGE);
+    }
+    if args.help || (args.version && !args.test) {
         return;
     }
-    let code = match run(&args) {
+    let early = EarlyLog::new(args.error_log_path());
+    let code = match run(&args, &early) {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("ringfront: [emerg] {e:#}");
+            early.emerg(&format!("{e:#}"));
             1
         }
     };
     std::process::exit(code);
 }
 
-fn run(args: &cli::Args) -> Result<()> {
-    let path = args.config.clone();
+/// `-t` / `-T`: nginx's two lines on success (not with `-q`), the dump on stdout with `-T`;
+/// the error and `test failed` otherwise.
+fn test_config(args: &cli::Args, early: &EarlyLog) -> Result<()> {
+    let path = args.config_path();
+    let host = dump::Recording::default();
+    match load_through(&path, &args.load_options(), &host) {
+        Ok(_) => {
+            if !args.quiet {
+                let p = path.display();
+                eprintln!("ringfront: the configuration file {p} syntax is ok");
+                eprintln!("ringfront: configuration file {p} test is successful");
+            }
+            if args.dump {
+                use std::io::Write;
+                let _ = std::io::stdout().write_all(&host.dump());
+            }
+            Ok(())
+        }
+        Err(e) => {
+            early.emerg(&e);
+            eprintln!(
+                "ringfront: configuration file {} test failed",
+                path.display()
+            );
+            std::process::exit(1);
+        }
+    }
+}
+
+fn run(args: &cli::Args, early: &EarlyLog) -> Result<()> {
+    let path = args.config_path();
+    let opts = args.load_options();
     if let Some(sig) = &args.signal {
-        return cli::send_signal(&path, sig);
+        return signal::send_signal(args, sig);
     }
     if args.test {
-        return match load(&path) {
-            Ok(_) => {
-                eprintln!(
-                    "ringfront: the configuration file {} syntax is ok",
-                    path.display()
-                );
-                eprintln!(
-                    "ringfront: configuration file {} test is successful",
-                    path.display()
-                );
-                Ok(())
-            }
-            Err(e) => {
-                eprintln!("ringfront: [emerg] {e}");
-                eprintln!(
-                    "ringfront: configuration file {} test failed",
-                    path.display()
-                );
-                std::process::exit(1);
-            }
-        };
+        return test_config(args, early);
     }
-    let (cfg, snap) = load(&path).map_err(anyhow::Error::msg)?;
+    let (cfg, snap) = load(&path, &opts).map_err(anyhow::Error::msg)?;
     let n = workers(&cfg, args);
-    let opts = EngineOptions {
+    let engine_opts = EngineOptions {
         workers: n,
         driver: driver(args)?,
         cpus: cpus(&cfg, args, n),
@@ -233,20 +265,20 @@ fn run(args: &cli::Args) -> Result<()> {
     let mut claims = Vec::new();
     claim_listens(&mut claims, &snap).map_err(anyhow::Error::msg)?;
     let (logger, log_thread) = Logger::start();
-    let engine = Engine::start(snap, &opts, logger.clone()).context("starting workers")?;
+    let engine = Engine::start(snap, &engine_opts, logger.clone()).context("starting workers")?;
     let pid = write_pid(&cfg);
     eprintln!(
         "ringfront: ready: {} worker(s), {} event loop, pinned to {:?}, listening on {}",
         n,
-        opts.driver.name(),
-        opts.cpus,
+        engine_opts.driver.name(),
+        engine_opts.cpus,
         listens.join(" ")
     );
     let mut engine = Some(engine);
     for sig in signals.forever() {
         let Some(e) = engine.as_ref() else { break };
         match sig {
-            SIGHUP => match load(&path)
+            SIGHUP => match load(&path, &opts)
                 .and_then(|(_, snap)| claim_listens(&mut claims, &snap).map(|()| snap))
             {
                 Ok(snap) => {

@@ -1,0 +1,62 @@
+//! `-v` and `-V` in nginx's format, for tools and test harnesses that ask nginx what it is:
+//! Test::Nginx greps `-V` for `--without-http_<name>_module` to skip tests of modules a
+//! build lacks, so `configure arguments:` names, as `--without-...`, every module stock
+//! nginx builds by default that ringfront does not implement (whole: a module ringfront
+//! implements only in part, as `return` without `if`/`set`/`rewrite`, is listed). Modules
+//! nginx builds only `--with-...` (ssl, http2, realip, stub_status, stream, mail, ...) are
+//! absent from ringfront and simply not named, as in an nginx built without them.
+
+/// The first line of `-v`/`-V`. Not `nginx/X.Y.Z`: a harness's version checks then treat
+/// ringfront as predating every version-gated behaviour.
+pub fn version_line() -> String {
+    format!("nginx version: ringfront/{}", env!("CARGO_PKG_VERSION"))
+}
+
+/// The default nginx modules ringfront does not implement, as configure spells them.
+#[rustfmt::skip]
+pub const WITHOUT: &[&str] = &[
+    "http_charset_module", "http_gzip_module", "http_ssi_module", "http_userid_module",
+    "http_auth_basic_module", "http_mirror_module", "http_autoindex_module",
+    "http_geo_module", "http_map_module", "http_split_clients_module", "http_referer_module",
+    "http_rewrite_module", "http_fastcgi_module", "http_uwsgi_module", "http_scgi_module",
+    "http_grpc_module", "http_memcached_module", "http_limit_conn_module",
+    "http_limit_req_module", "http_empty_gif_module", "http_browser_module",
+    "http_upstream_sticky", "http_tunnel_module", "http-cache",
+];
+
+/// `-V`: the version line and `configure arguments:`.
+pub fn configure_text() -> String {
+    let args: Vec<String> = WITHOUT.iter().map(|m| format!("--without-{m}")).collect();
+    format!(
+        "{}\nconfigure arguments: {}",
+        version_line(),
+        args.join(" ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_like_nginx() {
+        let text = configure_text();
+        assert!(text.starts_with("nginx version: ringfront/"), "{text}");
+        let second = text.lines().nth(1).unwrap_or_default();
+        assert!(second.starts_with("configure arguments: --without-http_charset_module "));
+        assert!(text.contains(" --without-http_rewrite_module "));
+        for present in [
+            "proxy",
+            "access",
+            "upstream_hash",
+            "upstream_keepalive",
+            "pcre",
+        ] {
+            assert!(
+                !text.contains(&format!("without-http_{present}")),
+                "{present}"
+            );
+        }
+        assert!(!text.contains("--with-http_ssl_module"));
+    }
+}
