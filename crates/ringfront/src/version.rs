@@ -3,8 +3,9 @@
 //! build lacks, so `configure arguments:` names, as `--without-...`, every module stock
 //! nginx builds by default that ringfront does not implement (whole: a module ringfront
 //! implements only in part, as `return` without `if`/`set`/`rewrite`, is listed). Modules
-//! nginx builds only `--with-...` (ssl, http2, realip, stub_status, stream, mail, ...) are
-//! absent from ringfront and simply not named, as in an nginx built without them.
+//! nginx builds only `--with-...` are named as `--with-...` when ringfront has them
+//! (stub_status) and otherwise not named (ssl, http2, realip, stream, mail, ...), as in an
+//! nginx built without them.
 
 /// The first line of `-v`/`-V`. Not `nginx/X.Y.Z`: a harness's version checks then treat
 /// ringfront as predating every version-gated behaviour.
@@ -17,16 +18,23 @@ pub fn version_line() -> String {
 pub const WITHOUT: &[&str] = &[
     "http_charset_module", "http_gzip_module", "http_ssi_module", "http_userid_module",
     "http_auth_basic_module", "http_mirror_module", "http_autoindex_module",
-    "http_geo_module", "http_map_module", "http_split_clients_module", "http_referer_module",
+    "http_referer_module",
     "http_rewrite_module", "http_fastcgi_module", "http_uwsgi_module", "http_scgi_module",
     "http_grpc_module", "http_memcached_module", "http_limit_conn_module",
     "http_limit_req_module", "http_empty_gif_module", "http_browser_module",
     "http_upstream_sticky", "http_tunnel_module", "http-cache",
 ];
 
+/// Modules nginx builds only on request that ringfront has.
+pub const WITH: &[&str] = &["http_stub_status_module"];
+
 /// `-V`: the version line and `configure arguments:`.
 pub fn configure_text() -> String {
-    let args: Vec<String> = WITHOUT.iter().map(|m| format!("--without-{m}")).collect();
+    let args: Vec<String> = WITH
+        .iter()
+        .map(|m| format!("--with-{m}"))
+        .chain(WITHOUT.iter().map(|m| format!("--without-{m}")))
+        .collect();
     format!(
         "{}\nconfigure arguments: {}",
         version_line(),
@@ -43,7 +51,7 @@ mod tests {
         let text = configure_text();
         assert!(text.starts_with("nginx version: ringfront/"), "{text}");
         let second = text.lines().nth(1).unwrap_or_default();
-        assert!(second.starts_with("configure arguments: --without-http_charset_module "));
+        assert!(second.starts_with("configure arguments: --with-http_stub_status_module "));
         assert!(text.contains(" --without-http_rewrite_module "));
         for present in [
             "proxy",
@@ -51,6 +59,9 @@ mod tests {
             "upstream_hash",
             "upstream_keepalive",
             "pcre",
+            "map",
+            "geo",
+            "split_clients",
         ] {
             assert!(
                 !text.contains(&format!("without-http_{present}")),

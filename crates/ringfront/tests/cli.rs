@@ -170,21 +170,16 @@ fn version_flags_read_like_nginx() {
     assert!(first.starts_with("nginx version: ringfront/"), "{text}");
     let args = lines.next().unwrap_or_default();
     assert!(args.starts_with("configure arguments: "), "{text}");
-    for m in [
-        "rewrite",
-        "gzip",
-        "map",
-        "geo",
-        "limit_req",
-        "fastcgi",
-        "ssi",
-    ] {
+    for m in ["rewrite", "gzip", "limit_req", "fastcgi", "ssi"] {
         assert!(
             args.contains(&format!("--without-http_{m}_module")),
             "{m}: {text}"
         );
     }
-    assert!(!args.contains("--without-http_proxy_module"));
+    for m in ["proxy", "map", "geo", "split_clients"] {
+        assert!(!args.contains(&format!("--without-http_{m}_module")), "{m}");
+    }
+    assert!(args.contains("--with-http_stub_status_module"));
     assert!(!text.contains("--with-http_ssl_module"));
     let out = ringfront(&["-v"], Path::new("/"));
     assert_eq!(stderr(&out).trim(), first);
