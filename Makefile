@@ -42,7 +42,8 @@ loadtest:
 	bash loadtest/run.sh
 
 # nginx's own test suite (../shared/nginx-tests, stock Test::Nginx harness) against the release
-# binary; per-file counts next to nginx 1.22.1's and a totals line. Not part of `ci` yet.
+# binary; per-file counts next to nginx 1.22.1's and a totals line. .ci/run runs it as a report
+# (it does not gate CI).
 .PHONY: nginx-tests
 nginx-tests:
 	$(CARGO) build --release -p ringfront
