@@ -45,6 +45,7 @@ mod logs;
 mod main_conf;
 pub mod model;
 mod resolve;
+mod response_headers;
 mod server;
 mod settings;
 mod table;
