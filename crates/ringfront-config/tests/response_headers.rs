@@ -141,3 +141,18 @@ fn errors_read_like_nginx() {
         .to_string()
         .starts_with("\"add_header\" directive is not allowed here"));
 }
+
+#[test]
+fn a_server_level_return_answers_with_the_servers_headers() {
+    let cfg = http(
+        "server {
+             add_header X-S s;
+             server_tokens off;
+             return 200 x;
+             location / { add_header X-L l; server_tokens on; }
+         }",
+    );
+    let s = settings(&cfg, 0, 0);
+    assert_eq!(names(s), ["X-S"]);
+    assert_eq!(s.server_tokens, ServerTokens::Off);
+}
