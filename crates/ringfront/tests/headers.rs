@@ -85,8 +85,7 @@ const UPSTREAM_404: &str = "HTTP/1.1 404 Not Found\r\nServer: upstream-srv\r\n\
     Date: Mon, 01 Jan 2001 00:00:00 GMT\r\nContent-Type: text/plain\r\nETag: \"nf\"\r\n\
     Content-Length: 2\r\n\r\nno";
 
-/// (method, Host, path); one connection each, `Connection: close`. `add_header`s on a
-/// refused head carry their literal text (no variables here: nginx has few values then).
+/// (method, Host, path); one connection each, `Connection: close`.
 const REQUESTS: &[(&str, &str, &str)] = &[
     ("GET", "a.test", "/"),
     ("HEAD", "a.test", "/"),
