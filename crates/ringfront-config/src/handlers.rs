@@ -107,6 +107,8 @@ pub(crate) fn apply(
                 rules.push(access_rule(d)?);
             }
         }
+        "add_header" => crate::response_headers::add_header(level, d)?,
+        "server_tokens" => crate::response_headers::server_tokens(level, d)?,
         _ => return Ok(false),
     }
     Ok(true)

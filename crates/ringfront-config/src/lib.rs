@@ -54,6 +54,7 @@ pub mod model;
 mod nginx_names;
 mod options;
 mod resolve;
+mod response_headers;
 mod server;
 mod settings;
 mod split_clients;

@@ -546,6 +546,37 @@ pub struct ErrorPage {
     pub uri: String,
 }
 
+/// `add_header NAME VALUE [always]` (nginx's headers module).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AddHeader {
+    /// As written (nginx does not check or re-case it).
+    pub name: String,
+    /// Evaluated per response; an empty result adds nothing.
+    pub value: Template,
+    /// Also for statuses other than 200, 201, 204, 206, 301, 302, 303, 304, 307, 308.
+    pub always: bool,
+    /// `ETag` or `Last-Modified`: replaces the upstream's field of that name, and an empty
+    /// value removes it (nginx's `ngx_http_set_response_header`).
+    pub replaces: bool,
+}
+
+/// `server_tokens on | off | build`: whether `Server` and the error pages' footer carry the
+/// version. `build` is `on` (ringfront has no build name, as nginx built without `--build`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ServerTokens {
+    #[default]
+    On,
+    Off,
+    Build,
+}
+
+impl ServerTokens {
+    /// Whether the version is shown.
+    pub fn version(self) -> bool {
+        self != ServerTokens::Off
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AccessLog {
     Off,
@@ -620,6 +651,9 @@ pub struct LocationSettings {
     pub large_client_header_buffers: (usize, usize),
     /// `allow` / `deny` in order; empty allows everyone.
     pub access_rules: Vec<AccessRule>,
+    /// `add_header` in order, inherited whole from the nearest level that writes any.
+    pub add_headers: Vec<AddHeader>,
+    pub server_tokens: ServerTokens,
     /// `check_status [FORMAT]` in this location (not inherited): the health status page.
     pub check_status: Option<StatusFormat>,
     /// `api;` in this location (not inherited): the read-only nginx-Plus-style JSON API.

@@ -11,7 +11,7 @@ use crate::http::HttpRaw;
 use crate::location::{LocRaw, OwnRaw};
 use crate::model::{
     AllFailed, Balancer, Expect, HttpConf, Location, LocationSettings, Match, PassiveHealth,
-    ProxyPass, ProxyTarget, Return, Server, Upstream,
+    ProxyPass, ProxyTarget, Server, Upstream,
 };
 use crate::server::{ListenRaw, ServerRaw};
 use crate::settings::{Level, PassRaw};
@@ -99,12 +99,13 @@ impl Targets<'_> {
 
     /// A location with everything inherited from `outer` (its enclosing location, server and
     /// http levels, already merged). A server-level `return` runs before any location is
-    /// chosen in nginx, so it replaces the location's own.
+    /// chosen in nginx, so it replaces the location's own, and its response headers are the
+    /// server's (`returning`: the server's merged level when it has a `return`).
     fn location(
         &mut self,
         loc: &LocRaw,
         outer: &Level,
-        server_return: Option<&Return>,
+        returning: Option<&Level>,
     ) -> Result<Location, ConfigError> {
         let merged = loc.settings.inherit(outer);
         let proxy_pass = match &loc.settings.proxy_pass {
@@ -113,11 +114,15 @@ impl Targets<'_> {
         };
         let mut nested = Vec::with_capacity(loc.locations.len());
         for inner in &loc.locations {
-            nested.push(self.location(inner, &merged, server_return)?);
+            nested.push(self.location(inner, &merged, returning)?);
         }
         let mut own = merged;
-        if let Some(ret) = server_return {
-            own.return_ = Some(ret.clone());
+        if let Some(server) = returning {
+            // A server-level `return` answers before any location is chosen (nginx's server
+            // rewrite phase), with the server's response headers.
+            own.return_ = server.return_.clone();
+            own.add_headers = server.add_headers.clone();
+            own.server_tokens = server.server_tokens;
         }
         let mut settings = own.finish(self.env.prefix, proxy_pass);
         check_handlers(loc)?;
@@ -190,7 +195,8 @@ impl Targets<'_> {
         let merged = s.settings.inherit(http);
         let mut locations = Vec::with_capacity(s.locations.len());
         for loc in &s.locations {
-            locations.push(self.location(loc, &merged, s.settings.return_.as_ref())?);
+            let returning = merged.return_.is_some().then_some(&merged);
+            locations.push(self.location(loc, &merged, returning)?);
         }
         Ok(Server {
             listens: s.listens.iter().map(|l| l.listen.clone()).collect(),

@@ -1,14 +1,14 @@
 //! Per-location settings as written at one level (http, server or location), and nginx's merge:
 //! a level inherits every setting it does not write from the level around it, then nginx's
-//! defaults fill what no level wrote. Lists (`proxy_set_header`, `error_page`, `access_log`)
-//! are inherited whole, or replaced whole by a level that writes any entry.
+//! defaults fill what no level wrote. Lists (`proxy_set_header`, `error_page`, `access_log`,
+//! `add_header`) are inherited whole, or replaced whole by a level that writes any entry.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::model::{
-    AccessLog, AccessRule, ErrorPage, LocationSettings, NextUpstream, Origin, ProxyPass, Return,
-    Template,
+    AccessLog, AccessRule, AddHeader, ErrorPage, LocationSettings, NextUpstream, Origin, ProxyPass,
+    Return, ServerTokens, Template,
 };
 
 /// `proxy_pass http://host[:port][/uri]` before its target is looked up.
@@ -51,6 +51,8 @@ pub(crate) struct Level {
     pub send_timeout: Option<Duration>,
     pub large_client_header_buffers: Option<(usize, usize)>,
     pub access_rules: Option<Vec<AccessRule>>,
+    pub add_headers: Option<Vec<AddHeader>>,
+    pub server_tokens: Option<ServerTokens>,
 }
 
 const MINUTE: Duration = Duration::from_secs(60);
@@ -87,6 +89,8 @@ impl Default for LocationSettings {
             send_timeout: MINUTE,
             large_client_header_buffers: (4, 8 << 10),
             access_rules: Vec::new(),
+            add_headers: Vec::new(),
+            server_tokens: ServerTokens::On,
             check_status: None,
             api: false,
             stub_status: false,
@@ -145,6 +149,8 @@ impl Level {
                 &outer.large_client_header_buffers,
             ),
             access_rules: pick(&self.access_rules, &outer.access_rules),
+            add_headers: pick(&self.add_headers, &outer.add_headers),
+            server_tokens: pick(&self.server_tokens, &outer.server_tokens),
         }
     }
 
@@ -192,6 +198,8 @@ impl Level {
                 .large_client_header_buffers
                 .unwrap_or(d.large_client_header_buffers),
             access_rules: self.access_rules.unwrap_or(d.access_rules),
+            add_headers: self.add_headers.unwrap_or(d.add_headers),
+            server_tokens: self.server_tokens.unwrap_or(d.server_tokens),
             check_status: None,
             api: false,
             stub_status: false,

@@ -106,7 +106,7 @@ const fn unsupported(name: &'static str, ctx: u16, min: u8, max: u8) -> Spec {
 #[rustfmt::skip]
 pub const NOOP_DIRECTIVES: &[&str] = &[
     "user", "worker_rlimit_nofile", "use", "multi_accept", "accept_mutex",
-    "sendfile", "tcp_nopush", "tcp_nodelay", "types", "default_type", "server_tokens", "gzip",
+    "sendfile", "tcp_nopush", "tcp_nodelay", "types", "default_type", "gzip",
     "charset", "index", "autoindex", "keepalive_disable", "reset_timedout_connection",
     "server_names_hash_bucket_size", "server_names_hash_max_size", "types_hash_max_size",
     "types_hash_bucket_size", "proxy_buffering", "proxy_buffer_size", "proxy_buffers",
@@ -192,6 +192,8 @@ pub(crate) static TABLE: &[Spec] = &[
     d("large_client_header_buffers", HS, 2, 2),
     d("allow", HSL, 1, 1),
     d("deny", HSL, 1, 1),
+    d("add_header", HSL, 2, 3),
+    d("server_tokens", HSL, 1, 1),
     // location only, never inherited: nginx Plus `health_check` and `api`, Tengine
     // `check_status`
     d("health_check", LOCATION, 0, MANY),
@@ -209,7 +211,6 @@ pub(crate) static TABLE: &[Spec] = &[
     noop("tcp_nodelay", HSL, 1, 1, Check::Flag),
     Spec { name: "types", ctx: HSL, min: 0, max: 0, block: Block::Yes, kind: Kind::NoOp(Check::Any) },
     noop("default_type", HSL, 1, 1, Check::Any),
-    noop("server_tokens", HSL, 1, 1, Check::Any),
     noop("gzip", HSL, 1, 1, Check::OffOnly),
     noop("charset", HSL, 1, 1, Check::Any),
     noop("index", HSL, 1, MANY, Check::Any),
@@ -254,7 +255,6 @@ pub(crate) static TABLE: &[Spec] = &[
     unsupported("try_files", SL, 2, MANY),
     unsupported("alias", LOCATION, 1, 1),
     d("internal", LOCATION, 0, 0),
-    unsupported("add_header", HSL, 2, 3),
     unsupported("proxy_hide_header", HSL, 1, 1),
     unsupported("proxy_pass_header", HSL, 1, 1),
     unsupported("proxy_intercept_errors", HSL, 1, 1),

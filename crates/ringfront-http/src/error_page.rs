@@ -1,39 +1,76 @@
 //! nginx's built-in error pages (`ngx_http_special_response.c`, nginx >= 1.19), with
-//! `ringfront` in the footer where nginx prints `nginx` (`server_tokens off`).
+//! `ringfront` in the footer where nginx prints `nginx` (`server_tokens off`) and
+//! `ringfront/VERSION` where it prints `nginx/1.22.1` (`server_tokens on`, the default).
+//! Both forms are constants: choosing one costs nothing per request.
 
+/// `Server` and the footer with `server_tokens off`.
+pub const SERVER_NAME: &str = "ringfront";
+/// `Server` and the footer with `server_tokens on` (nginx's `NGINX_VER`).
+pub const SERVER_VERSION: &str = concat!("ringfront/", env!("CARGO_PKG_VERSION"));
+
+/// The product token: with the version or without (`server_tokens`).
+pub fn server_token(version: bool) -> &'static str {
+    if version {
+        SERVER_VERSION
+    } else {
+        SERVER_NAME
+    }
+}
+
+/// The footer, without and with the version.
+macro_rules! tail {
+    () => {
+        "<hr><center>ringfront</center>\r\n</body>\r\n</html>\r\n"
+    };
+    (version) => {
+        concat!(
+            "<hr><center>ringfront/",
+            env!("CARGO_PKG_VERSION"),
+            "</center>\r\n</body>\r\n</html>\r\n"
+        )
+    };
+}
+
+/// A page as `[without version, with version]`.
 macro_rules! page {
     ($title:literal) => {
         page!($title, $title)
     };
     ($title:literal, $h1:literal) => {
-        concat!(
+        page!(@ concat!(
             "<html>\r\n<head><title>",
             $title,
             "</title></head>\r\n<body>\r\n<center><h1>",
             $h1,
-            "</h1></center>\r\n",
-            "<hr><center>ringfront</center>\r\n</body>\r\n</html>\r\n"
-        )
+            "</h1></center>\r\n"
+        ))
     };
     ($title:literal, $h1:literal, $detail:literal) => {
-        concat!(
+        page!(@ concat!(
             "<html>\r\n<head><title>",
             $title,
             "</title></head>\r\n<body>\r\n<center><h1>",
             $h1,
             "</h1></center>\r\n<center>",
             $detail,
-            "</center>\r\n",
-            "<hr><center>ringfront</center>\r\n</body>\r\n</html>\r\n"
-        )
+            "</center>\r\n"
+        ))
+    };
+    (@ $head:expr) => {
+        [concat!($head, tail!()), concat!($head, tail!(version))]
     };
 }
 
 /// nginx-style small HTML error body for a status; "" where nginx sends no body
 /// (2xx, 304, 407, 499, unknown codes). 494 is nginx's "Request Header Or Cookie Too
-/// Large", sent with status 400; 498 gets the 404 page as in nginx.
-pub fn error_body(status: u16) -> &'static str {
-    match status {
+/// Large", sent with status 400; 498 gets the 404 page as in nginx. `version`: the footer
+/// names the version (`server_tokens on`).
+pub fn error_body(status: u16, version: bool) -> &'static str {
+    pages(status).map_or("", |p| p[usize::from(version)])
+}
+
+fn pages(status: u16) -> Option<[&'static str; 2]> {
+    Some(match status {
         301 => page!("301 Moved Permanently"),
         302 => page!("302 Found"),
         303 => page!("303 See Other"),
@@ -84,8 +121,8 @@ pub fn error_body(status: u16) -> &'static str {
         504 => page!("504 Gateway Time-out"),
         505 => page!("505 HTTP Version Not Supported"),
         507 => page!("507 Insufficient Storage"),
-        _ => "",
-    }
+        _ => return None,
+    })
 }
 
 #[cfg(test)]
@@ -96,7 +133,7 @@ mod tests {
     #[test]
     fn bad_gateway_matches_nginx_layout() {
         assert_eq!(
-            error_body(502),
+            error_body(502, false),
             "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n\
              <center><h1>502 Bad Gateway</h1></center>\r\n\
              <hr><center>ringfront</center>\r\n</body>\r\n</html>\r\n"
@@ -104,9 +141,23 @@ mod tests {
     }
 
     #[test]
+    fn server_tokens_on_names_the_version_in_the_footer() {
+        let page = error_body(404, true);
+        assert!(page.ends_with(&format!(
+            "<hr><center>{SERVER_VERSION}</center>\r\n</body>\r\n</html>\r\n"
+        )));
+        assert_eq!(
+            page.replace(SERVER_VERSION, SERVER_NAME),
+            error_body(404, false)
+        );
+        assert_eq!(server_token(false), "ringfront");
+        assert!(server_token(true).starts_with("ringfront/0."));
+    }
+
+    #[test]
     fn header_too_large_page() {
         assert_eq!(
-            error_body(494),
+            error_body(494, false),
             "<html>\r\n<head><title>400 Request Header Or Cookie Too Large</title></head>\r\n\
              <body>\r\n<center><h1>400 Bad Request</h1></center>\r\n\
              <center>Request Header Or Cookie Too Large</center>\r\n\
@@ -119,7 +170,7 @@ mod tests {
         for s in [
             400, 401, 403, 404, 405, 408, 413, 414, 429, 494, 500, 501, 502, 503, 504, 505,
         ] {
-            let body = error_body(s);
+            let body = error_body(s, false);
             assert!(body.starts_with("<html>\r\n<head><title>"), "{s}");
             assert!(body.ends_with("</html>\r\n"), "{s}");
             let wire = wire_status(s);
@@ -135,7 +186,8 @@ mod tests {
     #[test]
     fn no_page_for_success_and_unknown() {
         for s in [0, 100, 200, 204, 304, 407, 499, 506, 599, 1000] {
-            assert_eq!(error_body(s), "", "{s}");
+            assert_eq!(error_body(s, false), "", "{s}");
+            assert_eq!(error_body(s, true), "", "{s}");
         }
     }
 }

@@ -12,7 +12,7 @@ use crate::{respond, vars};
 pub async fn error(stream: &mut TcpStream, out: &mut Vec<u8>, cx: &Cx<'_>, status: u16) -> Reply {
     let keep_alive = cx.req.keep_alive;
     out.clear();
-    let (status, n) = respond::error(out, Some(cx.loc), status, keep_alive, cx.req.head_only);
+    let (status, n) = respond::error(out, &respond::Answer::of(cx), Some(cx.loc), status);
     let bytes = out.len() as u64;
     let (r, o) = write_all(stream, std::mem::take(out), cx.settings().send_timeout).await;
     *out = o;
@@ -22,7 +22,7 @@ pub async fn error(stream: &mut TcpStream, out: &mut Vec<u8>, cx: &Cx<'_>, statu
 /// `check_status` and `api` locations: the status page or the JSON API, built from the
 /// shared board at the time of the request.
 pub fn status(out: &mut Vec<u8>, cx: &Cx<'_>) -> Reply {
-    let (req, loc, head_only) = (cx.req, cx.loc, cx.req.head_only);
+    let (req, loc) = (cx.req, cx.loc);
     let view = crate::status::collect(cx.snap, &cx.w.shared);
     let target = req.head.target.get(req.buf);
     let query = target
@@ -57,19 +57,19 @@ pub fn status(out: &mut Vec<u8>, cx: &Cx<'_>) -> Reply {
     };
     let n = respond::build(
         out,
+        &respond::Answer::of(cx),
         status,
         content_type,
         &[("Cache-Control", b"no-cache")],
         &body,
-        req.keep_alive,
-        head_only,
     );
     Reply::new(status, n, out.len() as u64, req.keep_alive)
 }
 
 /// `return CODE [TEXT|URL]`.
 pub fn ret(out: &mut Vec<u8>, cx: &Cx<'_>, ret: &ringfront_config::Return) -> Reply {
-    let (req, loc, head_only) = (cx.req, cx.loc, cx.req.head_only);
+    let (req, loc) = (cx.req, cx.loc);
+    let answer = respond::Answer::of(cx);
     let mut text = Vec::new();
     if let Some(t) = &ret.text {
         vars::render(&mut text, t, &req.vars("", None, Some(cx.snap)), false);
@@ -91,30 +91,21 @@ pub fn ret(out: &mut Vec<u8>, cx: &Cx<'_>, ret: &ringfront_config::Return) -> Re
         text = abs;
     }
     let (status, body_bytes) = if respond::is_redirect(code) {
-        let page = ringfront_http::error_body(code);
+        let page = ringfront_http::error_body(code, answer.decor.version());
         let n = respond::build(
             out,
+            &answer,
             code,
             "text/html",
             &[("Location", &text)],
             page.as_bytes(),
-            req.keep_alive,
-            head_only,
         );
         (code, n)
     } else if ret.text.is_some() {
-        let n = respond::build(
-            out,
-            code,
-            "text/plain",
-            &[],
-            &text,
-            req.keep_alive,
-            head_only,
-        );
+        let n = respond::build(out, &answer, code, "text/plain", &[], &text);
         (code, n)
     } else {
-        respond::error(out, Some(loc), code, req.keep_alive, head_only)
+        respond::error(out, &answer, Some(loc), code)
     };
     Reply::new(status, body_bytes, out.len() as u64, req.keep_alive)
 }
@@ -123,20 +114,13 @@ pub fn ret(out: &mut Vec<u8>, cx: &Cx<'_>, ret: &ringfront_config::Return) -> Re
 /// (405 otherwise, as nginx).
 pub fn stub_status(out: &mut Vec<u8>, cx: &Cx<'_>) -> Reply {
     let req = cx.req;
+    let answer = respond::Answer::of(cx);
     if !matches!(req.head.method.get(req.buf), b"GET" | b"HEAD") {
-        let (status, n) = respond::error(out, Some(cx.loc), 405, req.keep_alive, req.head_only);
+        let (status, n) = respond::error(out, &answer, Some(cx.loc), 405);
         return Reply::new(status, n, out.len() as u64, req.keep_alive);
     }
     let body = stub_status_text(&cx.w.shared.workers);
-    let n = respond::build(
-        out,
-        200,
-        "text/plain",
-        &[],
-        body.as_bytes(),
-        req.keep_alive,
-        req.head_only,
-    );
+    let n = respond::build(out, &answer, 200, "text/plain", &[], body.as_bytes());
     Reply::new(200, n, out.len() as u64, req.keep_alive)
 }
 

@@ -1,5 +1,6 @@
 //! Relaying the chosen upstream response to the client: the head rewritten (hop-by-hop
-//! fields dropped, our Connection added), the body streamed with its framing checked as it
+//! fields and nginx's default `proxy_hide_header` list dropped; our `Server`, `Date`,
+//! Connection and the location's `add_header`s added), the body streamed with its framing checked as it
 //! passes, so that the exchange can tell whether the response ended exactly where its
 //! framing said (only then may the upstream connection be pooled); `101 Switching
 //! Protocols` becomes a two-way tunnel. Whether to pool is the exchange machine's decision.
@@ -14,6 +15,7 @@ use ringfront_upstream::exchange::{Cause, Event, Failure, Phase};
 
 use crate::io::{read_more, write_all, IoFail};
 use crate::req::{Cx, Reply};
+use crate::response_headers::{hidden, Decor};
 
 /// The response to relay and where it comes from.
 pub struct Relay<'a> {
@@ -107,7 +109,9 @@ impl Relay<'_> {
         let keep =
             req.keep_alive && !matches!(mode, Mode::UntilClose | Mode::Dechunk(_)) && !upgrade;
         out.clear();
-        let head_bytes = encode_head(self.head, &rbuf, upgrade, keep, &mode, &mut out) as u64;
+        let decor = Decor::new(s, Some(req));
+        let head_bytes =
+            encode_head(self.head, &rbuf, upgrade, keep, &mode, &decor, &mut out) as u64;
         // Body bytes that came with the head.
         let initial = rbuf.get(self.head.head_len..).unwrap_or(&[]);
         let mut end = End::default();
@@ -244,23 +248,31 @@ impl Relay<'_> {
     }
 }
 
-/// The head the client gets: the upstream's status and fields minus hop-by-hop ones (an
-/// upgrade keeps `Upgrade`/`Connection`), our framing and `Connection`. Returns its length.
+/// The head the client gets: the upstream's status; our `Server` and `Date`; the upstream's
+/// fields minus hop-by-hop ones (an upgrade keeps `Upgrade`/`Connection`), nginx's hidden
+/// ones and any an `add_header ETag|Last-Modified` replaces; our framing and `Connection`;
+/// the location's `add_header`s. Returns its length.
 fn encode_head(
     head: &ResponseHead,
     rbuf: &[u8],
     upgrade: bool,
     keep: bool,
     mode: &Mode,
+    decor: &Decor<'_>,
     out: &mut Vec<u8>,
 ) -> usize {
-    let mut h = HeadWriter::relayed(out, head.status, head.reason.get(rbuf));
+    let status = head.status;
+    let mut h = HeadWriter::relayed(out, status, head.reason.get(rbuf));
+    decor.first(&mut h);
     let conn_hdr = head.header(rbuf, "connection").unwrap_or(b"");
     for f in &head.headers {
         let name = f.name.get(rbuf);
         let keep_upgrade = upgrade
             && (name.eq_ignore_ascii_case(b"upgrade") || name.eq_ignore_ascii_case(b"connection"));
         if !keep_upgrade && (is_hop_by_hop(name) || connection_lists(conn_hdr, name)) {
+            continue;
+        }
+        if hidden(name) || decor.replaces(name, status) {
             continue;
         }
         h.header(name, f.value.get(rbuf));
@@ -271,6 +283,7 @@ fn encode_head(
     if !upgrade {
         h.header(b"Connection", if keep { b"keep-alive" } else { b"close" });
     }
+    decor.last(&mut h, status);
     h.finish()
 }
 
@@ -414,24 +427,63 @@ mod tests {
         assert!(extra);
     }
 
-    #[test]
-    fn relayed_heads_drop_hop_by_hop_fields() {
-        let raw = b"HTTP/1.1 200 Fine\r\nConnection: close, X-Gone\r\nKeep-Alive: 5\r\nX-Gone: 1\r\nX-Kept: 2\r\nTransfer-Encoding: chunked\r\n\r\n";
+    fn encode(raw: &[u8], decor: &Decor<'_>, mode: &Mode) -> String {
         let mut head = ResponseHead::new();
         head.parse(raw).unwrap();
         let mut out = Vec::new();
-        let n = encode_head(
-            &head,
-            raw,
-            false,
-            true,
-            &Mode::Chunked(ChunkedDecoder::new()),
-            &mut out,
-        );
+        let n = encode_head(&head, raw, false, true, mode, decor, &mut out);
         assert_eq!(n, out.len());
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn relayed_heads_drop_hop_by_hop_fields() {
+        let raw = b"HTTP/1.1 200 Fine\r\nConnection: close, X-Gone\r\nKeep-Alive: 5\r\nX-Gone: 1\r\nX-Kept: 2\r\nTransfer-Encoding: chunked\r\n\r\n";
+        let settings = ringfront_config::LocationSettings::default();
+        let decor = Decor::new(&settings, None).at(784_111_777);
         assert_eq!(
-            std::str::from_utf8(&out).unwrap(),
-            "HTTP/1.1 200 Fine\r\nX-Kept: 2\r\nTransfer-Encoding: chunked\r\nConnection: keep-alive\r\n\r\n"
+            encode(raw, &decor, &Mode::Chunked(ChunkedDecoder::new())),
+            format!(
+                "HTTP/1.1 200 Fine\r\nServer: {}\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\n\
+                 X-Kept: 2\r\nTransfer-Encoding: chunked\r\nConnection: keep-alive\r\n\r\n",
+                ringfront_http::SERVER_VERSION
+            )
         );
+    }
+
+    #[test]
+    fn upstream_server_date_and_accel_fields_are_hidden_and_add_headers_follow() {
+        use ringfront_config::{parse_template, AddHeader, ServerTokens};
+        let add = |name: &str, value: &str, always| AddHeader {
+            name: name.into(),
+            value: parse_template(value).unwrap(),
+            always,
+            replaces: name == "ETag",
+        };
+        let settings = ringfront_config::LocationSettings {
+            server_tokens: ServerTokens::Off,
+            add_headers: vec![
+                add("X-Status", "s$status", true),
+                add("ETag", "mine", false),
+                add("X-Empty", "", true),
+                add("X-Safe", "only-2xx-3xx", false),
+            ],
+            ..Default::default()
+        };
+        let (buf, head) = crate::testutil::request_head(b"GET /p HTTP/1.1\r\nHost: h\r\n\r\n");
+        let req = crate::testutil::req(&buf, &head);
+        let decor = Decor::new(&settings, Some(&req)).at(0);
+        let raw = b"HTTP/1.1 200 OK\r\nServer: up\r\nDate: x\r\nX-Pad: y\r\nX-Accel-Buffering: no\r\nETag: \"up\"\r\nX-Up: 1\r\nContent-Length: 0\r\n\r\n";
+        let want =
+            "HTTP/1.1 200 OK\r\nServer: ringfront\r\nDate: Thu, 01 Jan 1970 00:00:00 GMT\r\n\
+                    X-Up: 1\r\nContent-Length: 0\r\nConnection: keep-alive\r\n\
+                    X-Status: s200\r\nETag: mine\r\nX-Safe: only-2xx-3xx\r\n\r\n";
+        assert_eq!(encode(raw, &decor, &Mode::Length(0)), want);
+        // A 404: only `always`, and the upstream's ETag stays.
+        let raw = b"HTTP/1.1 404 Not Found\r\nETag: \"up\"\r\nContent-Length: 0\r\n\r\n";
+        let want = "HTTP/1.1 404 Not Found\r\nServer: ringfront\r\nDate: Thu, 01 Jan 1970 00:00:00 GMT\r\n\
+                    ETag: \"up\"\r\nContent-Length: 0\r\nConnection: keep-alive\r\n\
+                    X-Status: s404\r\n\r\n";
+        assert_eq!(encode(raw, &decor, &Mode::Length(0)), want);
     }
 }

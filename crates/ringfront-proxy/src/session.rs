@@ -51,11 +51,17 @@ impl Drop for Busy<'_> {
     }
 }
 
-/// Sends a locally made error and reports it; the connection is closed after.
-async fn reject(stream: &mut TcpStream, status: u16, limit: std::time::Duration) {
+/// Sends a locally made error and reports it; the connection is closed after. `s`: the
+/// settings in effect (the default server's before routing), for `server_tokens`.
+async fn reject(stream: &mut TcpStream, status: u16, s: &ringfront_config::LocationSettings) {
     let mut out = Vec::with_capacity(512);
-    respond::error(&mut out, None, status, false, false);
-    let _ = write_all(stream, out, limit).await;
+    let answer = respond::Answer {
+        decor: crate::response_headers::Decor::new(s, None),
+        keep_alive: false,
+        head_only: false,
+    };
+    respond::error(&mut out, &answer, None, status);
+    let _ = write_all(stream, out, s.send_timeout).await;
 }
 
 /// nginx's `large_client_header_buffers`: a request line longer than one buffer is 414; a
@@ -275,7 +281,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         );
         if !matches!(head.framing, ringfront_http::BodyFraming::None) {
             // The unread body would be taken for the next request: answer and close.
-            reject(&mut stream, 403, s.send_timeout).await;
+            reject(&mut stream, 403, s).await;
             return None;
         }
     }
@@ -355,7 +361,7 @@ async fn read_body(
             &buf,
         );
     }
-    reject(stream, status, s.send_timeout).await;
+    reject(stream, status, s).await;
     (None, buf)
 }
 
@@ -428,7 +434,7 @@ async fn read_head<'w>(
                 (None, Err(e)) => e.status(),
             };
             if status != 0 {
-                reject(stream, status, base.send_timeout).await;
+                reject(stream, status, base).await;
                 return None;
             }
         } else if w.stopping() {

@@ -18,3 +18,30 @@ where
         rt.block_on(f());
     }
 }
+
+/// A request's bytes and parsed head.
+pub fn request_head(bytes: &[u8]) -> (Vec<u8>, ringfront_http::RequestHead) {
+    let mut head = ringfront_http::RequestHead::new();
+    head.parse(bytes)
+        .expect("valid head")
+        .expect("complete head");
+    (bytes.to_vec(), head)
+}
+
+/// A request on 127.0.0.1:80 from 127.0.0.1:40000, path `/`, kept alive.
+pub fn req<'a>(buf: &'a [u8], head: &'a ringfront_http::RequestHead) -> crate::req::Req<'a> {
+    crate::req::Req {
+        buf,
+        head,
+        client: ([127, 0, 0, 1], 40000).into(),
+        local: ([127, 0, 0, 1], 80).into(),
+        server_name: "localhost",
+        conn_id: 1,
+        conn_requests: 1,
+        start: std::time::Instant::now(),
+        path: "/",
+        keep_alive: true,
+        head_only: false,
+        pipelined: &[],
+    }
+}

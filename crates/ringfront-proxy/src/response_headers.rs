@@ -1,0 +1,157 @@
+//! The fields every response ringfront sends gets besides its own, as nginx's header filter
+//! and headers module write them: `Server` (per `server_tokens`) and `Date` first, the
+//! location's `add_header`s last; and which upstream fields nginx's default
+//! `proxy_hide_header` list drops from relayed responses.
+
+use ringfront_config::{AddHeader, LocationSettings, Template, TemplatePart};
+use ringfront_http::{server_token, HeadWriter};
+
+use crate::req::Req;
+
+/// Statuses `add_header` applies to without `always` (`ngx_http_headers_filter`).
+pub fn safe_status(status: u16) -> bool {
+    matches!(
+        status,
+        200 | 201 | 204 | 206 | 301 | 302 | 303 | 304 | 307 | 308
+    )
+}
+
+/// nginx's `proxy_hide_header` defaults: the upstream's `Date` and `Server` (replaced by
+/// ours), `X-Pad` and the `X-Accel-*` controls.
+pub fn hidden(name: &[u8]) -> bool {
+    const ACCEL: [&[u8]; 5] = [
+        b"expires",
+        b"redirect",
+        b"limit-rate",
+        b"buffering",
+        b"charset",
+    ];
+    let is = |s: &[u8]| name.eq_ignore_ascii_case(s);
+    match name.len() {
+        4 => is(b"date"),
+        5 => is(b"x-pad"),
+        6 => is(b"server"),
+        _ => match name.get(..8) {
+            Some(p) if p.eq_ignore_ascii_case(b"x-accel-") => {
+                ACCEL.iter().any(|a| name[8..].eq_ignore_ascii_case(a))
+            }
+            _ => false,
+        },
+    }
+}
+
+/// What a response head gets from the configuration and the clock.
+pub struct Decor<'a> {
+    version: bool,
+    date: [u8; crate::date::LEN],
+    adds: &'a [AddHeader],
+    /// For variables in `add_header` values.
+    req: Option<&'a Req<'a>>,
+}
+
+impl<'a> Decor<'a> {
+    /// For a request answered in a location with `settings`; `req` is `None` for a request
+    /// refused before it was read whole.
+    pub fn new(settings: &'a LocationSettings, req: Option<&'a Req<'a>>) -> Self {
+        Decor {
+            version: settings.server_tokens.version(),
+            date: crate::date::now(),
+            adds: &settings.add_headers,
+            req,
+        }
+    }
+
+    /// The same with a fixed `Date` (tests).
+    #[cfg(test)]
+    pub fn at(mut self, unix_secs: u64) -> Self {
+        self.date = crate::date::imf_fixdate(unix_secs);
+        self
+    }
+
+    /// Whether the error pages' footer names the version.
+    pub fn version(&self) -> bool {
+        self.version
+    }
+
+    /// `Server` and `Date`, written right after the status line as nginx does.
+    pub fn first(&self, h: &mut HeadWriter<'_>) {
+        h.header(b"Server", server_token(self.version).as_bytes())
+            .header(b"Date", &self.date);
+    }
+
+    fn applies(a: &AddHeader, status: u16) -> bool {
+        a.always || safe_status(status)
+    }
+
+    /// An upstream field that an `add_header ETag|Last-Modified` in effect replaces.
+    pub fn replaces(&self, name: &[u8], status: u16) -> bool {
+        self.adds.iter().any(|a| {
+            a.replaces && Self::applies(a, status) && name.eq_ignore_ascii_case(a.name.as_bytes())
+        })
+    }
+
+    /// The `add_header`s that apply to `status`, in order; one whose value is empty is left
+    /// out. Nothing is built when none is configured. Without a request (refused before it
+    /// was read whole) variables are empty.
+    pub fn last(&self, h: &mut HeadWriter<'_>, status: u16) {
+        if self.adds.is_empty() {
+            return;
+        }
+        let vars = self.req.map(|r| {
+            let mut v = r.vars("", None, None);
+            v.status = status;
+            v
+        });
+        for a in self.adds.iter().filter(|a| Self::applies(a, status)) {
+            h.header_with(a.name.as_bytes(), |o| match &vars {
+                Some(v) => crate::vars::render(o, &a.value, v, false),
+                None => literals(o, &a.value),
+            });
+        }
+    }
+}
+
+fn literals(out: &mut Vec<u8>, t: &Template) {
+    for part in &t.parts {
+        if let TemplatePart::Literal(s) = part {
+            out.extend_from_slice(s.as_bytes());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hide_list_is_nginx_default() {
+        for n in [
+            "Date",
+            "SERVER",
+            "x-pad",
+            "X-Accel-Expires",
+            "X-Accel-Redirect",
+            "x-accel-limit-rate",
+            "X-Accel-Buffering",
+            "X-Accel-Charset",
+        ] {
+            assert!(hidden(n.as_bytes()), "{n}");
+        }
+        for n in [
+            "Dates",
+            "X-Accel-Other",
+            "X-Accel-",
+            "Content-Type",
+            "ETag",
+            "",
+        ] {
+            assert!(!hidden(n.as_bytes()), "{n}");
+        }
+    }
+
+    #[test]
+    fn safe_statuses() {
+        let safe: Vec<u16> = (100..600).filter(|&s| safe_status(s)).collect();
+        assert_eq!(safe, [200, 201, 204, 206, 301, 302, 303, 304, 307, 308]);
+    }
+}
