@@ -4,8 +4,8 @@
 
 mod common;
 
-use common::{fill, port};
-use ringfront_testkit::{Client, Nginx, Ringfront};
+use common::fill;
+use ringfront_testkit::Client;
 
 fn config(p: u16) -> String {
     fill(
@@ -69,9 +69,7 @@ fn answers(p: u16) -> Vec<String> {
 
 #[test]
 fn geo_matches_nginx() {
-    let (np, rp) = (port(), port());
-    let _n = Nginx::start(&config(np), np);
-    let _r = Ringfront::start(&config(rp));
+    let (_n, _r, np, rp) = common::nginx_and_ringfront(config);
     let n = answers(np);
     let r = answers(rp);
     for (ip, (a, b)) in IPS.iter().zip(n.iter().zip(&r)) {

@@ -4,8 +4,8 @@
 
 mod common;
 
-use common::{fill, port};
-use ringfront_testkit::{Client, Nginx, Ringfront};
+use common::fill;
+use ringfront_testkit::Client;
 
 fn config(p: u16) -> String {
     fill(
@@ -83,9 +83,7 @@ fn bodies(p: u16) -> Vec<String> {
 
 #[test]
 fn map_matches_nginx() {
-    let (np, rp) = (port(), port());
-    let _n = Nginx::start(&config(np), np);
-    let _r = Ringfront::start(&config(rp));
+    let (_n, _r, np, rp) = common::nginx_and_ringfront(config);
     let n = bodies(np);
     let r = bodies(rp);
     for (i, (a, b)) in n.iter().zip(&r).enumerate() {

@@ -8,8 +8,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use common::{fill, port};
-use ringfront_testkit::{Nginx, Ringfront};
+use common::fill;
 
 fn config(p: u16) -> String {
     fill(
@@ -91,9 +90,7 @@ fn masked(page: &str) -> (String, u64, u64) {
 
 #[test]
 fn stub_status_reads_as_nginx() {
-    let (np, rp) = (port(), port());
-    let _nginx = Nginx::start(&config(np), np);
-    let _rf = Ringfront::start(&config(rp));
+    let (_n, _r, np, rp) = common::nginx_and_ringfront(config);
     let n = scenario(np);
     let r = scenario(rp);
     let (n_page, n_acc, n_hand) = masked(&n.0);

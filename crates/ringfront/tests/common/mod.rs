@@ -419,3 +419,12 @@ pub fn with_upstream_log(conf: String, port: u16) -> String {
         ),
     )
 }
+
+/// Real nginx and ringfront on the same configuration (`config(port)`), each on a port of
+/// its own: (nginx, ringfront, nginx's port, ringfront's port). Both are stopped on drop.
+pub fn nginx_and_ringfront(config: impl Fn(u16) -> String) -> (Nginx, Ringfront, u16, u16) {
+    let (np, rp) = (port(), port());
+    let n = Nginx::start(&config(np), np);
+    let r = Ringfront::start(&config(rp));
+    (n, r, np, rp)
+}
