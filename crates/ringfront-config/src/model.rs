@@ -301,6 +301,8 @@ pub struct Server {
     pub locations: Vec<Location>,
     /// Settings at server level, used when no location matches (nginx answers 404 then).
     pub settings: LocationSettings,
+    /// `ssl_*` (with the `http` level's values inherited); used on `listen ... ssl`.
+    pub ssl: crate::ssl_model::ServerSsl,
     pub origin: Origin,
 }
 
@@ -313,6 +315,8 @@ pub struct Listen {
     pub backlog: i32,
     /// `rcvbuf=`, `sndbuf=`, `so_keepalive=`.
     pub options: SocketOptions,
+    /// `listen ... ssl`: connections to this address speak TLS first.
+    pub ssl: bool,
 }
 
 /// Socket options of a `listen`, set on the listening socket (accepted connections inherit
@@ -426,6 +430,13 @@ pub enum Variable {
     UpstreamHttp(String),
     /// `$cookie_NAME`
     Cookie(String),
+    /// `$https`: `on` on a TLS connection, empty otherwise.
+    Https,
+    SslServerName,
+    SslProtocol,
+    SslCipher,
+    SslSessionReused,
+    SslClientVerify,
 }
 
 /// One `map` block.
@@ -492,6 +503,8 @@ pub struct ProxyPass {
     pub target: ProxyTarget,
     /// The URI part (`http://b/new/` -> `Some("/new/")`); `None` passes the request URI unchanged.
     pub uri: Option<String>,
+    /// `https://`: the upstream is spoken to over TLS (`proxy_ssl_*`).
+    pub tls: bool,
 }
 
 /// `proxy_next_upstream` as flags; nginx's default is `error timeout`.
@@ -662,4 +675,6 @@ pub struct LocationSettings {
     pub stub_status: bool,
     /// `internal;` in this location (not inherited): a client's request here gets 404.
     pub internal: bool,
+    /// `proxy_ssl_*`, used when `proxy_pass` is `https://`.
+    pub proxy_ssl: crate::ssl_model::ProxySsl,
 }

@@ -50,6 +50,7 @@ impl Targets<'_> {
             return Ok(ProxyPass {
                 target: ProxyTarget::Upstream(u.name.clone()),
                 uri,
+                tls: false,
             });
         }
         let port = p.port.unwrap_or(80);
@@ -63,6 +64,7 @@ impl Targets<'_> {
             return Ok(ProxyPass {
                 target: ProxyTarget::Upstream(name),
                 uri,
+                tls: false,
             });
         }
         if self
@@ -94,6 +96,7 @@ impl Targets<'_> {
         Ok(ProxyPass {
             target: ProxyTarget::Upstream(p.authority.clone()),
             uri,
+            tls: false,
         })
     }
 
@@ -203,6 +206,7 @@ impl Targets<'_> {
             server_names: s.names.clone(),
             locations,
             settings: merged.finish(self.env.prefix, None),
+            ssl: Default::default(),
             origin: s.origin.clone(),
         })
     }

@@ -95,6 +95,7 @@ impl Default for LocationSettings {
             api: false,
             stub_status: false,
             internal: false,
+            proxy_ssl: Default::default(),
         }
     }
 }
@@ -204,6 +205,7 @@ impl Level {
             api: false,
             stub_status: false,
             internal: false,
+            proxy_ssl: d.proxy_ssl,
         }
     }
 }

@@ -200,6 +200,12 @@ pub fn push_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, dash: bool) {
             b"HTTP/1.1"
         }),
         Variable::Scheme => out.extend_from_slice(b"http"),
+        Variable::Https
+        | Variable::SslServerName
+        | Variable::SslProtocol
+        | Variable::SslCipher
+        | Variable::SslSessionReused
+        | Variable::SslClientVerify => out.extend_from_slice(empty),
         Variable::RequestMethod => out.extend_from_slice(v.head.method.get(v.buf)),
         Variable::RequestUri => out.extend_from_slice(origin_path(target)),
         Variable::Uri => out.extend_from_slice(path),
