@@ -1,0 +1,136 @@
+//! The server side of a handshake: the first bytes tell TLS from plain HTTP (nginx answers
+//! the latter with `400 The plain HTTP request was sent to HTTPS port`), the ClientHello's
+//! SNI chooses the server (and so its certificate, protocols, ciphers and client
+//! verification), then the handshake runs to its end. The caller bounds it in time
+//! (`client_header_timeout`, as nginx does).
+
+use std::io;
+use std::sync::Arc;
+
+use monoio::buf::IoBufMut;
+use monoio::io::{AsyncReadRent, AsyncWriteRentExt};
+use monoio::net::TcpStream;
+use rustls::server::{Acceptor, ServerConnection};
+
+use crate::info::Info;
+use crate::records::{Incoming, READ_CHUNK};
+use crate::server::{ServerHandshake, ServerTls};
+use crate::stream::TlsStream;
+
+/// TLS record type of a handshake message, and the first byte of an SSLv2-style hello.
+const HANDSHAKE: u8 = 0x16;
+const SSLV2_HELLO: u8 = 0x80;
+
+/// A fatal `unrecognized_name` alert (`ssl_reject_handshake`), as a TLS 1.2 record.
+const UNRECOGNIZED_NAME: [u8; 7] = [0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 112];
+
+pub enum Accepted {
+    Tls(Box<TlsStream<ServerConnection>>, Box<Info>),
+    /// Not TLS: the bytes read so far, to be read as an HTTP request and refused.
+    Plain(TcpStream, Vec<u8>),
+}
+
+/// Why a handshake did not complete, in the words nginx logs at `info`.
+#[derive(Debug, thiserror::Error)]
+pub enum HandshakeError {
+    #[error("client closed connection while SSL handshaking")]
+    Closed,
+    #[error("SSL_do_handshake() failed (SSL: {0}) while SSL handshaking")]
+    Tls(String),
+    #[error("SSL handshake rejected (ssl_reject_handshake) while SSL handshaking")]
+    Rejected,
+    #[error("recv() failed ({0}) while SSL handshaking")]
+    Io(io::Error),
+}
+
+fn io_error(e: io::Error) -> HandshakeError {
+    match e.kind() {
+        io::ErrorKind::InvalidData => HandshakeError::Tls(e.to_string()),
+        io::ErrorKind::UnexpectedEof => HandshakeError::Closed,
+        _ => HandshakeError::Io(e),
+    }
+}
+
+async fn read_some(io: &mut TcpStream, inc: &mut Incoming) -> Result<(), HandshakeError> {
+    let b = inc.take_for_read();
+    let cap = b.capacity();
+    let (r, s) = io.read(b.slice_mut(0..cap)).await;
+    inc.buf = s.into_inner();
+    match r {
+        Ok(0) => Err(HandshakeError::Closed),
+        Ok(_) => Ok(()),
+        Err(e) => Err(HandshakeError::Io(e)),
+    }
+}
+
+/// Reads the ClientHello; `None` when the bytes are not TLS.
+async fn client_hello(
+    io: &mut TcpStream,
+    inc: &mut Incoming,
+) -> Result<Option<rustls::server::Accepted>, HandshakeError> {
+    read_some(io, inc).await?;
+    if !matches!(inc.buf.first(), Some(&HANDSHAKE | &SSLV2_HELLO)) {
+        return Ok(None);
+    }
+    let mut acceptor = Acceptor::default();
+    loop {
+        while inc.pending() {
+            let mut src = &inc.buf[inc.pos..];
+            let before = src.len();
+            match acceptor.read_tls(&mut src) {
+                Ok(0) => break,
+                Ok(_) => inc.pos += before - src.len(),
+                Err(e) => return Err(HandshakeError::Tls(e.to_string())),
+            }
+            match acceptor.accept() {
+                Ok(Some(a)) => return Ok(Some(a)),
+                Ok(None) => {}
+                Err((e, mut alert)) => {
+                    let mut out = Vec::new();
+                    let _ = alert.write_all(&mut out);
+                    let _ = io.write_all(out).await;
+                    return Err(HandshakeError::Tls(e.to_string()));
+                }
+            }
+        }
+        read_some(io, inc).await?;
+    }
+}
+
+/// Accepts one connection on a TLS address. `choose` maps the SNI name (lower-cased, `None`
+/// without SNI) to the server's handshake settings.
+pub async fn accept(
+    mut io: TcpStream,
+    choose: impl FnOnce(Option<&str>) -> Option<ServerHandshake>,
+) -> Result<Accepted, HandshakeError> {
+    let mut inc = Incoming::default();
+    inc.buf.reserve(READ_CHUNK);
+    let Some(hello) = client_hello(&mut io, &mut inc).await? else {
+        let bytes = std::mem::take(&mut inc.buf);
+        return Ok(Accepted::Plain(io, bytes));
+    };
+    let sni = hello
+        .client_hello()
+        .server_name()
+        .map(|s| s.to_ascii_lowercase());
+    let tls: Arc<ServerTls> = match choose(sni.as_deref()) {
+        Some(ServerHandshake::Serve(t)) => t,
+        Some(ServerHandshake::Reject) | None => {
+            let _ = io.write_all(UNRECOGNIZED_NAME.to_vec()).await;
+            return Err(HandshakeError::Rejected);
+        }
+    };
+    let conn = match hello.into_connection(tls.config.clone()) {
+        Ok(c) => c,
+        Err((e, mut alert)) => {
+            let mut out = Vec::new();
+            let _ = alert.write_all(&mut out);
+            let _ = io.write_all(out).await;
+            return Err(HandshakeError::Tls(e.to_string()));
+        }
+    };
+    let mut stream = TlsStream::new(io, conn, inc);
+    stream.handshake().await.map_err(io_error)?;
+    let info = Info::of(stream.conn(), &tls);
+    Ok(Accepted::Tls(Box::new(stream), Box::new(info)))
+}

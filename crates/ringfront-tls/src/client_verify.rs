@@ -1,0 +1,249 @@
+//! `ssl_verify_client`: as nginx does, the handshake asks for a certificate and always
+//! completes; whether the certificate verified is decided after it (`$ssl_client_verify`),
+//! and the HTTP layer answers 400 for a missing (`on`) or failed (`on`, `optional`)
+//! certificate. The signature that proves the client holds the key is checked during the
+//! handshake, as always.
+
+use std::sync::Arc;
+
+use ringfront_config::{ServerSsl, VerifyClient};
+use rustls::client::danger::HandshakeSignatureValid;
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::{CertificateDer, UnixTime};
+use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
+use rustls::server::WebPkiClientVerifier;
+use rustls::{DigitallySignedStruct, DistinguishedName, SignatureScheme};
+
+use crate::error::TlsError;
+
+/// Asks for a certificate, accepts whatever comes (or nothing); [`Verdict`] judges it later.
+#[derive(Debug)]
+pub struct Requesting {
+    inner: Arc<dyn ClientCertVerifier>,
+    /// `optional_no_ca`: no CA names are sent and any certificate is let through.
+    hints: bool,
+}
+
+impl ClientCertVerifier for Requesting {
+    fn offer_client_auth(&self) -> bool {
+        true
+    }
+
+    fn client_auth_mandatory(&self) -> bool {
+        false
+    }
+
+    fn root_hint_subjects(&self) -> &[DistinguishedName] {
+        if self.hints {
+            self.inner.root_hint_subjects()
+        } else {
+            &[]
+        }
+    }
+
+    fn verify_client_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _now: UnixTime,
+    ) -> Result<ClientCertVerified, rustls::Error> {
+        Ok(ClientCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
+}
+
+/// The verifier the handshake uses, and the judge of the certificate afterwards.
+pub struct ClientAuth {
+    pub handshake: Arc<dyn ClientCertVerifier>,
+    pub judge: Option<Verdict>,
+}
+
+/// Verifies a client's chain against the configured CAs, within `ssl_verify_depth`.
+#[derive(Debug, Clone)]
+pub struct Verdict {
+    verifier: Arc<dyn ClientCertVerifier>,
+    depth: u32,
+    pub mode: VerifyClient,
+}
+
+impl Verdict {
+    /// `$ssl_client_verify`: `SUCCESS`, `FAILED:reason` or `NONE`.
+    pub fn judge(&self, chain: Option<&[CertificateDer<'static>]>) -> String {
+        let Some((leaf, rest)) = chain.and_then(|c| c.split_first()) else {
+            return "NONE".into();
+        };
+        let verify = |inter: &[CertificateDer<'static>]| {
+            self.verifier
+                .verify_client_cert(leaf, inter, UnixTime::now())
+        };
+        let allowed = (self.depth.max(1) - 1) as usize;
+        match verify(&rest[..rest.len().min(allowed)]) {
+            Ok(_) => "SUCCESS".into(),
+            Err(_) if rest.len() > allowed && verify(rest).is_ok() => {
+                "FAILED:certificate chain too long".into()
+            }
+            Err(e) => format!("FAILED:{}", reason(&e)),
+        }
+    }
+}
+
+/// OpenSSL's words for the common verification failures.
+fn reason(e: &rustls::Error) -> String {
+    use rustls::CertificateError as C;
+    match e {
+        rustls::Error::InvalidCertificate(c) => match c {
+            C::Expired | C::ExpiredContext { .. } => "certificate has expired".into(),
+            C::NotValidYet | C::NotValidYetContext { .. } => "certificate is not yet valid".into(),
+            C::UnknownIssuer => "unable to get local issuer certificate".into(),
+            C::BadSignature => "certificate signature failure".into(),
+            C::Revoked => "certificate revoked".into(),
+            other => format!("{other:?}"),
+        },
+        other => other.to_string(),
+    }
+}
+
+/// The verifiers for a server's `ssl_verify_client`.
+pub fn client_auth(
+    ssl: &ServerSsl,
+    provider: &Arc<CryptoProvider>,
+) -> Result<ClientAuth, TlsError> {
+    if ssl.verify_client == VerifyClient::Off {
+        return Ok(ClientAuth {
+            handshake: WebPkiClientVerifier::no_client_auth(),
+            judge: None,
+        });
+    }
+    let mut roots = rustls::RootCertStore::empty();
+    for f in [&ssl.client_certificate, &ssl.trusted_certificate]
+        .into_iter()
+        .flatten()
+    {
+        roots.roots.extend(crate::pem::trust_anchors(f)?.roots);
+    }
+    let place = ssl
+        .client_certificate
+        .as_ref()
+        .or(ssl.trusted_certificate.as_ref());
+    let inner = if roots.is_empty() {
+        // optional_no_ca without any CA: signatures are still checked, nothing verifies.
+        None
+    } else {
+        Some(
+            WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+                .allow_unauthenticated()
+                .build()
+                .map_err(|e| {
+                    TlsError::at_origin(
+                        place.map(|f| &f.origin),
+                        format!("ssl_client_certificate: {e}"),
+                    )
+                })?,
+        )
+    };
+    let inner = match inner {
+        Some(v) => v,
+        None => return Ok(no_ca(provider, ssl.verify_client)),
+    };
+    Ok(ClientAuth {
+        handshake: Arc::new(Requesting {
+            inner: inner.clone(),
+            hints: ssl.verify_client != VerifyClient::OptionalNoCa,
+        }),
+        judge: Some(Verdict {
+            verifier: inner,
+            depth: ssl.verify_depth,
+            mode: ssl.verify_client,
+        }),
+    })
+}
+
+/// `optional_no_ca` with no CA file: ask for a certificate, check the key signature only.
+fn no_ca(provider: &Arc<CryptoProvider>, mode: VerifyClient) -> ClientAuth {
+    let sig = SignatureOnly(provider.clone());
+    let inner: Arc<dyn ClientCertVerifier> = Arc::new(sig);
+    ClientAuth {
+        handshake: Arc::new(Requesting {
+            inner: inner.clone(),
+            hints: false,
+        }),
+        judge: Some(Verdict {
+            verifier: inner,
+            depth: 100,
+            mode,
+        }),
+    }
+}
+
+#[derive(Debug)]
+struct SignatureOnly(Arc<CryptoProvider>);
+
+impl ClientCertVerifier for SignatureOnly {
+    fn root_hint_subjects(&self) -> &[DistinguishedName] {
+        &[]
+    }
+
+    fn verify_client_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _now: UnixTime,
+    ) -> Result<ClientCertVerified, rustls::Error> {
+        Err(rustls::Error::InvalidCertificate(
+            rustls::CertificateError::UnknownIssuer,
+        ))
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}

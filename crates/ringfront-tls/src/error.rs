@@ -1,0 +1,21 @@
+//! A TLS setting that cannot be honoured: nginx's words, then where the directive is.
+
+use ringfront_config::{Origin, SslFile};
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct TlsError(pub String);
+
+impl TlsError {
+    /// `MESSAGE in FILE:LINE`, the place being the directive that named `f`.
+    pub fn at(f: &SslFile, msg: String) -> Self {
+        Self::at_origin(Some(&f.origin), msg)
+    }
+
+    pub fn at_origin(o: Option<&Origin>, msg: String) -> Self {
+        match o {
+            Some(o) => TlsError(format!("{msg} in {}:{}", o.file.display(), o.line)),
+            None => TlsError(msg),
+        }
+    }
+}

@@ -1,0 +1,65 @@
+//! What the handshake settled, for `$ssl_*` variables and `$https`: read once when it ends
+//! and kept with the connection.
+
+use rustls::{CipherSuite, HandshakeKind, ProtocolVersion, ServerConnection};
+
+use crate::server::ServerTls;
+
+#[derive(Debug, Clone, Default)]
+pub struct Info {
+    /// `$ssl_server_name`: the SNI name the client sent.
+    pub server_name: Option<Box<str>>,
+    /// `$ssl_protocol`: `TLSv1.2` or `TLSv1.3`.
+    pub protocol: &'static str,
+    /// `$ssl_cipher`: OpenSSL's name of the suite.
+    pub cipher: &'static str,
+    /// `$ssl_session_reused`: `r` or `.`.
+    pub reused: bool,
+    /// `$ssl_client_verify` (`NONE` when no certificate was asked for or sent).
+    pub client_verify: Box<str>,
+}
+
+impl Info {
+    pub fn of(conn: &ServerConnection, tls: &ServerTls) -> Info {
+        let verify = match &tls.verdict {
+            Some(v) => v.judge(conn.peer_certificates()),
+            None => "NONE".into(),
+        };
+        Info {
+            server_name: conn.server_name().map(Into::into),
+            protocol: protocol_name(conn.protocol_version()),
+            cipher: cipher_name(conn.negotiated_cipher_suite().map(|s| s.suite())),
+            reused: conn.handshake_kind() == Some(HandshakeKind::Resumed),
+            client_verify: verify.into(),
+        }
+    }
+
+    pub fn verified(&self) -> bool {
+        &*self.client_verify == "SUCCESS"
+    }
+}
+
+pub fn protocol_name(v: Option<ProtocolVersion>) -> &'static str {
+    match v {
+        Some(ProtocolVersion::TLSv1_3) => "TLSv1.3",
+        Some(ProtocolVersion::TLSv1_2) => "TLSv1.2",
+        _ => "",
+    }
+}
+
+/// OpenSSL's names (the IANA ones for TLS 1.3, as OpenSSL reports them).
+pub fn cipher_name(s: Option<CipherSuite>) -> &'static str {
+    use CipherSuite as C;
+    match s {
+        Some(C::TLS13_AES_128_GCM_SHA256) => "TLS_AES_128_GCM_SHA256",
+        Some(C::TLS13_AES_256_GCM_SHA384) => "TLS_AES_256_GCM_SHA384",
+        Some(C::TLS13_CHACHA20_POLY1305_SHA256) => "TLS_CHACHA20_POLY1305_SHA256",
+        Some(C::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384) => "ECDHE-ECDSA-AES256-GCM-SHA384",
+        Some(C::TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384) => "ECDHE-RSA-AES256-GCM-SHA384",
+        Some(C::TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256) => "ECDHE-ECDSA-CHACHA20-POLY1305",
+        Some(C::TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256) => "ECDHE-RSA-CHACHA20-POLY1305",
+        Some(C::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256) => "ECDHE-ECDSA-AES128-GCM-SHA256",
+        Some(C::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256) => "ECDHE-RSA-AES128-GCM-SHA256",
+        _ => "",
+    }
+}

@@ -1,0 +1,41 @@
+//! TLS for ringfront on the io_uring path: rustls driven with owned buffers through monoio
+//! (no readiness shim), server handshakes chosen by SNI among nginx `server` blocks, client
+//! handshakes to upstreams, and rustls configurations built from nginx's `ssl_*` and
+//! `proxy_ssl_*` directives with nginx's wording for what cannot be loaded.
+
+mod accept;
+mod ciphers;
+mod client;
+mod client_verify;
+mod error;
+mod info;
+mod iobuf;
+mod pem;
+mod records;
+mod server;
+mod split;
+mod stream;
+mod tickets;
+
+pub use accept::{accept, Accepted, HandshakeError};
+pub use client::{connect, server_name, upstream_tls, UpstreamTls};
+pub use client_verify::Verdict;
+pub use error::TlsError;
+pub use info::Info;
+pub use rustls::client::ClientConnection;
+pub use rustls::server::ServerConnection;
+pub use server::{server_tls, ServerHandshake, ServerTls};
+pub use split::{TlsReadHalf, TlsWriteHalf};
+pub use stream::TlsStream;
+
+/// `(2: No such file or directory)`-style text of an I/O error, as nginx writes errno.
+pub(crate) fn error_text(e: &std::io::Error) -> String {
+    match e.raw_os_error() {
+        Some(n) => {
+            let t = e.to_string();
+            let t = t.split(" (os error").next().unwrap_or(&t).to_string();
+            format!("{n}: {t}")
+        }
+        None => e.to_string(),
+    }
+}

@@ -1,0 +1,123 @@
+//! Reading certificates and keys from PEM files, with nginx's (OpenSSL's) wording when they
+//! cannot be read, followed by the place of the directive that named them.
+
+use std::sync::Arc;
+
+use ringfront_config::SslFile;
+use rustls::crypto::CryptoProvider;
+use rustls::sign::CertifiedKey;
+use rustls_pki_types::pem::{self, PemObject};
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+
+use crate::error::TlsError;
+
+fn read(f: &SslFile, what: &str, call: &str) -> Result<Vec<u8>, TlsError> {
+    std::fs::read(&f.path).map_err(|e| {
+        let reason = match e.kind() {
+            std::io::ErrorKind::NotFound => "No such file or directory",
+            std::io::ErrorKind::PermissionDenied => "Permission denied",
+            _ => "cannot read",
+        };
+        TlsError::at(
+            f,
+            format!(
+                "cannot load {what} \"{}\": {call} failed (SSL: error:80000002:system library::{reason})",
+                f.path.display()
+            ),
+        )
+    })
+}
+
+/// The certificates of a PEM file in order (a chain: the leaf first); at least one.
+pub fn certificates(f: &SslFile) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    certificates_named(f, "certificate")
+}
+
+fn certificates_named(f: &SslFile, what: &str) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    let bytes = read(f, what, "BIO_new_file()")?;
+    let certs: Result<Vec<_>, pem::Error> = CertificateDer::pem_slice_iter(&bytes).collect();
+    let bad = |why: &str| {
+        TlsError::at(
+            f,
+            format!(
+                "cannot load {what} \"{}\": PEM_read_bio_X509_AUX() failed (SSL: {why})",
+                f.path.display()
+            ),
+        )
+    };
+    match certs {
+        Ok(c) if !c.is_empty() => Ok(c),
+        Ok(_) => Err(bad(
+            "error:0480006C:PEM routines::no start line:Expecting: TRUSTED CERTIFICATE",
+        )),
+        Err(e) => Err(bad(&format!(
+            "error:0480006C:PEM routines::bad base64 decode ({e})"
+        ))),
+    }
+}
+
+/// The certificates a verification trusts (`ssl_client_certificate`, `*_trusted_certificate`).
+pub fn trust_anchors(f: &SslFile) -> Result<rustls::RootCertStore, TlsError> {
+    let certs = certificates_named(f, "certificates")?;
+    let mut store = rustls::RootCertStore::empty();
+    for c in certs {
+        store.add(c).map_err(|e| {
+            TlsError::at(
+                f,
+                format!(
+                    "SSL_CTX_load_verify_locations(\"{}\") failed (SSL: {e})",
+                    f.path.display()
+                ),
+            )
+        })?;
+    }
+    Ok(store)
+}
+
+/// The private key of a PEM file (PKCS#8, PKCS#1 RSA or SEC1 EC).
+pub fn private_key(f: &SslFile) -> Result<PrivateKeyDer<'static>, TlsError> {
+    let bytes = read(f, "certificate key", "BIO_new_file()")?;
+    PrivateKeyDer::from_pem_slice(&bytes).map_err(|e| {
+        let why = match e {
+            pem::Error::NoItemsFound => "error:1E08010C:DECODER routines::unsupported".to_string(),
+            e => format!("error:1E08010C:DECODER routines::unsupported ({e})"),
+        };
+        TlsError::at(
+            f,
+            format!(
+                "cannot load certificate key \"{}\": PEM_read_bio_PrivateKey() failed (SSL: {why})",
+                f.path.display()
+            ),
+        )
+    })
+}
+
+/// A certificate chain with its key, checked to belong together.
+pub fn certified_key(
+    cert: &SslFile,
+    key: &SslFile,
+    provider: &CryptoProvider,
+) -> Result<Arc<CertifiedKey>, TlsError> {
+    let chain = certificates(cert)?;
+    let der = private_key(key)?;
+    let signing = provider.key_provider.load_private_key(der).map_err(|e| {
+        TlsError::at(
+            key,
+            format!(
+                "cannot load certificate key \"{}\": PEM_read_bio_PrivateKey() failed (SSL: {e})",
+                key.path.display()
+            ),
+        )
+    })?;
+    let ck = CertifiedKey::new(chain, signing);
+    ck.keys_match().map_err(|_| {
+        TlsError::at(
+            key,
+            format!(
+                "SSL_CTX_use_PrivateKey(\"{}\") failed (SSL: error:05800074:x509 certificate routines::key values mismatch)",
+                key.path.display()
+            ),
+        )
+    })?;
+    Ok(Arc::new(ck))
+}
