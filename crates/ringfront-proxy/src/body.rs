@@ -8,9 +8,9 @@
 
 use std::time::Duration;
 
+use crate::stream::ClientStream;
 use monoio::buf::IoBufMut;
 use monoio::io::AsyncReadRent;
-use monoio::net::TcpStream;
 use ringfront_config::LocationSettings;
 use ringfront_http::{BodyFraming, ChunkedDecoder, HeadWriter, RequestHead};
 
@@ -26,7 +26,7 @@ pub enum BodyError {
 /// The body, and how many bytes of the connection buffer the request used (head included).
 pub type BodyRead = Result<(Vec<u8>, usize), BodyError>;
 
-async fn continue_100(stream: &mut TcpStream, s: &LocationSettings) -> Result<(), BodyError> {
+async fn continue_100(stream: &mut ClientStream, s: &LocationSettings) -> Result<(), BodyError> {
     let mut out = Vec::with_capacity(32);
     HeadWriter::response(&mut out, 100).finish();
     let (r, _) = write_all(stream, out, s.send_timeout).await;
@@ -41,7 +41,7 @@ fn too_large(s: &LocationSettings, n: u64) -> bool {
 /// HTTP/1.1 request with `Expect: 100-continue` gets the interim answer whenever its body
 /// is wanted — even when it is empty or already here — unless it is refused as too large.
 pub async fn read(
-    stream: &mut TcpStream,
+    stream: &mut ClientStream,
     buf: Vec<u8>,
     head: &RequestHead,
     head_len: usize,
@@ -73,7 +73,7 @@ pub async fn read(
 /// A Content-Length body: what came with the head, then exactly the rest (bytes of a
 /// pipelined next request stay unread).
 async fn sized(
-    stream: &mut TcpStream,
+    stream: &mut ClientStream,
     buf: &[u8],
     head_len: usize,
     n: usize,
@@ -99,7 +99,7 @@ const READ_STEP: usize = 1 << 20;
 
 /// Reads into `body` without going past `end` bytes in all; `None` on a timeout or an error.
 async fn read_upto(
-    stream: &mut TcpStream,
+    stream: &mut ClientStream,
     mut body: Vec<u8>,
     end: usize,
     limit: Duration,
@@ -115,7 +115,7 @@ async fn read_upto(
 
 /// A chunked body, de-chunked as it arrives.
 async fn chunked(
-    stream: &mut TcpStream,
+    stream: &mut ClientStream,
     mut buf: Vec<u8>,
     head_len: usize,
     s: &LocationSettings,

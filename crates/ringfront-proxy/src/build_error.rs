@@ -6,4 +6,14 @@ pub enum BuildError {
     Regex(String, String),
     #[error("upstream \"{0}\" not found")]
     NoUpstream(String),
+    /// A certificate, key or TLS setting that cannot be used; its text names the place.
+    #[error("{0}")]
+    Tls(#[from] ringfront_tls::TlsError),
+}
+
+impl BuildError {
+    /// Whether the message already ends with the directive's `in FILE:LINE`.
+    pub fn placed(&self) -> bool {
+        matches!(self, BuildError::Tls(_))
+    }
 }

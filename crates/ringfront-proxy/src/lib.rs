@@ -10,6 +10,7 @@ mod check_rt;
 mod clock;
 mod date;
 mod geo;
+mod handshake;
 mod head_reader;
 pub mod health;
 mod idle;
@@ -31,6 +32,7 @@ mod session;
 pub mod snapshot;
 mod split;
 pub mod status;
+mod stream;
 #[cfg(test)]
 mod testutil;
 mod upstream;

@@ -1,7 +1,7 @@
 //! Answers ringfront makes itself, written to the client: error statuses (with the
 //! location's `error_page`), `return`, and the status page / API.
 
-use monoio::net::TcpStream;
+use crate::stream::ClientStream;
 use ringfront_config::LocationMatch;
 
 use crate::io::write_all;
@@ -9,7 +9,12 @@ use crate::req::{Cx, Reply};
 use crate::{respond, vars};
 
 /// Answers with an error status of our own (honouring the location's `error_page`).
-pub async fn error(stream: &mut TcpStream, out: &mut Vec<u8>, cx: &Cx<'_>, status: u16) -> Reply {
+pub async fn error(
+    stream: &mut ClientStream,
+    out: &mut Vec<u8>,
+    cx: &Cx<'_>,
+    status: u16,
+) -> Reply {
     let keep_alive = cx.req.keep_alive;
     out.clear();
     let (status, n) = respond::error(out, &respond::Answer::of(cx), Some(cx.loc), status);

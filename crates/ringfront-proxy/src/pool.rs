@@ -16,7 +16,7 @@ mod tests;
 use std::rc::Rc;
 use std::time::Duration;
 
-use monoio::net::TcpStream;
+use crate::stream::UpstreamStream;
 use ringfront_upstream::{PeerId, Topology, UpstreamId};
 
 pub use watch::Pooled;
@@ -53,7 +53,7 @@ impl Pool {
         peer: PeerId,
         cap: usize,
         timeout: Duration,
-        stream: TcpStream,
+        stream: UpstreamStream,
         requests: u64,
     ) {
         let mut guard = self.shared.borrow_mut();

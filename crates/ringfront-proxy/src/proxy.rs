@@ -6,7 +6,7 @@
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
 
-use monoio::net::TcpStream;
+use crate::stream::ClientStream;
 use ringfront_config::LogLevel;
 use ringfront_upstream::exchange::{
     Action, Cause, Event, Exchange, Failure, Freed, Head, NextUpstream, Peers, Phase, Policy,
@@ -64,7 +64,7 @@ struct Io {
     head: Option<ringfront_http::ResponseHead>,
     rbuf: Vec<u8>,
     out: Vec<u8>,
-    client: Option<TcpStream>,
+    client: Option<ClientStream>,
     relayed: Option<Reply>,
 }
 
@@ -74,9 +74,9 @@ pub async fn run(
     cx: &Cx<'_>,
     up: UpstreamId,
     body: Vec<u8>,
-    client: TcpStream,
+    client: ClientStream,
     out: Vec<u8>,
-) -> (Reply, Option<TcpStream>) {
+) -> (Reply, Option<ClientStream>) {
     let Some(group) = cx.snap.groups.get(up) else {
         return respond_error(cx, 502, client, out, Vec::new()).await;
     };
@@ -305,7 +305,7 @@ fn finish(
     pool: bool,
     io: Io,
     ex: Exchange<'_>,
-) -> (Reply, Option<TcpStream>) {
+) -> (Reply, Option<ClientStream>) {
     let tries = ex.into_tries();
     if let (true, Some(conn), Some(peer)) = (pool, io.conn, io.peer) {
         keep(cx, g, state, peer, conn);
@@ -356,7 +356,7 @@ async fn finish_error(
     status: u16,
     io: Io,
     ex: Exchange<'_>,
-) -> (Reply, Option<TcpStream>) {
+) -> (Reply, Option<ClientStream>) {
     let tries = ex.into_tries();
     cx.w.give_buf(io.rbuf);
     let Some(client) = io.client else {
@@ -368,10 +368,10 @@ async fn finish_error(
 async fn respond_error(
     cx: &Cx<'_>,
     status: u16,
-    mut client: TcpStream,
+    mut client: ClientStream,
     mut out: Vec<u8>,
     tries: Vec<TryRecord>,
-) -> (Reply, Option<TcpStream>) {
+) -> (Reply, Option<ClientStream>) {
     let mut reply = crate::local::error(&mut client, &mut out, cx, status).await;
     cx.w.give_buf(out);
     reply.tries = tries;

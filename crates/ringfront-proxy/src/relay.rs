@@ -5,8 +5,8 @@
 //! framing said (only then may the upstream connection be pooled); `101 Switching
 //! Protocols` becomes a two-way tunnel. Whether to pool is the exchange machine's decision.
 
-use monoio::io::{AsyncReadRent, AsyncWriteRent, Splitable};
-use monoio::net::TcpStream;
+use crate::stream::{ClientStream, UpstreamStream};
+use monoio::io::{AsyncReadRent, AsyncWriteRent};
 use ringfront_config::LogLevel;
 use ringfront_http::{
     connection_lists, is_hop_by_hop, BodyFraming, ChunkedDecoder, HeadWriter, ResponseHead,
@@ -32,9 +32,9 @@ pub struct Relayed {
     pub event: Event,
     pub reply: Reply,
     /// The client connection, unless it must close (or went into a tunnel).
-    pub client: Option<TcpStream>,
+    pub client: Option<ClientStream>,
     /// The upstream connection, unless it went into a tunnel.
-    pub upstream: Option<TcpStream>,
+    pub upstream: Option<UpstreamStream>,
     pub bufs: [Vec<u8>; 2],
 }
 
@@ -84,8 +84,8 @@ impl Relay<'_> {
     pub async fn run(
         self,
         rbuf: Vec<u8>,
-        upstream: TcpStream,
-        mut client: TcpStream,
+        upstream: UpstreamStream,
+        mut client: ClientStream,
         mut out: Vec<u8>,
     ) -> Relayed {
         let req = self.cx.req;
@@ -161,8 +161,8 @@ impl Relay<'_> {
     async fn body(
         &self,
         mode: &mut Mode,
-        upstream: &mut TcpStream,
-        client: &mut TcpStream,
+        upstream: &mut UpstreamStream,
+        client: &mut ClientStream,
         bufs: &mut [Vec<u8>; 2],
         end: &mut End,
     ) {
@@ -222,8 +222,8 @@ impl Relay<'_> {
         &self,
         end: End,
         head_bytes: u64,
-        client: Option<TcpStream>,
-        upstream: Option<TcpStream>,
+        client: Option<ClientStream>,
+        upstream: Option<UpstreamStream>,
         bufs: [Vec<u8>; 2],
     ) -> Relayed {
         let event = match end.failure {
@@ -378,8 +378,8 @@ async fn pump<R: AsyncReadRent, W: AsyncWriteRent>(
 /// starting with the bytes the client sent right behind its upgrade request (nginx sends
 /// its preread bytes upstream too).
 async fn tunnel(
-    client: TcpStream,
-    mut upstream: TcpStream,
+    client: ClientStream,
+    mut upstream: UpstreamStream,
     early: Vec<u8>,
     idle: std::time::Duration,
     send: std::time::Duration,

@@ -50,6 +50,8 @@ pub struct Req<'a> {
     /// Bytes the client sent after this request (pipelined); an upgrade tunnel starts with
     /// them.
     pub pipelined: &'a [u8],
+    /// What the TLS handshake settled; `None` on a plain connection.
+    pub tls: Option<&'a ringfront_tls::Info>,
 }
 
 impl Req<'_> {
@@ -78,6 +80,7 @@ impl Req<'_> {
             splits: snap.map_or(&[], |s| &s.splits),
             geos: snap.map_or(&[], |s| &s.geos),
             depth: std::cell::Cell::new(0),
+            tls: self.tls,
         }
     }
 

@@ -10,9 +10,9 @@ use std::rc::Rc;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
+use crate::stream::ClientStream;
 use monoio::buf::IoBufMut;
 use monoio::io::AsyncReadRent;
-use monoio::net::TcpStream;
 use ringfront_config::LogLevel;
 use ringfront_http::RequestHead;
 
@@ -53,7 +53,7 @@ impl Drop for Busy<'_> {
 
 /// Sends a locally made error and reports it; the connection is closed after. `s`: the
 /// settings in effect (the default server's before routing), for `server_tokens`.
-async fn reject(stream: &mut TcpStream, status: u16, s: &ringfront_config::LocationSettings) {
+async fn reject(stream: &mut ClientStream, status: u16, s: &ringfront_config::LocationSettings) {
     let mut out = Vec::with_capacity(512);
     let answer = respond::Answer {
         decor: crate::response_headers::Decor::new(s, None),
@@ -102,20 +102,25 @@ fn head_limits(
 /// timers, the upstream exchange — lives in `request`'s future, boxed and freed when the
 /// request is answered, as nginx frees its buffers on idle keepalive connections.
 pub struct Conn {
-    open: Open,
+    pub(crate) open: Open,
     /// Also holds the client and local addresses (monoio caches them in the stream).
-    stream: TcpStream,
-    id: u64,
-    requests: u64,
+    pub(crate) stream: ClientStream,
+    pub(crate) id: u64,
+    pub(crate) requests: u64,
     /// When it was accepted (`clock::now_ms`), for `keepalive_time`.
-    opened_ms: u64,
+    pub(crate) opened_ms: u64,
     /// Bytes of the next (pipelined) request already read; no allocation while idle.
-    buf: Vec<u8>,
-    idle: Rc<crate::idle::IdleSignal>,
+    pub(crate) buf: Vec<u8>,
+    pub(crate) idle: Rc<crate::idle::IdleSignal>,
+    /// What the TLS handshake settled (`listen ... ssl`).
+    pub(crate) tls: Option<Box<ringfront_tls::Info>>,
+    /// The status every request on this connection gets instead of an answer: 497 (plain
+    /// HTTP on a TLS port), 495/496 (`ssl_verify_client` not satisfied).
+    pub(crate) refuse: Option<u16>,
 }
 
 /// Counts the connection in the worker's open connections for as long as it is open.
-struct Open(Rc<Worker>);
+pub(crate) struct Open(pub(crate) Rc<Worker>);
 
 impl Drop for Open {
     fn drop(&mut self) {
@@ -126,7 +131,7 @@ impl Drop for Open {
 impl Conn {
     /// A freshly accepted connection; `None` when it is already gone (its addresses cannot
     /// be read).
-    pub fn new(w: Rc<Worker>, stream: TcpStream) -> Option<Self> {
+    pub fn new(w: Rc<Worker>, stream: monoio::net::TcpStream) -> Option<Self> {
         // Read once here, then served from the stream's cache for every request.
         stream.peer_addr().ok()?;
         stream.local_addr().ok()?;
@@ -138,18 +143,20 @@ impl Conn {
         w.conn_opened();
         Some(Conn {
             open: Open(w),
-            stream,
+            stream: stream.into(),
             id,
             requests: 0,
             opened_ms: crate::clock::now_ms(),
             buf: Vec::new(),
             idle: Rc::default(),
+            tls: None,
+            refuse: None,
         })
     }
 }
 
 /// The stream's cached address (read when the connection was accepted).
-fn addr(a: std::io::Result<SocketAddr>) -> SocketAddr {
+pub(crate) fn addr(a: std::io::Result<SocketAddr>) -> SocketAddr {
     a.unwrap_or_else(|_| ([0, 0, 0, 0], 0).into())
 }
 
@@ -163,6 +170,17 @@ const LEAN_IDLE_ABOVE: usize = 64;
 #[allow(clippy::manual_async_fn)] // an `async fn` would store its argument twice
 pub fn serve(mut conn: Conn) -> impl std::future::Future<Output = ()> {
     async move {
+        if conn
+            .open
+            .0
+            .snapshot()
+            .is_tls(addr(conn.stream.local_addr()))
+        {
+            conn = match Box::pin(crate::handshake::run(conn)).await {
+                Some(c) => c,
+                None => return,
+            };
+        }
         loop {
             // Boxed: allocated when a request starts (the first is read at once, within
             // client_header_timeout from accept), freed when the connection goes idle past
@@ -171,8 +189,9 @@ pub fn serve(mut conn: Conn) -> impl std::future::Future<Output = ()> {
                 Some(c) => c,
                 None => return,
             };
+            conn.stream.release_buffers();
             let ready = IdleWait {
-                readable: conn.stream.readable(false),
+                readable: conn.stream.readable(),
                 sig: &conn.idle,
             }
             .await;
@@ -233,6 +252,8 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         opened_ms,
         buf,
         idle,
+        tls,
+        refuse,
     } = conn;
     let w = &open.0;
     let client = addr(stream.peer_addr());
@@ -267,7 +288,8 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
     let s = &loc.settings;
     let server_name = server.names.first().map(String::as_str).unwrap_or("");
     let age_ms = crate::clock::now_ms().saturating_sub(opened_ms);
-    let keep_alive = head.keep_alive && !w.stopping() && keeps_alive(s, requests, age_ms);
+    let keep_alive =
+        head.keep_alive && refuse.is_none() && !w.stopping() && keeps_alive(s, requests, age_ms);
     let log = |level, msg: std::fmt::Arguments<'_>, buf: &[u8]| {
         let ctx = log_context(buf, &head, client, server_name, None);
         w.log(&snap, level, conn_id, format_args!("{msg}{ctx}"));
@@ -287,7 +309,8 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
     }
     // A denied request's body is not wanted (nor its 100-continue); without framing it has
     // none.
-    let (body, consumed) = if denied {
+    let refused = refuse.or(denied.then_some(403));
+    let (body, consumed) = if refused.is_some() {
         (Vec::new(), head_len)
     } else {
         let (read, b) = read_body(&mut stream, buf, &head, head_len, s, &log).await;
@@ -308,6 +331,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         keep_alive,
         head_only: head.is_head(&buf),
         pipelined: buf.get(consumed..).unwrap_or_default(),
+        tls: tls.as_deref(),
     };
     let cx = Cx {
         w,
@@ -315,7 +339,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         loc,
         req: &req,
     };
-    let (reply, back) = answer(&cx, denied, body, stream).await;
+    let (reply, back) = answer(&cx, refused, body, stream).await;
     crate::access_log::write(&cx, &reply);
     let stream = back?;
     if !reply.reusable {
@@ -331,13 +355,15 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         opened_ms,
         buf,
         idle,
+        tls,
+        refuse,
     })
 }
 
 /// The request's body (nginx's 400/413 answered, 413 logged), and how many bytes of `buf`
 /// the request used; `None` to close the connection.
 async fn read_body(
-    stream: &mut TcpStream,
+    stream: &mut ClientStream,
     buf: Vec<u8>,
     head: &RequestHead,
     head_len: usize,
@@ -389,7 +415,7 @@ fn next_request(
 /// keepalive_timeout. `None`: close the connection.
 async fn first_bytes(
     w: &Worker,
-    stream: &mut TcpStream,
+    stream: &mut ClientStream,
     buf: Vec<u8>,
     idle: &crate::idle::IdleSignal,
 ) -> Option<Vec<u8>> {
@@ -411,7 +437,7 @@ async fn first_bytes(
 /// The request counts as busy from its first byte.
 async fn read_head<'w>(
     w: &'w Worker,
-    stream: &mut TcpStream,
+    stream: &mut ClientStream,
     buf: &mut Vec<u8>,
     head: &mut RequestHead,
     base: &ringfront_config::LocationSettings,
@@ -483,17 +509,17 @@ fn denied(loc: &LocationRt, client: SocketAddr) -> bool {
         .is_some_and(|r| !r.allow)
 }
 
-/// Answers the request: a denial, `return`, the status page or API, the upstream, or 404.
+/// Answers the request: a refusal (403, or a TLS one), `return`, the status page or API, the upstream, or 404.
 async fn answer(
     cx: &Cx<'_>,
-    denied: bool,
+    refused: Option<u16>,
     body: Vec<u8>,
-    mut stream: TcpStream,
-) -> (Reply, Option<TcpStream>) {
+    mut stream: ClientStream,
+) -> (Reply, Option<ClientStream>) {
     let (w, s) = (cx.w, cx.settings());
     let mut out = w.take_buf();
-    let local = if denied {
-        403
+    let local = if let Some(status) = refused {
+        status
     } else if s.internal {
         // nginx: a client's request for an `internal` location is not found.
         404

@@ -113,11 +113,15 @@ pub struct ServerRt {
     pub locations: Vec<LocationRt>,
     /// Used when no location matches (answers 404, as nginx).
     pub fallback: LocationRt,
+    /// Its TLS handshake settings, when one of its addresses is `listen ... ssl`.
+    pub tls: Option<ringfront_tls::ServerHandshake>,
 }
 
 #[derive(Debug, Clone)]
 pub struct ListenRt {
     pub addr: SocketAddr,
+    /// `listen ... ssl`: connections start with a TLS handshake.
+    pub ssl: bool,
     pub backlog: i32,
     pub options: ringfront_config::SocketOptions,
 }
@@ -357,7 +361,12 @@ impl Snapshot {
                     .map_err(|e| BuildError::Regex(n.to_string(), e.to_string()))?;
                 name_regexes.push(re);
             }
+            let tls = match s.listens.iter().any(|l| l.ssl) {
+                true => Some(ringfront_tls::server_tls(&s.ssl)?),
+                false => None,
+            };
             servers.push(ServerRt {
+                tls,
                 name_regexes,
                 names: s
                     .server_names
@@ -373,6 +382,7 @@ impl Snapshot {
                 match listens.iter_mut().find(|x| x.addr == l.addr) {
                     None => listens.push(ListenRt {
                         addr: l.addr,
+                        ssl: l.ssl,
                         backlog: l.backlog,
                         options: l.options,
                     }),
@@ -483,15 +493,32 @@ impl Snapshot {
         });
     }
 
+    /// Whether connections to `local` (the socket's own address) speak TLS first.
+    pub fn is_tls(&self, local: SocketAddr) -> bool {
+        let any = wildcard(local);
+        self.listens
+            .iter()
+            .find(|l| l.addr == local)
+            .or_else(|| self.listens.iter().find(|l| l.addr == any))
+            .is_some_and(|l| l.ssl)
+    }
+
     /// The servers listening on `local` (the socket's own address), default first.
     pub fn servers_for(&self, local: SocketAddr) -> &[usize] {
         if let Some(v) = self.by_listen.get(&local) {
             return v;
         }
-        let any: SocketAddr = match local {
-            SocketAddr::V4(_) => ([0, 0, 0, 0], local.port()).into(),
-            SocketAddr::V6(_) => (std::net::Ipv6Addr::UNSPECIFIED, local.port()).into(),
-        };
-        self.by_listen.get(&any).map(Vec::as_slice).unwrap_or(&[])
+        self.by_listen
+            .get(&wildcard(local))
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+    }
+}
+
+/// The wildcard address of `local`'s family and port.
+fn wildcard(local: SocketAddr) -> SocketAddr {
+    match local {
+        SocketAddr::V4(_) => ([0, 0, 0, 0], local.port()).into(),
+        SocketAddr::V6(_) => (std::net::Ipv6Addr::UNSPECIFIED, local.port()).into(),
     }
 }

@@ -43,5 +43,6 @@ pub fn req<'a>(buf: &'a [u8], head: &'a ringfront_http::RequestHead) -> crate::r
         keep_alive: true,
         head_only: false,
         pipelined: &[],
+        tls: None,
     }
 }

@@ -9,6 +9,8 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use monoio::net::TcpStream;
+
+use crate::stream::UpstreamStream;
 use ringfront_http::ResponseHead;
 use ringfront_upstream::exchange::{Cause, Failure, Phase};
 use ringfront_upstream::PeerId;
@@ -20,7 +22,7 @@ use crate::upstream_request::Request;
 
 /// A connection to the peer of the current try.
 pub struct Conn {
-    pub stream: TcpStream,
+    pub stream: UpstreamStream,
     /// Requests served on it before this one (0 for a new connection).
     pub requests: u64,
     pub reused: bool,
@@ -46,7 +48,7 @@ pub async fn connect(pool: &RefCell<Pool>, t: &Target) -> Result<Conn, Failure> 
         Ok(Ok(stream)) => {
             let _ = stream.set_nodelay(true);
             Ok(Conn {
-                stream,
+                stream: stream.into(),
                 requests: 0,
                 reused: false,
             })

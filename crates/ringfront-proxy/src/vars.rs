@@ -38,6 +38,8 @@ pub struct Vars<'a> {
     pub geos: &'a [ringfront_config::GeoBlock],
     /// How deep map evaluation is (a map whose value uses a map...), to stop a cycle.
     pub depth: std::cell::Cell<u8>,
+    /// The connection's TLS facts (`$https`, `$ssl_*`); `None` on plain HTTP.
+    pub tls: Option<&'a ringfront_tls::Info>,
 }
 
 fn path_and_args(target: &[u8]) -> (&[u8], Option<&[u8]>) {
@@ -153,6 +155,32 @@ pub fn try_addr(topo: Option<&Topology>, peer: TryPeer) -> &str {
     name.unwrap_or("")
 }
 
+/// `$ssl_*`: empty (`-` in logs) on a plain connection, as nginx.
+fn push_ssl(out: &mut Vec<u8>, var: &Variable, tls: Option<&ringfront_tls::Info>, empty: &[u8]) {
+    let Some(t) = tls else {
+        out.extend_from_slice(empty);
+        return;
+    };
+    let text: &str = match var {
+        Variable::SslServerName => t.server_name.as_deref().unwrap_or(""),
+        Variable::SslProtocol => t.protocol,
+        Variable::SslCipher => t.cipher,
+        Variable::SslSessionReused => {
+            if t.reused {
+                "r"
+            } else {
+                "."
+            }
+        }
+        _ => &t.client_verify,
+    };
+    if text.is_empty() {
+        out.extend_from_slice(empty);
+    } else {
+        out.extend_from_slice(text.as_bytes());
+    }
+}
+
 /// Appends the value of one variable; `-` stands for "not set" in logs, as nginx.
 pub fn push_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, dash: bool) {
     let target = v.head.target.get(v.buf);
@@ -199,13 +227,13 @@ pub fn push_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, dash: bool) {
         } else {
             b"HTTP/1.1"
         }),
-        Variable::Scheme => out.extend_from_slice(b"http"),
-        Variable::Https
-        | Variable::SslServerName
+        Variable::Scheme => out.extend_from_slice(if v.tls.is_some() { b"https" } else { b"http" }),
+        Variable::Https => out.extend_from_slice(if v.tls.is_some() { b"on" } else { b"" }),
+        Variable::SslServerName
         | Variable::SslProtocol
         | Variable::SslCipher
         | Variable::SslSessionReused
-        | Variable::SslClientVerify => out.extend_from_slice(empty),
+        | Variable::SslClientVerify => push_ssl(out, var, v.tls, empty),
         Variable::RequestMethod => out.extend_from_slice(v.head.method.get(v.buf)),
         Variable::RequestUri => out.extend_from_slice(origin_path(target)),
         Variable::Uri => out.extend_from_slice(path),

@@ -103,6 +103,9 @@ pub async fn accept(
     mut io: TcpStream,
     choose: impl FnOnce(Option<&str>) -> Option<ServerHandshake>,
 ) -> Result<Accepted, HandshakeError> {
+    // No buffer is held until the client sends something: a connection that stays silent
+    // (or thousands of them) costs only its socket until client_header_timeout.
+    io.readable(false).await.map_err(HandshakeError::Io)?;
     let mut inc = Incoming::default();
     inc.buf.reserve(READ_CHUNK);
     let Some(hello) = client_hello(&mut io, &mut inc).await? else {

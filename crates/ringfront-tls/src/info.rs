@@ -17,13 +17,23 @@ pub struct Info {
     pub reused: bool,
     /// `$ssl_client_verify` (`NONE` when no certificate was asked for or sent).
     pub client_verify: Box<str>,
+    /// nginx's answer to every request on this connection when `ssl_verify_client` is not
+    /// satisfied: 496 (`on`, no certificate) or 495 (`on`/`optional`, it did not verify),
+    /// both sent as 400 with their own page.
+    pub refusal: Option<u16>,
 }
 
 impl Info {
     pub fn of(conn: &ServerConnection, tls: &ServerTls) -> Info {
-        let verify = match &tls.verdict {
-            Some(v) => v.judge(conn.peer_certificates()),
-            None => "NONE".into(),
+        use ringfront_config::VerifyClient as V;
+        let (verify, mode) = match &tls.verdict {
+            Some(v) => (v.judge(conn.peer_certificates()), v.mode),
+            None => ("NONE".to_string(), V::Off),
+        };
+        let refusal = match (mode, verify.as_str()) {
+            (V::On, "NONE") => Some(496),
+            (V::On | V::Optional, v) if v.starts_with("FAILED") => Some(495),
+            _ => None,
         };
         Info {
             server_name: conn.server_name().map(Into::into),
@@ -31,6 +41,7 @@ impl Info {
             cipher: cipher_name(conn.negotiated_cipher_suite().map(|s| s.suite())),
             reused: conn.handshake_kind() == Some(HandshakeKind::Resumed),
             client_verify: verify.into(),
+            refusal,
         }
     }
 

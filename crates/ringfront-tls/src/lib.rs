@@ -22,6 +22,8 @@ pub use client::{connect, server_name, upstream_tls, UpstreamTls};
 pub use client_verify::Verdict;
 pub use error::TlsError;
 pub use info::Info;
+/// The TLS library itself, for the types this crate's API names.
+pub use rustls;
 pub use rustls::client::ClientConnection;
 pub use rustls::server::ServerConnection;
 pub use server::{server_tls, ServerHandshake, ServerTls};

@@ -52,8 +52,12 @@ fn load_through(
     host: &dyn Host,
 ) -> Result<(Config, Snapshot), String> {
     let cfg = ringfront_config::load_with_options(path, host, opts).map_err(|e| e.to_string())?;
-    let snap = Snapshot::build(&cfg, GENERATION.fetch_add(1, Ordering::Relaxed))
-        .map_err(|e| format!("{e} in {}", cfg.path.display()))?;
+    let snap = Snapshot::build(&cfg, GENERATION.fetch_add(1, Ordering::Relaxed)).map_err(|e| {
+        match e.placed() {
+            true => e.to_string(),
+            false => format!("{e} in {}", cfg.path.display()),
+        }
+    })?;
     log_files::open_all(&cfg)?;
     Ok((cfg, snap))
 }

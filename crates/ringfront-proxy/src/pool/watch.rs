@@ -14,7 +14,7 @@ use std::pin::pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
-use monoio::net::TcpStream;
+use crate::stream::UpstreamStream;
 
 use super::lru::{Key, Lru};
 
@@ -51,7 +51,7 @@ pub struct State {
     slots: Vec<Slot>,
     free: u32,
     /// Streams handed back and not yet picked up (rarely more than one).
-    back: Vec<(WatchId, TcpStream, u64)>,
+    back: Vec<(WatchId, UpstreamStream, u64)>,
 }
 
 pub type Shared = RefCell<State>;
@@ -138,7 +138,7 @@ impl State {
 }
 
 /// Watches `stream`, idle in the cache as `id`, until it is taken, closed or found dead.
-pub fn spawn(shared: Rc<Shared>, id: WatchId, stream: TcpStream, requests: u64) {
+pub fn spawn(shared: Rc<Shared>, id: WatchId, stream: UpstreamStream, requests: u64) {
     monoio::spawn(watcher(shared, id, stream, requests));
 }
 
@@ -149,12 +149,12 @@ pub fn spawn(shared: Rc<Shared>, id: WatchId, stream: TcpStream, requests: u64) 
 fn watcher(
     shared: Rc<Shared>,
     id: WatchId,
-    stream: TcpStream,
+    stream: UpstreamStream,
     requests: u64,
 ) -> impl Future<Output = ()> {
     async move {
         let gone = is_idle(&shared, id) && {
-            let mut ready = pin!(stream.readable(false));
+            let mut ready = pin!(stream.tcp().readable(false));
             poll_fn(|cx| {
                 if ready.as_mut().poll(cx).is_ready() {
                     return Poll::Ready(true);
@@ -185,7 +185,7 @@ fn poll_signal(shared: &Shared, id: WatchId, cx: &mut Context<'_>) -> Poll<()> {
 }
 
 /// The watcher's end: hand the stream back, or close it (`gone`: the peer closed or wrote).
-fn settle(shared: &Shared, id: WatchId, stream: TcpStream, requests: u64, gone: bool) {
+fn settle(shared: &Shared, id: WatchId, stream: UpstreamStream, requests: u64, gone: bool) {
     let mut st = shared.borrow_mut();
     match st.slots[id as usize].phase {
         Phase::Idle(key) => {
@@ -225,12 +225,12 @@ impl Pooled {
 
     /// The connection and the requests it has served; `None` when it turned out closed
     /// (the caller takes the next one or connects).
-    pub fn stream(self) -> impl Future<Output = Option<(TcpStream, u64)>> {
+    pub fn stream(self) -> impl Future<Output = Option<(UpstreamStream, u64)>> {
         let mut me = self;
         poll_fn(move |cx| me.poll_back(cx))
     }
 
-    fn poll_back(&mut self, cx: &mut Context<'_>) -> Poll<Option<(TcpStream, u64)>> {
+    fn poll_back(&mut self, cx: &mut Context<'_>) -> Poll<Option<(UpstreamStream, u64)>> {
         let mut st = self.shared.borrow_mut();
         let slot = &mut st.slots[self.id as usize];
         if let Phase::Handing = slot.phase {
@@ -245,7 +245,7 @@ impl Pooled {
 }
 
 /// The stream handed back for `id`, if any.
-fn take_back(st: &mut State, id: WatchId) -> Option<(TcpStream, u64)> {
+fn take_back(st: &mut State, id: WatchId) -> Option<(UpstreamStream, u64)> {
     let i = st.back.iter().position(|b| b.0 == id)?;
     let (_, stream, requests) = st.back.swap_remove(i);
     Some((stream, requests))
@@ -283,7 +283,7 @@ pub fn memory_per_idle() -> usize {
         "watcher future {future}, slot {}, node {}, stream {}",
         std::mem::size_of::<Slot>(),
         super::lru::node_size::<WatchId>(),
-        std::mem::size_of::<TcpStream>()
+        std::mem::size_of::<UpstreamStream>()
     );
     future + 48 + std::mem::size_of::<Slot>() + super::lru::node_size::<WatchId>()
 }

@@ -1,0 +1,60 @@
+//! `listen ... ssl`: the TLS handshake that starts a client connection, bounded by the
+//! default server's `client_header_timeout` as nginx bounds it. SNI picks the server (its
+//! certificate and TLS settings) the way `Host` picks it for requests. Plain HTTP sent to
+//! the TLS port is read as a request and answered nginx's 400 (status 497 inside, so
+//! `error_page 497` can redirect it).
+
+use ringfront_config::LogLevel;
+use ringfront_tls::{Accepted, HandshakeError};
+
+use crate::session::{addr, Conn};
+use crate::stream::Stream;
+
+pub async fn run(mut conn: Conn) -> Option<Conn> {
+    let w = conn.open.0.clone();
+    let snap = w.snapshot();
+    let local = addr(conn.stream.local_addr());
+    let client = addr(conn.stream.peer_addr());
+    let candidates = snap.servers_for(local);
+    let default = candidates.first().and_then(|&i| snap.servers.get(i))?;
+    let limit = default.fallback.settings.client_header_timeout;
+    let tcp = match conn.stream {
+        Stream::Plain(t) => t,
+        Stream::Tls(_) => return None,
+    };
+    let choose = |sni: Option<&str>| {
+        let host = sni.unwrap_or("").as_bytes();
+        crate::route::server(&snap, candidates, host).and_then(|s| s.tls.clone())
+    };
+    let log = |e: &dyn std::fmt::Display| {
+        w.log(
+            &snap,
+            LogLevel::Info,
+            conn.id,
+            format_args!("{e}, client: {}, server: {local}", client.ip()),
+        );
+    };
+    match monoio::time::timeout(limit, ringfront_tls::accept(tcp, choose)).await {
+        Ok(Ok(Accepted::Tls(stream, info))) => {
+            conn.refuse = info.refusal;
+            conn.stream = Stream::Tls(stream);
+            conn.tls = Some(info);
+            Some(conn)
+        }
+        Ok(Ok(Accepted::Plain(tcp, bytes))) => {
+            conn.stream = Stream::Plain(tcp);
+            conn.buf = bytes;
+            conn.refuse = Some(497);
+            Some(conn)
+        }
+        Ok(Err(HandshakeError::Closed)) => None,
+        Ok(Err(e)) => {
+            log(&e);
+            None
+        }
+        Err(_) => {
+            log(&"client timed out (110: Connection timed out) while SSL handshaking");
+            None
+        }
+    }
+}
