@@ -12,6 +12,7 @@ pub mod golden;
 pub mod http;
 mod net;
 mod nginx;
+pub mod pki;
 mod process;
 mod raw;
 mod ringfront;
