@@ -13,13 +13,17 @@ use monoio::net::TcpStream;
 use rustls::server::{Acceptor, ServerConnection};
 
 use crate::info::Info;
-use crate::records::{Incoming, READ_CHUNK};
+use crate::records::Incoming;
 use crate::server::{ServerHandshake, ServerTls};
 use crate::stream::TlsStream;
 
 /// TLS record type of a handshake message, and the first byte of an SSLv2-style hello.
 const HANDSHAKE: u8 = 0x16;
 const SSLV2_HELLO: u8 = 0x80;
+
+/// Bytes asked of the socket per read until the ClientHello is in: a hello is rarely over
+/// 2 KiB, and a half-open handshake should hold little.
+const HELLO_CHUNK: usize = 4096;
 
 /// A fatal `unrecognized_name` alert (`ssl_reject_handshake`), as a TLS 1.2 record.
 const UNRECOGNIZED_NAME: [u8; 7] = [0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 112];
@@ -52,7 +56,7 @@ fn io_error(e: io::Error) -> HandshakeError {
 }
 
 async fn read_some(io: &mut TcpStream, inc: &mut Incoming) -> Result<(), HandshakeError> {
-    let b = inc.take_for_read();
+    let b = inc.take_for_read(HELLO_CHUNK);
     let cap = b.capacity();
     let (r, s) = io.read(b.slice_mut(0..cap)).await;
     inc.buf = s.into_inner();
@@ -107,7 +111,6 @@ pub async fn accept(
     // (or thousands of them) costs only its socket until client_header_timeout.
     io.readable(false).await.map_err(HandshakeError::Io)?;
     let mut inc = Incoming::default();
-    inc.buf.reserve(READ_CHUNK);
     let Some(hello) = client_hello(&mut io, &mut inc).await? else {
         let bytes = std::mem::take(&mut inc.buf);
         return Ok(Accepted::Plain(io, bytes));

@@ -22,11 +22,11 @@ impl Incoming {
         self.pos < self.buf.len()
     }
 
-    /// An empty buffer with room for one read, reusing the old allocation.
-    pub fn take_for_read(&mut self) -> Vec<u8> {
+    /// An empty buffer with room for one read of `chunk` bytes, reusing the old allocation.
+    pub fn take_for_read(&mut self, chunk: usize) -> Vec<u8> {
         let mut b = std::mem::take(&mut self.buf);
         b.clear();
-        b.reserve(READ_CHUNK);
+        b.reserve(chunk);
         self.pos = 0;
         b
     }

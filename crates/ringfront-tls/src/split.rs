@@ -67,7 +67,7 @@ where
                 return Ok(n);
             }
             if !self.inc.pending() {
-                let b = self.inc.take_for_read();
+                let b = self.inc.take_for_read(crate::records::READ_CHUNK);
                 let cap = b.capacity();
                 let (r, s) = self.io.read(b.slice_mut(0..cap)).await;
                 self.inc.buf = s.into_inner();

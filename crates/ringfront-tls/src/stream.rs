@@ -85,7 +85,7 @@ where
     /// A protocol error sends rustls's alert, then returns the error.
     pub async fn fill(&mut self) -> io::Result<bool> {
         if !self.inc.pending() {
-            let b = self.inc.take_for_read();
+            let b = self.inc.take_for_read(crate::records::READ_CHUNK);
             let cap = b.capacity();
             let (r, s) = self.io.read(b.slice_mut(0..cap)).await;
             self.inc.buf = s.into_inner();
