@@ -109,6 +109,8 @@ pub(crate) fn apply(
         }
         "add_header" => crate::response_headers::add_header(level, d)?,
         "server_tokens" => crate::response_headers::server_tokens(level, d)?,
+        _ if level.ssl.apply(d, scope.prefix)? => {}
+        _ if level.proxy_ssl.apply(d, scope.prefix)? => {}
         _ => return Ok(false),
     }
     Ok(true)
@@ -136,13 +138,11 @@ fn proxy_pass(d: &Directive, scope: &Scope<'_>) -> Result<PassRaw, ConfigError> 
         return Err(err(d, "variables in \"proxy_pass\" are not supported yet"));
     }
     let scheme = url.get(..8).unwrap_or(url).to_ascii_lowercase();
+    let tls = scheme == "https://";
     let rest = if scheme.starts_with("http://") {
         url.get(7..).unwrap_or_default()
-    } else if scheme == "https://" {
-        return Err(err(
-            d,
-            "https is not supported yet in \"proxy_pass\" directive",
-        ));
+    } else if tls {
+        url.get(8..).unwrap_or_default()
     } else {
         return Err(err(d, "invalid URL prefix"));
     };
@@ -164,6 +164,7 @@ fn proxy_pass(d: &Directive, scope: &Scope<'_>) -> Result<PassRaw, ConfigError> 
         port: hp.port,
         authority: authority.to_string(),
         uri,
+        tls,
         origin: d.origin.clone(),
     })
 }

@@ -205,6 +205,7 @@ impl HealthCheckRaw {
             },
             mandatory: self.mandatory,
             persistent: self.persistent,
+            tls: None,
             origin: self.origin.clone(),
         }
     }
@@ -398,6 +399,7 @@ impl TengineRaw {
             probe,
             mandatory: c.default_down,
             persistent: false,
+            tls: None,
             origin: c.origin,
         }))
     }

@@ -58,6 +58,7 @@ mod response_headers;
 mod server;
 mod settings;
 mod split_clients;
+mod ssl;
 pub mod ssl_model;
 mod table;
 mod template;

@@ -157,6 +157,9 @@ pub struct ActiveCheck {
     pub mandatory: bool,
     /// With `mandatory`: a peer that was up before a reload stays up (`persistent`).
     pub persistent: bool,
+    /// Probes speak TLS with these settings (a `health_check` in a location whose
+    /// `proxy_pass` is `https://`); `None`: plain.
+    pub tls: Option<crate::ssl_model::ProxySsl>,
     /// The directive the check came from (for messages).
     pub origin: Origin,
 }

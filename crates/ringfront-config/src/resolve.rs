@@ -10,8 +10,8 @@ use crate::error::ConfigError;
 use crate::http::HttpRaw;
 use crate::location::{LocRaw, OwnRaw};
 use crate::model::{
-    AllFailed, Balancer, Expect, HttpConf, Location, LocationSettings, Match, PassiveHealth,
-    ProxyPass, ProxyTarget, Server, Upstream,
+    AllFailed, Balancer, Expect, HttpConf, Listen, Location, LocationSettings, Match,
+    PassiveHealth, ProxyPass, ProxyTarget, Server, Upstream,
 };
 use crate::server::{ListenRaw, ServerRaw};
 use crate::settings::{Level, PassRaw};
@@ -50,10 +50,10 @@ impl Targets<'_> {
             return Ok(ProxyPass {
                 target: ProxyTarget::Upstream(u.name.clone()),
                 uri,
-                tls: false,
+                tls: p.tls,
             });
         }
-        let port = p.port.unwrap_or(80);
+        let port = p.port.unwrap_or(if p.tls { 443 } else { 80 });
         let key = (p.host.to_ascii_lowercase(), port);
         if let Some(i) = self.implicit_keys.iter().position(|k| *k == key) {
             let name = self
@@ -64,7 +64,7 @@ impl Targets<'_> {
             return Ok(ProxyPass {
                 target: ProxyTarget::Upstream(name),
                 uri,
-                tls: false,
+                tls: p.tls,
             });
         }
         if self
@@ -96,7 +96,7 @@ impl Targets<'_> {
         Ok(ProxyPass {
             target: ProxyTarget::Upstream(p.authority.clone()),
             uri,
-            tls: false,
+            tls: p.tls,
         })
     }
 
@@ -127,7 +127,7 @@ impl Targets<'_> {
             own.add_headers = server.add_headers.clone();
             own.server_tokens = server.server_tokens;
         }
-        let mut settings = own.finish(self.env.prefix, proxy_pass);
+        let mut settings = own.finish(self.env.prefix, proxy_pass)?;
         check_handlers(loc)?;
         self.attach_checks(&loc.own, &settings)?;
         settings.check_status = loc.own.check_status.as_ref().map(|(f, _)| *f);
@@ -168,11 +168,13 @@ impl Targets<'_> {
                     }
                 },
             };
-            let check = hc.to_check(
+            let mut check = hc.to_check(
                 expect,
                 settings.proxy_connect_timeout,
                 settings.proxy_read_timeout,
             );
+            // nginx Plus probes a TLS upstream with its location's proxy_ssl_* settings.
+            check.tls = pass.tls.then(|| settings.proxy_ssl.clone());
             let ProxyTarget::Upstream(name) = &pass.target;
             let group = self
                 .explicit
@@ -201,12 +203,22 @@ impl Targets<'_> {
             let returning = merged.return_.is_some().then_some(&merged);
             locations.push(self.location(loc, &merged, returning)?);
         }
+        // The deprecated `ssl on` makes every address of the server a TLS one.
+        let all_ssl = s.settings.ssl.enable == Some(true);
+        let ssl = merged.ssl.clone().finish()?;
         Ok(Server {
-            listens: s.listens.iter().map(|l| l.listen.clone()).collect(),
+            listens: s
+                .listens
+                .iter()
+                .map(|l| Listen {
+                    ssl: l.listen.ssl || all_ssl,
+                    ..l.listen.clone()
+                })
+                .collect(),
             server_names: s.names.clone(),
             locations,
-            settings: merged.finish(self.env.prefix, None),
-            ssl: Default::default(),
+            settings: merged.finish(self.env.prefix, None)?,
+            ssl,
             origin: s.origin.clone(),
         })
     }
@@ -271,6 +283,39 @@ fn check_listens(servers: &[ServerRaw]) -> Result<(), ConfigError> {
     Ok(())
 }
 
+/// nginx's `ssl` flag belongs to the address: one `listen ... ssl` makes every server's
+/// connections to that address TLS. The address's default server must then have a
+/// certificate, or `ssl_reject_handshake on` (reported at its `server` line, as nginx).
+fn tls_addresses(servers: &mut [Server]) -> Result<(), ConfigError> {
+    let tls: Vec<SocketAddr> = servers
+        .iter()
+        .flat_map(|s| s.listens.iter().filter(|l| l.ssl).map(|l| l.addr))
+        .collect();
+    for addr in &tls {
+        for l in servers.iter_mut().flat_map(|s| s.listens.iter_mut()) {
+            l.ssl |= l.addr == *addr;
+        }
+        let on = |s: &&Server, default: bool| {
+            s.listens
+                .iter()
+                .any(|l| l.addr == *addr && (l.default_server || !default))
+        };
+        let default = servers
+            .iter()
+            .find(|s| on(s, true))
+            .or_else(|| servers.iter().find(|s| on(s, false)));
+        if let Some(s) = default {
+            if s.ssl.certificates.is_empty() && !s.ssl.reject_handshake {
+                return Err(ConfigError::at(
+                    "no \"ssl_certificate\" is defined for the \"listen ... ssl\" directive",
+                    &s.origin,
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Turns the http block as written into the model the proxy uses.
 pub(crate) fn finish_http(raw: HttpRaw, env: &Env<'_>) -> Result<HttpConf, ConfigError> {
     for u in &raw.upstreams {
@@ -288,6 +333,7 @@ pub(crate) fn finish_http(raw: HttpRaw, env: &Env<'_>) -> Result<HttpConf, Confi
         servers.push(targets.server(s, &raw.settings)?);
     }
     check_listens(&raw.servers)?;
+    tls_addresses(&mut servers)?;
     let mut upstreams = targets.explicit;
     upstreams.extend(targets.implicit);
     Ok(HttpConf {

@@ -40,7 +40,6 @@ pub(crate) struct ServerRaw {
 
 /// Listen parameters that would change behaviour ringfront does not have yet.
 const NOT_YET: &[&str] = &[
-    "ssl",
     "http2",
     "quic",
     "spdy",
@@ -65,11 +64,13 @@ fn listen(d: &Directive, host: &dyn Host) -> Result<Vec<ListenRaw>, ConfigError>
     let mut reuseport = false;
     let mut backlog = DEFAULT_BACKLOG;
     let mut sockopts = false;
+    let mut ssl = false;
     let mut options = SocketOptions::default();
     for param in d.args.iter().skip(1) {
         let key = param.split_once('=').map_or(param.as_str(), |(k, _)| k);
         match param.as_str() {
             "default_server" | "default" => default_server = true,
+            "ssl" => ssl = true,
             "reuseport" => {
                 reuseport = true;
                 sockopts = true;
@@ -106,7 +107,7 @@ fn listen(d: &Directive, host: &dyn Host) -> Result<Vec<ListenRaw>, ConfigError>
                 reuseport,
                 backlog,
                 options,
-                ssl: false,
+                ssl,
             },
             sockopts,
             origin: d.origin.clone(),

@@ -19,6 +19,8 @@ pub(crate) struct PassRaw {
     /// `host[:port]` as written, the implicit upstream's name.
     pub authority: String,
     pub uri: Option<String>,
+    /// `https://`: TLS to the upstream, default port 443.
+    pub tls: bool,
     pub origin: Origin,
 }
 
@@ -53,6 +55,9 @@ pub(crate) struct Level {
     pub access_rules: Option<Vec<AccessRule>>,
     pub add_headers: Option<Vec<AddHeader>>,
     pub server_tokens: Option<ServerTokens>,
+    /// `ssl_*` (http and server level; the server's merged ones are its TLS settings).
+    pub ssl: crate::ssl::SslLevel,
+    pub proxy_ssl: crate::ssl::ProxySslLevel,
 }
 
 const MINUTE: Duration = Duration::from_secs(60);
@@ -152,13 +157,21 @@ impl Level {
             access_rules: pick(&self.access_rules, &outer.access_rules),
             add_headers: pick(&self.add_headers, &outer.add_headers),
             server_tokens: pick(&self.server_tokens, &outer.server_tokens),
+            ssl: self.ssl.inherit(&outer.ssl),
+            proxy_ssl: self.proxy_ssl.inherit(&outer.proxy_ssl),
         }
     }
 
     /// The complete settings: defaults for whatever no level wrote.
-    pub(crate) fn finish(self, prefix: &Path, proxy_pass: Option<ProxyPass>) -> LocationSettings {
+    pub(crate) fn finish(
+        self,
+        prefix: &Path,
+        proxy_pass: Option<ProxyPass>,
+    ) -> Result<LocationSettings, crate::error::ConfigError> {
         let d = LocationSettings::default();
-        LocationSettings {
+        let tls = proxy_pass.as_ref().is_some_and(|p| p.tls);
+        let proxy_ssl = self.proxy_ssl.finish(tls)?;
+        Ok(LocationSettings {
             proxy_pass,
             proxy_set_header: self.proxy_set_header.unwrap_or(d.proxy_set_header),
             proxy_http_version: self.proxy_http_version.unwrap_or(d.proxy_http_version),
@@ -205,8 +218,8 @@ impl Level {
             api: false,
             stub_status: false,
             internal: false,
-            proxy_ssl: d.proxy_ssl,
-        }
+            proxy_ssl,
+        })
     }
 }
 
@@ -226,7 +239,10 @@ mod tests {
             proxy_read_timeout: Some(Duration::from_secs(9)),
             ..Level::default()
         };
-        let s = server.inherit(&http).finish(Path::new("/etc/rf"), None);
+        let s = server
+            .inherit(&http)
+            .finish(Path::new("/etc/rf"), None)
+            .unwrap();
         assert_eq!(s.proxy_read_timeout, Duration::from_secs(9));
         assert_eq!(s.proxy_connect_timeout, Duration::from_secs(1));
         assert_eq!(s.proxy_send_timeout, MINUTE);

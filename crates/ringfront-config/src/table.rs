@@ -111,8 +111,9 @@ pub const NOOP_DIRECTIVES: &[&str] = &[
     "server_names_hash_bucket_size", "server_names_hash_max_size", "types_hash_max_size",
     "types_hash_bucket_size", "proxy_buffering", "proxy_buffer_size", "proxy_buffers",
     "proxy_busy_buffers_size", "proxy_request_buffering", "proxy_redirect",
-    "client_body_buffer_size", "client_header_buffer_size", "ssl_protocols",
-    "ssl_prefer_server_ciphers",
+    "client_body_buffer_size", "client_header_buffer_size",
+    // TLS knobs with nothing to do here (docs/configuration.md, "Accepted and ignored")
+    "ssl_buffer_size", "ssl_stapling", "ssl_stapling_verify", "ssl_early_data",
     // nginx's buffering to disk; ringfront streams (docs/configuration.md, "Accepted and
     // ignored")
     "client_body_temp_path", "proxy_temp_path", "fastcgi_temp_path", "uwsgi_temp_path",
@@ -194,6 +195,35 @@ pub(crate) static TABLE: &[Spec] = &[
     d("deny", HSL, 1, 1),
     d("add_header", HSL, 2, 3),
     d("server_tokens", HSL, 1, 1),
+    // TLS at the edge (ssl.rs): http and server level
+    d("ssl", HS, 1, 1),
+    d("ssl_certificate", HS, 1, 1),
+    d("ssl_certificate_key", HS, 1, 1),
+    d("ssl_protocols", HS, 1, MANY),
+    d("ssl_ciphers", HS, 1, 1),
+    d("ssl_prefer_server_ciphers", HS, 1, 1),
+    d("ssl_session_cache", HS, 1, 2),
+    d("ssl_session_timeout", HS, 1, 1),
+    d("ssl_session_tickets", HS, 1, 1),
+    d("ssl_session_ticket_key", HS, 1, 1),
+    d("ssl_dhparam", HS, 1, 1),
+    d("ssl_ecdh_curve", HS, 1, 1),
+    d("ssl_verify_client", HS, 1, 1),
+    d("ssl_verify_depth", HS, 1, 1),
+    d("ssl_client_certificate", HS, 1, 1),
+    d("ssl_trusted_certificate", HS, 1, 1),
+    d("ssl_reject_handshake", HS, 1, 1),
+    // TLS to upstreams
+    d("proxy_ssl_verify", HSL, 1, 1),
+    d("proxy_ssl_verify_depth", HSL, 1, 1),
+    d("proxy_ssl_trusted_certificate", HSL, 1, 1),
+    d("proxy_ssl_server_name", HSL, 1, 1),
+    d("proxy_ssl_name", HSL, 1, 1),
+    d("proxy_ssl_protocols", HSL, 1, MANY),
+    d("proxy_ssl_ciphers", HSL, 1, 1),
+    d("proxy_ssl_certificate", HSL, 1, 1),
+    d("proxy_ssl_certificate_key", HSL, 1, 1),
+    d("proxy_ssl_session_reuse", HSL, 1, 1),
     // location only, never inherited: nginx Plus `health_check` and `api`, Tengine
     // `check_status`
     d("health_check", LOCATION, 0, MANY),
@@ -229,10 +259,12 @@ pub(crate) static TABLE: &[Spec] = &[
     noop("proxy_redirect", HSL, 1, 2, Check::Only(&["default", "off"])),
     noop("client_body_buffer_size", HSL, 1, 1, Check::Size),
     noop("client_header_buffer_size", HS, 1, 1, Check::Size),
-    // Inert: `listen ... ssl` is refused, so no connection they could apply to exists
-    // (Debian's stock nginx.conf sets both at http level).
-    noop("ssl_protocols", HS, 1, MANY, Check::Any),
-    noop("ssl_prefer_server_ciphers", HS, 1, 1, Check::Flag),
+    // TLS: records are rustls's (16 KiB, as nginx's default ssl_buffer_size); OCSP
+    // stapling and 0-RTT are not offered, so only their off values are harmless.
+    noop("ssl_buffer_size", HS, 1, 1, Check::Size),
+    noop("ssl_stapling", HS, 1, 1, Check::OffOnly),
+    noop("ssl_stapling_verify", HS, 1, 1, Check::Flag),
+    noop("ssl_early_data", HS, 1, 1, Check::OffOnly),
     // Disk buffering and memory pools: ringfront streams bodies through fixed buffers and
     // never writes them to temporary files, and allocates per connection its own way.
     // Test::Nginx writes the `*_temp_path` ones into every configuration.
@@ -270,9 +302,6 @@ pub(crate) static TABLE: &[Spec] = &[
     unsupported("allow", HSL, 1, 1),
     unsupported("deny", HSL, 1, 1),
     unsupported("resolver", HSL | UPSTREAM, 1, MANY),
-    unsupported("ssl_certificate", HS, 1, 1),
-    unsupported("ssl_certificate_key", HS, 1, 1),
-    unsupported("ssl_ciphers", HS, 1, 1),
     unsupported("stub_status", SL, 0, 1),
     unsupported("load_module", MAIN, 1, 1),
     unsupported("stream", MAIN, 0, 0),

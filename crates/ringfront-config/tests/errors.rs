@@ -403,8 +403,8 @@ fn proxy_pass() {
         "host not found in upstream \"bad.invalid\" in F:5"
     );
     assert_eq!(
-        h("server {\n location / {\n  proxy_pass https://a;\n }\n}"),
-        "https is not supported yet in \"proxy_pass\" directive in F:5"
+        h("server {\n location / {\n  proxy_pass https://bad.invalid;\n }\n}"),
+        "host not found in upstream \"bad.invalid\" in F:5"
     );
     assert_eq!(
         h("server {\n location / {\n  proxy_pass ftp://a;\n }\n}"),
@@ -457,7 +457,11 @@ fn listen() {
     );
     assert_eq!(
         h("server {\n listen 443 ssl;\n}"),
-        "\"ssl\" parameter of the \"listen\" directive is not supported yet in F:4"
+        "no \"ssl_certificate\" is defined for the \"listen ... ssl\" directive in F:3"
+    );
+    assert_eq!(
+        h("server {\n listen 443 ssl;\n ssl_certificate a.pem;\n}"),
+        "no \"ssl_certificate_key\" is defined for certificate \"a.pem\" in F:5"
     );
     assert_eq!(
         h("server {\n listen 80 default_server;\n}\nserver {\n listen 80 default_server;\n}"),

@@ -294,6 +294,7 @@ fn health_check_defaults() {
             },
             mandatory: false,
             persistent: false,
+            tls: None,
             origin: at(7),
         }
     );
@@ -490,6 +491,7 @@ fn tengine_check_defaults() {
             probe: Probe::Tcp,
             mandatory: true,
             persistent: false,
+            tls: None,
             origin: at(5),
         }
     );

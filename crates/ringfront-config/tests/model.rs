@@ -233,7 +233,8 @@ fn return_and_proxy_pass_are_not_inherited_but_server_return_wins() {
         a.proxy_pass,
         Some(ProxyPass {
             target: ProxyTarget::Upstream("127.0.0.1:9001".into()),
-            uri: Some("/x/".into())
+            uri: Some("/x/".into()),
+            tls: false
         })
     );
     let b = &loc(&cfg, 0, &[0, 0]).settings;

@@ -1,0 +1,493 @@
+//! The `ssl_*` directives (nginx's ssl module, read at http and server level) and the
+//! `proxy_ssl_*` ones (proxy module, http/server/location), with nginx's checks and
+//! messages. What a level wrote is kept as `Option`s and inherited field by field, as
+//! nginx's merge does; files are only named here (ringfront-tls reads them).
+
+use std::path::Path;
+
+use crate::error::ConfigError;
+use crate::model::Origin;
+use crate::ssl_model::{
+    CertKey, ProxySsl, ServerSsl, SessionCache, SslFile, SslProtocols, VerifyClient,
+};
+use crate::tree::Directive;
+use crate::units::{parse_number, parse_size};
+use crate::values::{err, flag, number, path, sec, set_once, template};
+
+/// A file argument with the directive's place.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Named {
+    file: SslFile,
+    /// The path as written (nginx's messages quote it so).
+    written: String,
+}
+
+/// Server-side settings as one level wrote them.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SslLevel {
+    /// The deprecated `ssl on` (every `listen` of the server speaks TLS).
+    pub enable: Option<bool>,
+    certificates: Option<Vec<Named>>,
+    keys: Option<Vec<Named>>,
+    protocols: Option<SslProtocols>,
+    ciphers: Option<(String, Origin)>,
+    prefer_server_ciphers: Option<bool>,
+    session_cache: Option<SessionCache>,
+    session_timeout: Option<std::time::Duration>,
+    session_tickets: Option<bool>,
+    ticket_keys: Option<Vec<SslFile>>,
+    dhparam: Option<SslFile>,
+    ecdh_curve: Option<(String, Origin)>,
+    verify_client: Option<(VerifyClient, Origin)>,
+    verify_depth: Option<u32>,
+    client_certificate: Option<SslFile>,
+    trusted_certificate: Option<SslFile>,
+    reject_handshake: Option<bool>,
+}
+
+/// `proxy_ssl_*` as one level wrote them.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ProxySslLevel {
+    verify: Option<(bool, Origin)>,
+    verify_depth: Option<u32>,
+    trusted_certificate: Option<SslFile>,
+    server_name: Option<bool>,
+    name: Option<crate::model::Template>,
+    protocols: Option<SslProtocols>,
+    ciphers: Option<(String, Origin)>,
+    certificate: Option<Named>,
+    key: Option<Named>,
+    session_reuse: Option<bool>,
+}
+
+fn pick<T: Clone>(own: &Option<T>, outer: &Option<T>) -> Option<T> {
+    own.clone().or_else(|| outer.clone())
+}
+
+fn file(prefix: &Path, d: &Directive) -> SslFile {
+    SslFile {
+        path: path(prefix, d.arg(0)),
+        origin: d.origin.clone(),
+    }
+}
+
+fn named(prefix: &Path, d: &Directive) -> Named {
+    Named {
+        file: file(prefix, d),
+        written: d.arg(0).to_string(),
+    }
+}
+
+/// Variables in certificate names (nginx 1.15.9) need a handshake-time load; not yet.
+fn no_variables(d: &Directive) -> Result<(), ConfigError> {
+    if d.arg(0).contains('$') {
+        return Err(err(
+            d,
+            format!("variables in \"{}\" are not supported by ringfront", d.name),
+        ));
+    }
+    Ok(())
+}
+
+/// `ssl_protocols` / `proxy_ssl_protocols`: nginx's bitmask words. SSLv2, SSLv3, TLSv1 and
+/// TLSv1.1 are accepted (stock configurations list them) and never offered; a list with
+/// neither TLSv1.2 nor TLSv1.3 is refused, since ringfront could offer nothing it names.
+fn protocols(d: &Directive) -> Result<SslProtocols, ConfigError> {
+    let mut p = SslProtocols {
+        tls12: false,
+        tls13: false,
+    };
+    for word in &d.args {
+        match word.as_str() {
+            "SSLv2" | "SSLv3" | "TLSv1" | "TLSv1.1" => {}
+            "TLSv1.2" => p.tls12 = true,
+            "TLSv1.3" => p.tls13 = true,
+            other => return Err(err(d, format!("invalid value \"{other}\""))),
+        }
+    }
+    if !p.tls12 && !p.tls13 {
+        return Err(err(
+            d,
+            format!(
+                "\"{}\" names no protocol ringfront offers (TLSv1.2, TLSv1.3)",
+                d.name
+            ),
+        ));
+    }
+    Ok(p)
+}
+
+/// nginx's page size on these machines; a shared cache must hold 8 pages.
+const PAGE: u64 = 4096;
+/// nginx's `builtin` default and its documented ~4000 sessions per megabyte of `shared`.
+const BUILTIN_SESSIONS: usize = 20480;
+const SESSIONS_PER_MIB: u64 = 4000;
+
+/// `ssl_session_cache off | none | [builtin[:SIZE]] [shared:NAME:SIZE]`. ringfront keeps one
+/// cache shared by every worker either way, sized by the larger of the two.
+fn session_cache(d: &Directive) -> Result<SessionCache, ConfigError> {
+    let mut sessions: Option<usize> = None;
+    let mut off = None;
+    for word in &d.args {
+        let invalid = || err(d, format!("invalid session cache \"{word}\""));
+        match word.as_str() {
+            "off" => off = Some(SessionCache::Off),
+            "none" => off = Some(SessionCache::None),
+            "builtin" => sessions = Some(sessions.unwrap_or(0).max(BUILTIN_SESSIONS)),
+            w if w.len() > 8 && w.starts_with("builtin:") => {
+                let n = parse_number(&w[8..]).ok_or_else(invalid)?;
+                let n = usize::try_from(n).unwrap_or(usize::MAX);
+                sessions = Some(sessions.unwrap_or(0).max(n));
+            }
+            w if w.len() > 7 && w.starts_with("shared:") => {
+                let (name, size) = w[7..].split_once(':').ok_or_else(invalid)?;
+                if name.is_empty() {
+                    return Err(invalid());
+                }
+                let bytes = parse_size(size).ok_or_else(invalid)?;
+                if bytes < 8 * PAGE {
+                    return Err(err(d, format!("session cache \"{word}\" is too small")));
+                }
+                let n = (bytes.saturating_mul(SESSIONS_PER_MIB) >> 20).max(1);
+                let n = usize::try_from(n).unwrap_or(usize::MAX);
+                sessions = Some(sessions.unwrap_or(0).max(n));
+            }
+            _ => return Err(invalid()),
+        }
+    }
+    Ok(match (sessions, off) {
+        (Some(sessions), _) => SessionCache::Cache { sessions },
+        (None, Some(off)) => off,
+        (None, None) => SessionCache::None,
+    })
+}
+
+fn verify_client(d: &Directive) -> Result<VerifyClient, ConfigError> {
+    Ok(match d.arg(0) {
+        "on" => VerifyClient::On,
+        "off" => VerifyClient::Off,
+        "optional" => VerifyClient::Optional,
+        "optional_no_ca" => VerifyClient::OptionalNoCa,
+        other => return Err(err(d, format!("invalid value \"{other}\""))),
+    })
+}
+
+impl SslLevel {
+    /// Reads `d` if it is a server-side `ssl_*` directive; `Ok(false)` if it is not one.
+    pub(crate) fn apply(&mut self, d: &Directive, prefix: &Path) -> Result<bool, ConfigError> {
+        let arg = d.arg(0);
+        match d.name.as_str() {
+            "ssl" => set_once(&mut self.enable, flag(d)?, d)?,
+            "ssl_certificate" => {
+                no_variables(d)?;
+                let list = self.certificates.get_or_insert_with(Vec::new);
+                list.push(named(prefix, d));
+            }
+            "ssl_certificate_key" => {
+                no_variables(d)?;
+                self.keys
+                    .get_or_insert_with(Vec::new)
+                    .push(named(prefix, d));
+            }
+            "ssl_protocols" => set_once(&mut self.protocols, protocols(d)?, d)?,
+            "ssl_ciphers" => set_once(&mut self.ciphers, (arg.into(), d.origin.clone()), d)?,
+            "ssl_prefer_server_ciphers" => set_once(&mut self.prefer_server_ciphers, flag(d)?, d)?,
+            "ssl_session_cache" => set_once(&mut self.session_cache, session_cache(d)?, d)?,
+            "ssl_session_timeout" => set_once(&mut self.session_timeout, sec(d, arg)?, d)?,
+            "ssl_session_tickets" => set_once(&mut self.session_tickets, flag(d)?, d)?,
+            "ssl_session_ticket_key" => {
+                let keys = self.ticket_keys.get_or_insert_with(Vec::new);
+                keys.push(file(prefix, d));
+            }
+            "ssl_dhparam" => set_once(&mut self.dhparam, file(prefix, d), d)?,
+            "ssl_ecdh_curve" => set_once(&mut self.ecdh_curve, (arg.into(), d.origin.clone()), d)?,
+            "ssl_verify_client" => {
+                let v = (verify_client(d)?, d.origin.clone());
+                set_once(&mut self.verify_client, v, d)?
+            }
+            "ssl_verify_depth" => set_once(&mut self.verify_depth, number(d, arg)?, d)?,
+            "ssl_client_certificate" => set_once(&mut self.client_certificate, file(prefix, d), d)?,
+            "ssl_trusted_certificate" => {
+                set_once(&mut self.trusted_certificate, file(prefix, d), d)?
+            }
+            "ssl_reject_handshake" => set_once(&mut self.reject_handshake, flag(d)?, d)?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    pub(crate) fn inherit(&self, outer: &SslLevel) -> SslLevel {
+        SslLevel {
+            enable: self.enable,
+            certificates: pick(&self.certificates, &outer.certificates),
+            keys: pick(&self.keys, &outer.keys),
+            protocols: pick(&self.protocols, &outer.protocols),
+            ciphers: pick(&self.ciphers, &outer.ciphers),
+            prefer_server_ciphers: pick(&self.prefer_server_ciphers, &outer.prefer_server_ciphers),
+            session_cache: pick(&self.session_cache, &outer.session_cache),
+            session_timeout: pick(&self.session_timeout, &outer.session_timeout),
+            session_tickets: pick(&self.session_tickets, &outer.session_tickets),
+            ticket_keys: pick(&self.ticket_keys, &outer.ticket_keys),
+            dhparam: pick(&self.dhparam, &outer.dhparam),
+            ecdh_curve: pick(&self.ecdh_curve, &outer.ecdh_curve),
+            verify_client: pick(&self.verify_client, &outer.verify_client),
+            verify_depth: pick(&self.verify_depth, &outer.verify_depth),
+            client_certificate: pick(&self.client_certificate, &outer.client_certificate),
+            trusted_certificate: pick(&self.trusted_certificate, &outer.trusted_certificate),
+            reject_handshake: pick(&self.reject_handshake, &outer.reject_handshake),
+        }
+    }
+
+    /// The merged settings with nginx's defaults and merge-time checks.
+    pub(crate) fn finish(self) -> Result<ServerSsl, ConfigError> {
+        let d = ServerSsl::default();
+        let certs = self.certificates.unwrap_or_default();
+        let keys = self.keys.unwrap_or_default();
+        let mut certificates = Vec::with_capacity(certs.len());
+        for (i, cert) in certs.into_iter().enumerate() {
+            let Some(key) = keys.get(i) else {
+                return Err(ConfigError::at(
+                    format!(
+                        "no \"ssl_certificate_key\" is defined for certificate \"{}\"",
+                        cert.written
+                    ),
+                    &cert.file.origin,
+                ));
+            };
+            certificates.push(CertKey {
+                cert: cert.file,
+                key: key.file.clone(),
+            });
+        }
+        let verify_client = self.verify_client.clone();
+        if let Some((v, origin)) = &verify_client {
+            let needs_ca = matches!(v, VerifyClient::On | VerifyClient::Optional);
+            if needs_ca && self.client_certificate.is_none() && self.trusted_certificate.is_none() {
+                return Err(ConfigError::at(
+                    "no ssl_client_certificate for ssl_verify_client",
+                    origin,
+                ));
+            }
+        }
+        let (ciphers, ciphers_origin) = split(self.ciphers, d.ciphers);
+        let (ecdh_curve, ecdh_curve_origin) = split(self.ecdh_curve, d.ecdh_curve);
+        Ok(ServerSsl {
+            certificates,
+            protocols: self.protocols.unwrap_or(d.protocols),
+            ciphers,
+            ciphers_origin,
+            prefer_server_ciphers: self.prefer_server_ciphers.unwrap_or(false),
+            session_cache: self.session_cache.unwrap_or(d.session_cache),
+            session_timeout: self.session_timeout.unwrap_or(d.session_timeout),
+            session_tickets: self.session_tickets.unwrap_or(d.session_tickets),
+            ticket_keys: self.ticket_keys.unwrap_or_default(),
+            dhparam: self.dhparam,
+            ecdh_curve,
+            ecdh_curve_origin,
+            verify_client: verify_client.map_or(d.verify_client, |(v, _)| v),
+            verify_depth: self.verify_depth.unwrap_or(d.verify_depth),
+            client_certificate: self.client_certificate,
+            trusted_certificate: self.trusted_certificate,
+            reject_handshake: self.reject_handshake.unwrap_or(false),
+        })
+    }
+}
+
+fn split(v: Option<(String, Origin)>, default: String) -> (String, Option<Origin>) {
+    match v {
+        Some((s, o)) => (s, Some(o)),
+        None => (default, None),
+    }
+}
+
+impl ProxySslLevel {
+    /// Reads `d` if it is a `proxy_ssl_*` directive; `Ok(false)` if it is not one.
+    pub(crate) fn apply(&mut self, d: &Directive, prefix: &Path) -> Result<bool, ConfigError> {
+        let arg = d.arg(0);
+        match d.name.as_str() {
+            "proxy_ssl_verify" => set_once(&mut self.verify, (flag(d)?, d.origin.clone()), d)?,
+            "proxy_ssl_verify_depth" => set_once(&mut self.verify_depth, number(d, arg)?, d)?,
+            "proxy_ssl_trusted_certificate" => {
+                set_once(&mut self.trusted_certificate, file(prefix, d), d)?
+            }
+            "proxy_ssl_server_name" => set_once(&mut self.server_name, flag(d)?, d)?,
+            "proxy_ssl_name" => set_once(&mut self.name, template(d, arg)?, d)?,
+            "proxy_ssl_protocols" => set_once(&mut self.protocols, protocols(d)?, d)?,
+            "proxy_ssl_ciphers" => set_once(&mut self.ciphers, (arg.into(), d.origin.clone()), d)?,
+            "proxy_ssl_certificate" => {
+                no_variables(d)?;
+                set_once(&mut self.certificate, named(prefix, d), d)?
+            }
+            "proxy_ssl_certificate_key" => {
+                no_variables(d)?;
+                set_once(&mut self.key, named(prefix, d), d)?
+            }
+            "proxy_ssl_session_reuse" => set_once(&mut self.session_reuse, flag(d)?, d)?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    pub(crate) fn inherit(&self, outer: &ProxySslLevel) -> ProxySslLevel {
+        ProxySslLevel {
+            verify: pick(&self.verify, &outer.verify),
+            verify_depth: pick(&self.verify_depth, &outer.verify_depth),
+            trusted_certificate: pick(&self.trusted_certificate, &outer.trusted_certificate),
+            server_name: pick(&self.server_name, &outer.server_name),
+            name: pick(&self.name, &outer.name),
+            protocols: pick(&self.protocols, &outer.protocols),
+            ciphers: pick(&self.ciphers, &outer.ciphers),
+            certificate: pick(&self.certificate, &outer.certificate),
+            key: pick(&self.key, &outer.key),
+            session_reuse: pick(&self.session_reuse, &outer.session_reuse),
+        }
+    }
+
+    /// The merged settings; `tls` (the location's `proxy_pass` is https) turns on nginx's
+    /// merge-time checks, which only run for TLS upstreams.
+    pub(crate) fn finish(self, tls: bool) -> Result<ProxySsl, ConfigError> {
+        let d = ProxySsl::default();
+        let certificate = match (self.certificate, self.key) {
+            (Some(cert), Some(key)) => Some(CertKey {
+                cert: cert.file,
+                key: key.file,
+            }),
+            (Some(cert), None) if tls => {
+                return Err(ConfigError::at(
+                    format!(
+                        "no \"proxy_ssl_certificate_key\" is defined for certificate \"{}\"",
+                        cert.written
+                    ),
+                    &cert.file.origin,
+                ));
+            }
+            _ => None,
+        };
+        if let Some((true, origin)) = &self.verify {
+            if tls && self.trusted_certificate.is_none() {
+                return Err(ConfigError::at(
+                    "no proxy_ssl_trusted_certificate for proxy_ssl_verify",
+                    origin,
+                ));
+            }
+        }
+        let (ciphers, ciphers_origin) = split(self.ciphers, d.ciphers);
+        Ok(ProxySsl {
+            verify: self.verify.is_some_and(|(v, _)| v),
+            verify_depth: self.verify_depth.unwrap_or(d.verify_depth),
+            trusted_certificate: self.trusted_certificate,
+            server_name: self.server_name.unwrap_or(d.server_name),
+            name: self.name,
+            protocols: self.protocols.unwrap_or(d.protocols),
+            ciphers,
+            ciphers_origin,
+            certificate,
+            session_reuse: self.session_reuse.unwrap_or(d.session_reuse),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tree::Directive;
+
+    fn dir(name: &str, args: &[&str]) -> Directive {
+        Directive {
+            name: name.into(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            origin: Origin {
+                file: "/t/ringfront.conf".into(),
+                line: 7,
+            },
+            block: None,
+            end_line: 7,
+        }
+    }
+
+    #[test]
+    fn session_cache_words_and_sizes() {
+        let c = |args: &[&str]| session_cache(&dir("ssl_session_cache", args));
+        assert_eq!(c(&["off"]).unwrap(), SessionCache::Off);
+        assert_eq!(c(&["none"]).unwrap(), SessionCache::None);
+        assert_eq!(
+            c(&["builtin"]).unwrap(),
+            SessionCache::Cache { sessions: 20480 }
+        );
+        assert_eq!(
+            c(&["shared:SSL:10m"]).unwrap(),
+            SessionCache::Cache { sessions: 40000 }
+        );
+        assert_eq!(
+            c(&["builtin:1000", "shared:SSL:1m"]).unwrap(),
+            SessionCache::Cache { sessions: 4000 }
+        );
+        let e = c(&["shared:SSL:16k"]).unwrap_err().to_string();
+        assert!(
+            e.contains("session cache \"shared:SSL:16k\" is too small"),
+            "{e}"
+        );
+        let e = c(&["shared::1m"]).unwrap_err().to_string();
+        assert!(e.contains("invalid session cache \"shared::1m\""), "{e}");
+        assert!(c(&["builtin:x"]).is_err());
+        assert!(c(&["Off"]).is_err(), "nginx compares with strcmp");
+    }
+
+    #[test]
+    fn protocols_accept_old_names_but_need_one_offered() {
+        let p = |args: &[&str]| protocols(&dir("ssl_protocols", args));
+        let all = p(&["TLSv1", "TLSv1.1", "TLSv1.2", "TLSv1.3"]).unwrap();
+        assert!(all.tls12 && all.tls13);
+        let only13 = p(&["TLSv1.3"]).unwrap();
+        assert!(!only13.tls12 && only13.tls13);
+        assert!(p(&["TLSv1", "TLSv1.1"])
+            .unwrap_err()
+            .to_string()
+            .contains("names no protocol ringfront offers"));
+        assert!(p(&["TLSv2"])
+            .unwrap_err()
+            .to_string()
+            .contains("invalid value \"TLSv2\""));
+    }
+
+    #[test]
+    fn a_certificate_needs_its_key_and_verify_needs_a_ca() {
+        let prefix = Path::new("/etc/rf");
+        let mut l = SslLevel::default();
+        l.apply(&dir("ssl_certificate", &["a.pem"]), prefix)
+            .unwrap();
+        let e = l.clone().finish().unwrap_err().to_string();
+        assert!(
+            e.contains("no \"ssl_certificate_key\" is defined for certificate \"a.pem\""),
+            "{e}"
+        );
+        l.apply(&dir("ssl_certificate_key", &["a.key"]), prefix)
+            .unwrap();
+        let s = l.clone().finish().unwrap();
+        assert_eq!(s.certificates[0].cert.path, Path::new("/etc/rf/a.pem"));
+        l.apply(&dir("ssl_verify_client", &["on"]), prefix).unwrap();
+        let e = l.clone().finish().unwrap_err().to_string();
+        assert!(e.contains("no ssl_client_certificate for ssl_verify_client"));
+        let mut p = ProxySslLevel::default();
+        p.apply(&dir("proxy_ssl_verify", &["on"]), prefix).unwrap();
+        assert!(p.clone().finish(false).is_ok(), "checked only for https");
+        assert!(p.finish(true).is_err());
+    }
+
+    #[test]
+    fn levels_inherit_what_they_do_not_write() {
+        let prefix = Path::new("/");
+        let mut http = SslLevel::default();
+        http.apply(&dir("ssl_protocols", &["TLSv1.3"]), prefix)
+            .unwrap();
+        http.apply(&dir("ssl_session_tickets", &["off"]), prefix)
+            .unwrap();
+        let mut server = SslLevel::default();
+        server
+            .apply(&dir("ssl_session_tickets", &["on"]), prefix)
+            .unwrap();
+        let s = server.inherit(&http).finish().unwrap();
+        assert!(!s.protocols.tls12 && s.protocols.tls13);
+        assert!(s.session_tickets);
+    }
+}
