@@ -153,12 +153,13 @@ mod tests {
     use crate::testutil::on_both;
 
     /// A connected pair: ours (monoio) and the client's (blocking std, in this thread).
-    async fn pair() -> (TcpStream, std::net::TcpStream) {
+    async fn pair() -> (ClientStream, std::net::TcpStream) {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let client = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
         let (ours, _) = l.accept().unwrap();
         ours.set_nonblocking(true).unwrap();
-        (TcpStream::from_std(ours).unwrap(), client)
+        let ours = monoio::net::TcpStream::from_std(ours).unwrap();
+        (ClientStream::Plain(ours), client)
     }
 
     fn head(bytes: &[u8]) -> (RequestHead, usize) {

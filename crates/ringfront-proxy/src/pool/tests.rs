@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use monoio::net::TcpStream;
 
+use crate::stream::UpstreamStream;
+
 use super::*;
 use crate::clock::now_ms;
 use crate::testutil::on_both;
@@ -14,13 +16,13 @@ use crate::testutil::on_both;
 const MINUTE: Duration = Duration::from_secs(60);
 
 /// One connection: the pool's end and the backend's (non-blocking, to look without waiting).
-async fn pair(l: &TcpListener) -> (TcpStream, std::net::TcpStream) {
+async fn pair(l: &TcpListener) -> (UpstreamStream, std::net::TcpStream) {
     let ours = TcpStream::connect_addr(l.local_addr().unwrap())
         .await
         .unwrap();
     let (theirs, _) = l.accept().unwrap();
     theirs.set_nonblocking(true).unwrap();
-    (ours, theirs)
+    (ours.into(), theirs)
 }
 
 fn listener() -> TcpListener {
@@ -50,7 +52,7 @@ async fn let_watchers_run() {
     monoio::time::sleep(Duration::from_millis(30)).await;
 }
 
-fn local(s: &TcpStream) -> SocketAddr {
+fn local(s: &UpstreamStream) -> SocketAddr {
     s.local_addr().unwrap()
 }
 
