@@ -11,6 +11,8 @@ use crate::board::FailKind;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
     Connect,
+    /// The TLS handshake of `proxy_pass https://`, after the TCP connect.
+    Handshake,
     SendRequest,
     ReadHead,
     /// After the response head was accepted and relaying began: never a failure of the peer.
@@ -22,6 +24,7 @@ impl Phase {
     pub fn doing(self) -> &'static str {
         match self {
             Phase::Connect => "connecting to upstream",
+            Phase::Handshake => "SSL handshaking to upstream",
             Phase::SendRequest => "sending request to upstream",
             Phase::ReadHead => "reading response header from upstream",
             Phase::ReadBody => "reading upstream",
@@ -32,6 +35,7 @@ impl Phase {
     fn syscall(self) -> &'static str {
         match self {
             Phase::Connect => "connect()",
+            Phase::Handshake => "SSL_do_handshake()",
             Phase::SendRequest => "writev()",
             Phase::ReadHead | Phase::ReadBody => "recv()",
         }
@@ -39,7 +43,7 @@ impl Phase {
 
     /// Whether some of the request may have reached the peer (matters for POST).
     pub fn request_sent(self) -> bool {
-        !matches!(self, Phase::Connect)
+        !matches!(self, Phase::Connect | Phase::Handshake)
     }
 }
 
@@ -62,6 +66,21 @@ pub enum Cause {
     Unexpected101,
     /// Broken chunked framing in the response body.
     InvalidChunked,
+    /// The TLS handshake failed (nginx counts it as `error`).
+    Ssl(SslFault),
+}
+
+/// Why a TLS handshake to the upstream failed, in the words nginx logs (OpenSSL's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SslFault {
+    /// `proxy_ssl_verify on` and the certificate did not verify: OpenSSL's X.509 verify
+    /// code and text (`20`, `unable to get local issuer certificate`).
+    Verify(i32, &'static str),
+    /// The certificate does not name `proxy_ssl_name` (the caller words it with the name).
+    NameMismatch,
+    /// The handshake broke off: the TLS library's reason (`wrong version number`,
+    /// `tlsv1 alert unknown ca`, ...).
+    Protocol(&'static str),
 }
 
 /// nginx's `proxy_next_upstream` failure classes.
@@ -104,7 +123,9 @@ impl Failure {
             | Cause::NoValidHeader
             | Cause::TooBigHeader
             | Cause::Unexpected101 => FailClass::InvalidHeader,
-            Cause::Os(_) | Cause::Closed | Cause::InvalidChunked => FailClass::Error,
+            Cause::Os(_) | Cause::Closed | Cause::InvalidChunked | Cause::Ssl(_) => {
+                FailClass::Error
+            }
         }
     }
 
@@ -143,7 +164,13 @@ impl fmt::Display for Failure {
     /// The error-log message without the request context, as nginx words it.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let doing = self.phase.doing();
+        let handshake = self.phase == Phase::Handshake;
         match self.cause {
+            // OpenSSL's SSL_ERROR_SYSCALL / EOF in a handshake, as nginx words it.
+            Cause::Os(code) if handshake => {
+                write!(f, "peer closed connection in SSL handshake {}", Errno(code))?
+            }
+            Cause::Closed if handshake => f.write_str("peer closed connection in SSL handshake")?,
             Cause::Os(code) => write!(f, "{} failed {}", self.phase.syscall(), Errno(code))?,
             Cause::TimedOut => write!(f, "upstream timed out {}", Errno(110))?,
             Cause::Closed => f.write_str("upstream prematurely closed connection")?,
@@ -154,6 +181,15 @@ impl fmt::Display for Failure {
                 f.write_str("upstream sent unexpected 101 Switching Protocols")?
             }
             Cause::InvalidChunked => f.write_str("upstream sent invalid chunked response")?,
+            Cause::Ssl(SslFault::Verify(code, text)) => {
+                write!(f, "upstream SSL certificate verify error: ({code}:{text})")?
+            }
+            Cause::Ssl(SslFault::NameMismatch) => {
+                f.write_str("upstream SSL certificate does not match the expected name")?
+            }
+            Cause::Ssl(SslFault::Protocol(why)) => {
+                write!(f, "{} failed (SSL: {why})", self.phase.syscall())?
+            }
         }
         write!(f, " while {doing}")
     }
@@ -202,6 +238,32 @@ mod tests {
                 Failure::new(Phase::ReadBody, Cause::InvalidChunked),
                 "upstream sent invalid chunked response while reading upstream",
             ),
+            (
+                Failure::new(
+                    Phase::Handshake,
+                    Cause::Ssl(SslFault::Protocol("wrong version number")),
+                ),
+                "SSL_do_handshake() failed (SSL: wrong version number) while SSL handshaking to upstream",
+            ),
+            (
+                Failure::new(
+                    Phase::Handshake,
+                    Cause::Ssl(SslFault::Verify(20, "unable to get local issuer certificate")),
+                ),
+                "upstream SSL certificate verify error: (20:unable to get local issuer certificate) while SSL handshaking to upstream",
+            ),
+            (
+                Failure::new(Phase::Handshake, Cause::Closed),
+                "peer closed connection in SSL handshake while SSL handshaking to upstream",
+            ),
+            (
+                Failure::new(Phase::Handshake, Cause::Os(104)),
+                "peer closed connection in SSL handshake (104: Connection reset by peer) while SSL handshaking to upstream",
+            ),
+            (
+                Failure::new(Phase::Handshake, Cause::TimedOut),
+                "upstream timed out (110: Connection timed out) while SSL handshaking to upstream",
+            ),
         ];
         for (f, text) in cases {
             assert_eq!(f.to_string(), text);
@@ -233,5 +295,13 @@ mod tests {
             assert_eq!(f.kind(), FailKind::InvalidHeader);
             assert_eq!(f.status(), 502);
         }
+        // nginx: NGX_HTTP_UPSTREAM_FT_ERROR for a failed handshake, FT_TIMEOUT for a slow one.
+        let tls = Failure::new(Phase::Handshake, Cause::Ssl(SslFault::NameMismatch));
+        assert_eq!(tls.class(), FailClass::Error);
+        assert_eq!(tls.kind(), FailKind::Error);
+        assert_eq!(tls.status(), 502);
+        assert!(!tls.phase.request_sent());
+        let slow = Failure::new(Phase::Handshake, Cause::TimedOut);
+        assert_eq!(slow.class(), FailClass::Timeout);
     }
 }

@@ -16,7 +16,7 @@ mod tests;
 
 use std::time::Duration;
 
-pub use failure::{Cause, Errno, FailClass, Failure, Phase, ECONNREFUSED};
+pub use failure::{Cause, Errno, FailClass, Failure, Phase, SslFault, ECONNREFUSED};
 pub use pick::{Peers, Pick};
 pub use policy::{non_idempotent, status_is_failure, NextUpstream, Policy};
 pub use record::{TryPeer, TryRecord};

@@ -401,6 +401,37 @@ fn post_and_patch_are_not_resent_once_sent() {
     assert_eq!(ex.on(head(502), ms(2)).action, Action::Relay);
 }
 
+/// A failed TLS handshake (`proxy_pass https://`) is nginx's `error`: it counts against the
+/// peer and moves on, even for POST (no request byte was sent); a slow one is `timeout`.
+#[test]
+fn a_failed_handshake_is_an_error_that_moves_on() {
+    let bad = Cause::Ssl(SslFault::Verify(
+        20,
+        "unable to get local issuer certificate",
+    ));
+    let w = World::new(2, 0);
+    let mut ex = w.exchange(Policy::new(b"POST"));
+    let first = peer_of(ex.start(ms(0)).action);
+    let s = ex.on(fail(Phase::Handshake, bad), ms(3));
+    assert!(matches!(s.action, Action::Connect(p) if p != first));
+    assert_eq!(s.freed.and_then(|f| f.failure).map(|f| f.cause), Some(bad));
+    assert_eq!(w.fails(first), 1);
+    assert_eq!(ex.tries()[0].status, Some(502));
+    // `proxy_next_upstream timeout` alone does not list it.
+    let w = World::new(2, 0);
+    let mut pol = get();
+    pol.next.error = false;
+    let mut ex = w.exchange(pol);
+    ex.start(ms(0));
+    let s = ex.on(fail(Phase::Handshake, bad), ms(1));
+    assert_eq!(s.action, Action::Respond(502));
+    let w = World::new(2, 0);
+    let mut ex = w.exchange(get());
+    ex.start(ms(0));
+    let s = ex.on(fail(Phase::Handshake, Cause::TimedOut), ms(1));
+    assert!(matches!(s.action, Action::Connect(_)));
+}
+
 #[test]
 fn backups_are_tried_when_primaries_fail() {
     let w = World::new(2, 1);
