@@ -41,6 +41,12 @@ const NAMED: &[(&str, Variable)] = &[
     ("upstream_response_time", Variable::UpstreamResponseTime),
     ("upstream_connect_time", Variable::UpstreamConnectTime),
     ("upstream_header_time", Variable::UpstreamHeaderTime),
+    ("https", Variable::Https),
+    ("ssl_server_name", Variable::SslServerName),
+    ("ssl_protocol", Variable::SslProtocol),
+    ("ssl_cipher", Variable::SslCipher),
+    ("ssl_session_reused", Variable::SslSessionReused),
+    ("ssl_client_verify", Variable::SslClientVerify),
 ];
 
 /// Variable families known by a prefix; the rest of the name is the header, argument or

@@ -83,5 +83,11 @@ pub fn error(
     }
     let body = error_body(status, a.decor.version());
     let n = build(out, a, status, "text/html", &[], body.as_bytes());
-    (status, n)
+    // nginx's internal 494..=497 go out, and are logged (`err_status`), as 400.
+    let shown = if (494..=497).contains(&status) {
+        400
+    } else {
+        status
+    };
+    (shown, n)
 }

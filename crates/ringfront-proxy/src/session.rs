@@ -61,7 +61,17 @@ async fn reject(stream: &mut ClientStream, status: u16, s: &ringfront_config::Lo
         head_only: false,
     };
     respond::error(&mut out, &answer, None, status);
-    let _ = write_all(stream, out, s.send_timeout).await;
+    if write_all(stream, out, s.send_timeout).await.0.is_ok() {
+        close_notify(stream, s.send_timeout).await;
+    }
+}
+
+/// A TLS connection closed after a response ends with close_notify, as nginx's
+/// `SSL_shutdown` (clients see a clean end, not a truncation), within `send_timeout`.
+async fn close_notify(stream: &mut ClientStream, limit: std::time::Duration) {
+    if let crate::stream::Stream::Tls(t) = stream {
+        let _ = monoio::time::timeout(limit, t.close()).await;
+    }
 }
 
 /// nginx's `large_client_header_buffers`: a request line longer than one buffer is 414; a
@@ -341,8 +351,9 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
     };
     let (reply, back) = answer(&cx, refused, body, stream).await;
     crate::access_log::write(&cx, &reply);
-    let stream = back?;
+    let mut stream = back?;
     if !reply.reusable {
+        close_notify(&mut stream, s.send_timeout).await;
         return None;
     }
     let buf = next_request(w, buf, consumed, &idle, s.keepalive_timeout);

@@ -44,8 +44,9 @@ fn curl(ca: &Path, name: &str, port: u16, path: &str, extra: &[&str]) -> Run {
 
 /// `openssl s_client` sending one request; `-brief` facts and the response on stdout.
 fn s_client(port: u16, args: &[&str], request: &str) -> Run {
+    // -ign_eof: read the answer to its end rather than quit when the request is written.
     let mut child = Command::new("openssl")
-        .arg("s_client")
+        .args(["s_client", "-ign_eof"])
         .arg("-connect")
         .arg(format!("127.0.0.1:{port}"))
         .args(args)
@@ -214,7 +215,11 @@ fn sni_chooses_the_server_and_unknown_names_are_rejected() {
     let r = curl(ca, "c.test", port, "/", &[]);
     assert_eq!(r.code, 35, "handshake refused: {} {}", r.out, r.err);
     let r = s_client(port, &["-noservername", "-brief"], GET);
-    assert!(r.err.contains("unrecognized name") || r.err.contains("alert"), "{}", r.err);
+    assert!(
+        r.err.contains("unrecognized name") || r.err.contains("alert"),
+        "{}",
+        r.err
+    );
 }
 
 #[test]
@@ -232,15 +237,39 @@ fn ecdsa_and_rsa_certificates_side_by_side_are_chosen_by_the_client() {
     ));
     let ca = p(&c.pki.ca.cert);
     let ec = s_client(port, &["-servername", "a.test", "-CAfile", &ca], GET);
-    assert!(ec.out.contains("Server public key is 256 bit"), "{}", ec.out);
+    assert!(
+        ec.out.contains("Server public key is 256 bit"),
+        "{}",
+        ec.out
+    );
     let rsa = s_client(
         port,
-        &["-servername", "a.test", "-CAfile", &ca, "-tls1_2", "-cipher", "ECDHE-RSA-AES128-GCM-SHA256"],
+        &[
+            "-servername",
+            "a.test",
+            "-CAfile",
+            &ca,
+            "-tls1_2",
+            "-cipher",
+            "ECDHE-RSA-AES128-GCM-SHA256",
+        ],
         GET,
     );
-    assert!(rsa.out.contains("Server public key is 2048 bit"), "{}", rsa.out);
-    assert!(rsa.out.contains("ECDHE-RSA-AES128-GCM-SHA256"), "{}", rsa.out);
-    assert!(rsa.out.contains("Verify return code: 0 (ok)"), "{}", rsa.out);
+    assert!(
+        rsa.out.contains("Server public key is 2048 bit"),
+        "{}",
+        rsa.out
+    );
+    assert!(
+        rsa.out.contains("ECDHE-RSA-AES128-GCM-SHA256"),
+        "{}",
+        rsa.out
+    );
+    assert!(
+        rsa.out.contains("Verify return code: 0 (ok)"),
+        "{}",
+        rsa.out
+    );
 }
 
 /// `-sess_out` on one connection, then `-sess_in` on several: every one is resumed, though
@@ -260,6 +289,8 @@ fn resumes(c: &Certs, port: u16, proto: &str) {
         let r = s_client(port, &args, GET);
         assert!(r.out.contains("Reused, TLSv1."), "{proto}: {}", r.out);
         assert!(r.out.contains("HTTP/1.1 200"), "{}", r.out);
+        // Connection: close ends with close_notify, as nginx's SSL_shutdown.
+        assert!(!r.err.contains("unexpected eof"), "{}", r.err);
     }
 }
 
@@ -274,7 +305,11 @@ fn sessions_resume_across_workers_by_ticket_and_by_cache() {
     resumes(&c, port, "-tls1_3");
     resumes(&c, port, "-tls1_2");
     let lines = log_lines(&log, 18);
-    assert_eq!(lines.iter().filter(|l| l.contains(" r NONE")).count(), 16, "{lines:?}");
+    assert_eq!(
+        lines.iter().filter(|l| l.contains(" r NONE")).count(),
+        16,
+        "{lines:?}"
+    );
 
     // Tickets off, a shared cache on: TLS 1.2 resumes by session id.
     let port2 = common::port();
@@ -303,13 +338,16 @@ fn plain_http_to_the_tls_port_gets_nginx_400() {
     ));
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    s.write_all(b"GET / HTTP/1.1\r\nHost: a.test\r\n\r\n").unwrap();
+    s.write_all(b"GET / HTTP/1.1\r\nHost: a.test\r\n\r\n")
+        .unwrap();
     let mut got = String::new();
     s.read_to_string(&mut got).unwrap();
     assert!(got.starts_with("HTTP/1.1 400 Bad Request\r\n"), "{got}");
     assert!(got.contains("Connection: close\r\n"), "{got}");
     assert!(
-        got.contains("<head><title>400 The plain HTTP request was sent to HTTPS port</title></head>"),
+        got.contains(
+            "<head><title>400 The plain HTTP request was sent to HTTPS port</title></head>"
+        ),
         "{got}"
     );
 }
@@ -328,7 +366,12 @@ fn client_certificates_are_asked_for_and_judged_as_nginx_does() {
     let _rf = Ringfront::start(&edge_config(&c, port, backend.port(), &log, &extra));
     let ca = &c.pki.ca.cert;
     let none = curl(ca, "a.test", port, "/who", &[]);
-    assert!(none.out.contains("400 No required SSL certificate was sent"), "{}", none.out);
+    assert!(
+        none.out
+            .contains("400 No required SSL certificate was sent"),
+        "{}",
+        none.out
+    );
     let good = curl(
         ca,
         "a.test",
@@ -344,7 +387,11 @@ fn client_certificates_are_asked_for_and_judged_as_nginx_does() {
         "/who",
         &["--cert", &p(&c.stranger.cert), "--key", &p(&c.stranger.key)],
     );
-    assert!(bad.out.contains("400 The SSL certificate error"), "{}", bad.out);
+    assert!(
+        bad.out.contains("400 The SSL certificate error"),
+        "{}",
+        bad.out
+    );
     let lines = log_lines(&log, 3);
     assert!(lines[0].ends_with(" NONE 400"), "{lines:?}");
     assert!(lines[1].ends_with(" SUCCESS 200"), "{lines:?}");
@@ -419,7 +466,11 @@ http {
     }
 }
 ",
-        &[("PORT", port.to_string()), ("CERT", p(&cert)), ("KEY", p(&key))],
+        &[
+            ("PORT", port.to_string()),
+            ("CERT", p(&cert)),
+            ("KEY", p(&key)),
+        ],
     );
     let rf = Ringfront::start(&config);
     let ca = p(&c.pki.ca.cert);
@@ -428,11 +479,16 @@ http {
         assert!(r.out.contains("HTTP/1.1 200"), "{}", r.out);
         r.out
     };
-    assert!(subject(port).contains("CN=a.test"));
+    assert!(subject(port).contains("subject=CN = a.test"));
 
     // A keep-alive connection that lives across the reload.
     let mut held = Command::new("openssl")
-        .args(["s_client", "-quiet", "-connect", &format!("127.0.0.1:{port}")])
+        .args([
+            "s_client",
+            "-quiet",
+            "-connect",
+            &format!("127.0.0.1:{port}"),
+        ])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -447,18 +503,25 @@ http {
     std::fs::copy(&c.b_ec.key, &key).unwrap();
     rf.signal(ringfront_testkit::SIGHUP);
     assert!(rf.wait_for_stderr("reconfigured", Duration::from_secs(10)));
-    assert!(subject(port).contains("CN=b.test"));
+    assert!(subject(port).contains("subject=CN = b.test"));
 
     std::fs::write(&cert, "not a certificate\n").unwrap();
     rf.signal(ringfront_testkit::SIGHUP);
     assert!(rf.wait_for_stderr("keeping the running configuration", Duration::from_secs(10)));
-    assert!(subject(port).contains("CN=b.test"), "the old certificate keeps serving");
+    assert!(
+        subject(port).contains("subject=CN = b.test"),
+        "the old certificate keeps serving"
+    );
 
     held_in
         .write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         .unwrap();
     let mut out = String::new();
-    held.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    held.stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
     let _ = held.wait();
     assert_eq!(out.matches("HTTP/1.1 200 OK").count(), 2, "{out}");
 }

@@ -79,7 +79,10 @@ fn send_and_wait(port: u16, bytes: &[u8], shut: bool) -> (Vec<u8>, Duration) {
     }
     let mut got = Vec::new();
     let r = s.read_to_end(&mut got);
-    assert!(r.is_ok() || !got.is_empty() || t.elapsed() < Duration::from_secs(15), "no hang");
+    assert!(
+        r.is_ok() || !got.is_empty() || t.elapsed() < Duration::from_secs(15),
+        "no hang"
+    );
     (got, t.elapsed())
 }
 
@@ -97,8 +100,14 @@ fn garbage_truncated_and_oversized_records_are_refused_and_the_edge_serves_on() 
     let mut junk = record(64);
     junk.extend(std::iter::repeat_n(0xAB, 64));
     let (got, took) = send_and_wait(e.port, &junk, false);
-    assert!(took < Duration::from_secs(5), "answered at once, not at the timeout");
-    assert!(got.is_empty() || got[0] == 0x15, "an alert record or nothing: {got:?}");
+    assert!(
+        took < Duration::from_secs(5),
+        "answered at once, not at the timeout"
+    );
+    assert!(
+        got.is_empty() || got[0] == 0x15,
+        "an alert record or nothing: {got:?}"
+    );
     // A truncated record, then the client's FIN.
     let (_, took) = send_and_wait(e.port, &record(300)[..5], true);
     assert!(took < Duration::from_secs(5));
@@ -106,7 +115,11 @@ fn garbage_truncated_and_oversized_records_are_refused_and_the_edge_serves_on() 
     let mut big = record(0xFFFF);
     big.extend(std::iter::repeat_n(0x01, 0xFFFF));
     let (got, _) = send_and_wait(e.port, &big, false);
-    assert!(got.is_empty() || got[0] == 0x15, "{:?}", &got[..got.len().min(8)]);
+    assert!(
+        got.is_empty() || got[0] == 0x15,
+        "{:?}",
+        &got[..got.len().min(8)]
+    );
     assert!(served(&e));
     assert!(e.rf.exited().is_none());
 }
@@ -150,10 +163,16 @@ fn ten_thousand_half_open_handshakes_stay_bounded_and_others_are_served() {
         }
         held.push(s);
     }
-    assert!(served(&e), "a real client is served beside {N} half-open handshakes");
+    assert!(
+        served(&e),
+        "a real client is served beside {N} half-open handshakes"
+    );
     let grown = rss_kib(e.rf.pid()).saturating_sub(before);
     // Silent connections hold only their socket; partial hellos a small read buffer.
-    assert!(grown < 120 * 1024, "RSS grew by {grown} KiB for {N} half-open handshakes");
+    assert!(
+        grown < 120 * 1024,
+        "RSS grew by {grown} KiB for {N} half-open handshakes"
+    );
     drop(held);
     assert!(served(&e));
     assert!(e.rf.exited().is_none());
