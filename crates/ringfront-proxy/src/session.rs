@@ -612,9 +612,8 @@ mod tests {
             "serve future: {size} bytes, align {align}; Conn {} bytes",
             std::mem::size_of::<Conn>()
         );
-        let (rd, _) = future_of::<&'static mut ClientStream, _>(|s: &'static mut ClientStream| {
-            s.readable()
-        });
+        let (rd, _) =
+            future_of::<&'static mut ClientStream, _>(|s: &'static mut ClientStream| s.readable());
         let (req, _) = future_of::<Conn, _>(|c| request(c, true));
         eprintln!("readable future: {rd}, request future: {req}");
         assert!(size <= 512, "{size}");
