@@ -24,7 +24,9 @@ pub async fn run(mut conn: Conn) -> Option<Conn> {
     };
     let choose = |sni: Option<&str>| {
         let host = sni.unwrap_or("").as_bytes();
-        crate::route::server(&snap, candidates, host).and_then(|s| s.tls.clone())
+        crate::route::server(&snap, candidates, host)
+            .and_then(|s| s.tls.clone())
+            .or_else(|| default.tls.clone())
     };
     let log = |e: &dyn std::fmt::Display| {
         w.log(

@@ -82,14 +82,20 @@ pub fn ret(out: &mut Vec<u8>, cx: &Cx<'_>, ret: &ringfront_config::Return) -> Re
     let code = ret.code;
     // absolute_redirect on (nginx's default): a relative URL gets scheme, host and port.
     if respond::is_redirect(code) && text.first() == Some(&b'/') {
-        let mut abs = b"http://".to_vec();
+        let tls = req.tls.is_some();
+        let mut abs = if tls {
+            b"https://".to_vec()
+        } else {
+            b"http://".to_vec()
+        };
         let host = vars::host(req.buf, req.head);
         abs.extend_from_slice(if host.is_empty() {
             req.server_name.as_bytes()
         } else {
             host
         });
-        if req.local.port() != 80 {
+        // nginx leaves out the scheme's default port.
+        if req.local.port() != if tls { 443 } else { 80 } {
             abs.extend_from_slice(format!(":{}", req.local.port()).as_bytes());
         }
         abs.extend_from_slice(&text);

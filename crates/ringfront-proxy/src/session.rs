@@ -296,7 +296,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
     let start = Instant::now();
     let (server, loc) = route(&snap, candidates, &buf, &head)?;
     let s = &loc.settings;
-    let server_name = server.names.first().map(String::as_str).unwrap_or("");
+    let server_name = server.primary_name.as_str();
     let age_ms = crate::clock::now_ms().saturating_sub(opened_ms);
     let keep_alive =
         head.keep_alive && refuse.is_none() && !w.stopping() && keeps_alive(s, requests, age_ms);

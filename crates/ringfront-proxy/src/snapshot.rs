@@ -107,6 +107,8 @@ pub struct LocationRt {
 
 #[derive(Debug)]
 pub struct ServerRt {
+    /// `$server_name`: the first `server_name` as written (a regex one too), else "".
+    pub primary_name: String,
     pub names: Vec<String>,
     /// `server_name ~regex` entries, tried after the exact and wildcard names.
     pub name_regexes: Vec<Regex>,
@@ -361,13 +363,17 @@ impl Snapshot {
                     .map_err(|e| BuildError::Regex(n.to_string(), e.to_string()))?;
                 name_regexes.push(re);
             }
-            let tls = match s.listens.iter().any(|l| l.ssl) {
+            // A TLS server without a certificate of its own (not a default one: the
+            // config refuses that) hands its handshakes to the address's default server.
+            let own = !s.ssl.certificates.is_empty() || s.ssl.reject_handshake;
+            let tls = match s.listens.iter().any(|l| l.ssl) && own {
                 true => Some(ringfront_tls::server_tls(&s.ssl)?),
                 false => None,
             };
             servers.push(ServerRt {
                 tls,
                 name_regexes,
+                primary_name: s.server_names.first().cloned().unwrap_or_default(),
                 names: s
                     .server_names
                     .iter()
