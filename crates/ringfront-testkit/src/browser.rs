@@ -75,7 +75,15 @@ pub fn dump_dom(url: &str) -> io::Result<String> {
 
 /// [`dump_dom`] with a time limit of `timeout`.
 pub fn dump_dom_timeout(url: &str, timeout: Duration) -> io::Result<String> {
-    let out = run(&["--dump-dom".to_string()], url, timeout)?;
+    dump_dom_with(url, &[], timeout)
+}
+
+/// [`dump_dom`] with more flags (`extra`, e.g. a pinned test certificate or a virtual time
+/// budget that lets the page's fetches finish before the DOM is taken).
+pub fn dump_dom_with(url: &str, extra: &[String], timeout: Duration) -> io::Result<String> {
+    let mut mode = vec!["--dump-dom".to_string()];
+    mode.extend_from_slice(extra);
+    let out = run(&mode, url, timeout)?;
     if out.stdout.is_empty() {
         return Err(io::Error::other(format!(
             "chromium printed no DOM for {url}; stderr:\n{}",
