@@ -79,12 +79,27 @@ fuzz-smoke:
 	$(MAKE) fuzz FUZZ_SECONDS=10
 
 # Three demo backends on 127.0.0.1:9001-9003 and ringfront on config/ringfront.conf at :8080.
-run:
+run: run-tls
 	$(CARGO) build --release -p ringfront -p ringfront-testkit
 	@bash -c 'set -m; ./target/release/demo-backend --port 9001 --port 9002 --port 9003 & \
 	  trap "kill %1 2>/dev/null" EXIT INT TERM; \
 	  echo; echo "ringfront on http://127.0.0.1:8080/ -> demo backends 9001 (weight 4), 9002 (2), 9003 (1)"; \
-	  echo "try:  for i in 1 2 3 4 5 6 7; do curl -s http://127.0.0.1:8080/; done"; echo; \
+	  echo "try:  for i in 1 2 3 4 5 6 7; do curl -s http://127.0.0.1:8080/; done"; \
+	  echo "and over TLS: curl --cacert target/run-tls/localhost.pem https://localhost:8443/"; echo; \
 	  ./target/release/ringfront -c config/ringfront.conf'
 
 ci: fmt-check clippy test
+
+# A self-signed ECDSA P-256 certificate for localhost and the `listen ... ssl` lines that
+# config/ringfront.conf includes, made once with the openssl command (target/ is not
+# committed).
+.PHONY: run-tls
+run-tls:
+	@mkdir -p target/run-tls
+	@test -s target/run-tls/localhost.pem || openssl req -x509 -newkey ec \
+	  -pkeyopt ec_paramgen_curve:P-256 -nodes -days 365 -subj /CN=localhost \
+	  -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
+	  -keyout target/run-tls/localhost.key -out target/run-tls/localhost.pem 2>/dev/null
+	@printf '%s\n' 'listen 127.0.0.1:8443 ssl;' \
+	  'ssl_certificate ../target/run-tls/localhost.pem;' \
+	  'ssl_certificate_key ../target/run-tls/localhost.key;' > target/run-tls/https.conf
