@@ -1,5 +1,6 @@
 //! Active checks as the checker runs them: the configuration's `ActiveCheck` with the probe
-//! request built and every regular expression compiled (once per configuration).
+//! request built, every regular expression compiled (once per configuration) and, for a
+//! `health_check` in a `proxy_pass https://` location, that location's TLS settings.
 
 use std::time::Duration;
 
@@ -8,6 +9,7 @@ use regex::Regex;
 use ringfront_config::{ActiveCheck, Expect, HeaderOp, HttpProbe, MatchTest, Probe};
 
 use crate::build_error::BuildError;
+use crate::upstream_tls::{Handshake, TlsCache};
 
 #[derive(Debug)]
 pub struct CheckRt {
@@ -23,6 +25,8 @@ pub struct CheckRt {
     pub persistent: bool,
     /// For status pages and log lines: `http GET /health every 1s fails=1 passes=2`.
     pub describe: String,
+    /// Probes speak TLS (nginx Plus: a `health_check` where `proxy_pass` is `https://`).
+    pub tls: Option<Handshake>,
 }
 
 #[derive(Debug)]
@@ -89,7 +93,11 @@ fn probe_request(uri: &str, host: &str) -> Vec<u8> {
 
 impl CheckRt {
     /// `host` is the `Host` of nginx Plus style probes: the group's `$proxy_host`.
-    pub fn build(c: &ActiveCheck, host: &str) -> Result<CheckRt, BuildError> {
+    pub fn build(
+        c: &ActiveCheck,
+        host: &str,
+        tls: Option<Handshake>,
+    ) -> Result<CheckRt, BuildError> {
         let (kind, what) = match &c.probe {
             Probe::Tcp => (ProbeKind::Tcp, "tcp connect".to_string()),
             Probe::Http { request, expect } => {
@@ -149,6 +157,7 @@ impl CheckRt {
             }
         };
         let port = c.port.map(|p| format!(" port={p}")).unwrap_or_default();
+        let tls_probe = tls.is_some();
         let flags = match (c.mandatory, c.persistent) {
             (true, true) => " mandatory persistent",
             (true, false) => " mandatory",
@@ -165,8 +174,10 @@ impl CheckRt {
             kind,
             mandatory: c.mandatory,
             persistent: c.persistent,
+            tls,
             describe: format!(
-                "{what} every {}ms fails={} passes={}{port}{flags}",
+                "{what}{} every {}ms fails={} passes={}{port}{flags}",
+                if tls_probe { " (ssl)" } else { "" },
                 c.interval.as_millis(),
                 c.fails,
                 c.passes
@@ -189,6 +200,20 @@ impl CheckRt {
             mandatory: false,
             persistent: false,
             describe: format!("tcp connect every {}ms (confirm)", interval.as_millis()),
+            tls: None,
         }
     }
+}
+
+/// The TLS of the probes of `c` (the location's `proxy_ssl_*` when its `proxy_pass` is
+/// `https://`), sharing the rustls settings of the locations that write the same ones.
+pub fn check_tls(
+    c: &ActiveCheck,
+    proxy_host: &str,
+    cache: &mut TlsCache,
+) -> Result<Option<Handshake>, BuildError> {
+    let Some(p) = &c.tls else {
+        return Ok(None);
+    };
+    Ok(Some(cache.location(p)?.probe_handshake(proxy_host)))
 }

@@ -37,6 +37,7 @@ mod stream;
 mod testutil;
 mod upstream;
 mod upstream_request;
+mod upstream_tls;
 mod vars;
 mod wake;
 mod worker;

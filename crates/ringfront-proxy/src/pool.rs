@@ -45,8 +45,8 @@ impl Pool {
         Some(Pooled::new(self.shared.clone(), id))
     }
 
-    /// Keeps `stream` idle for reuse; when `group` already holds `cap` idle connections, its
-    /// least recently used one is closed to make room (`cap` 0: `stream` is closed).
+    /// `put_tagged` with the tag of the stream's kind (0 plain, 1 TLS), for tests.
+    #[cfg(test)]
     pub fn put(
         &mut self,
         group: UpstreamId,
@@ -56,6 +56,28 @@ impl Pool {
         stream: UpstreamStream,
         requests: u64,
     ) {
+        let tag = u64::from(matches!(stream, UpstreamStream::Tls(_)));
+        self.put_tagged(group, peer, (cap, timeout), stream, requests, tag);
+    }
+
+    /// Keeps `stream` idle for reuse; when `group` already holds `cap` idle connections, its
+    /// least recently used one is closed to make room (`cap` 0: `stream` is closed). `tag`
+    /// says what it speaks (0 plain, else its TLS settings'; `Pooled::tag` gives it back).
+    /// A TLS connection gives back its buffers while idle; one with records left unread (a
+    /// close_notify) is closed instead.
+    pub fn put_tagged(
+        &mut self,
+        group: UpstreamId,
+        peer: PeerId,
+        (cap, timeout): (usize, Duration),
+        mut stream: UpstreamStream,
+        requests: u64,
+        tag: u64,
+    ) {
+        if !stream.settled() {
+            return;
+        }
+        stream.release_buffers();
         let mut guard = self.shared.borrow_mut();
         let st = &mut *guard;
         if cap == 0 || peer >= st.lru.peer_count() {
@@ -69,6 +91,7 @@ impl Pool {
         }
         set_timeout(st, group, timeout);
         let id = st.alloc();
+        st.set_tag(id, tag);
         let key = st.lru.push(group, peer, crate::clock::now_ms(), id);
         st.set_key(id, key);
         drop(guard);

@@ -10,7 +10,7 @@ use crate::stream::ClientStream;
 use ringfront_config::LogLevel;
 use ringfront_upstream::exchange::{
     Action, Cause, Event, Exchange, Failure, Freed, Head, NextUpstream, Peers, Phase, Policy,
-    TryRecord,
+    SslFault, TryRecord,
 };
 use ringfront_upstream::{RequestKey, UpstreamId, CHECKING, UP};
 
@@ -66,6 +66,8 @@ struct Io {
     out: Vec<u8>,
     client: Option<ClientStream>,
     relayed: Option<Reply>,
+    /// `proxy_pass https://`: this request's handshake settings (evaluated once).
+    tls: Option<crate::upstream_tls::Handshake>,
 }
 
 /// Proxies one request to group `up`. Returns the reply and the client stream unless it
@@ -103,7 +105,13 @@ pub async fn run(
         worker: &state.peers,
     };
     let mut ex = Exchange::new(peers, up, policy(cx, group), key);
+    let tls = cx
+        .loc
+        .upstream_tls
+        .as_ref()
+        .map(|t| t.handshake(&cx.req.vars(&group.proxy_host, None, Some(cx.snap))));
     let mut io = Io {
+        tls,
         request: Request(Rc::new(outbound)),
         peer: None,
         conn: None,
@@ -116,7 +124,7 @@ pub async fn run(
     let mut step = ex.start(mono());
     loop {
         if let Some(f) = step.freed {
-            report(cx, up, &io.request.0.uri(), f);
+            report(cx, up, &io, f);
         }
         let ev = match step.action {
             Action::Connect(peer) => connect(cx, &state, peer, &mut io).await,
@@ -128,7 +136,7 @@ pub async fn run(
                 cx.log(
                     LogLevel::Error,
                     format_args!("no live upstreams while connecting to upstream"),
-                    Some(&format!("http://{name}{}", io.request.0.uri())),
+                    Some(&cx.upstream_url(name, &io.request.0.uri())),
                 );
                 return finish_error(cx, 502, io, ex).await;
             }
@@ -149,6 +157,7 @@ async fn connect(cx: &Cx<'_>, state: &PeerState, peer: usize, io: &mut Io) -> Ev
         addr: spec.addr,
         peer,
         connect_timeout: cx.settings().proxy_connect_timeout,
+        tls: io.tls.as_ref(),
     };
     match upstream::connect(&state.pool, &target).await {
         Ok(c) => {
@@ -225,7 +234,7 @@ async fn relay(cx: &Cx<'_>, io: &mut Io) -> Event {
     };
     let rbuf = std::mem::take(&mut io.rbuf);
     let out = std::mem::take(&mut io.out);
-    let (requests, reused) = (conn.requests, conn.reused);
+    let (requests, reused, tag) = (conn.requests, conn.reused, conn.tag);
     let Relayed {
         event,
         reply,
@@ -240,21 +249,34 @@ async fn relay(cx: &Cx<'_>, io: &mut Io) -> Event {
         stream,
         requests,
         reused,
+        tag,
     });
     io.relayed = Some(reply);
     event
 }
 
 /// Logs a try that ended in failure and tells the health checker what `free` saw.
-fn report(cx: &Cx<'_>, up: UpstreamId, uri: &str, f: Freed) {
+fn report(cx: &Cx<'_>, up: UpstreamId, io: &Io, f: Freed) {
     if let Some(failure) = f.failure {
         let name = cx
             .snap
             .topology
             .peer(f.peer)
             .map_or("", |p| p.name.as_str());
-        let url = format!("http://{name}{uri}");
-        cx.log(LogLevel::Error, format_args!("{failure}"), Some(&url));
+        let url = cx.upstream_url(name, &io.request.0.uri());
+        match (failure.cause, &io.tls) {
+            // nginx names the name the certificate was checked against.
+            (Cause::Ssl(SslFault::NameMismatch), Some(hs)) => cx.log(
+                LogLevel::Error,
+                format_args!(
+                    "upstream SSL certificate does not match \"{}\" while {}",
+                    hs.name,
+                    failure.phase.doing()
+                ),
+                Some(&url),
+            ),
+            _ => cx.log(LogLevel::Error, format_args!("{failure}"), Some(&url)),
+        }
         if f.outcome.disabled {
             cx.log(
                 LogLevel::Warn,

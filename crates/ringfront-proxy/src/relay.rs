@@ -20,7 +20,7 @@ use crate::response_headers::{hidden, Decor};
 /// The response to relay and where it comes from.
 pub struct Relay<'a> {
     pub cx: &'a Cx<'a>,
-    /// The peer's name and the URI sent, for log lines (`http://PEER/URI`).
+    /// The peer's name and the URI sent, for log lines (`http[s]://PEER/URI`).
     pub peer: &'a str,
     pub uri: &'a str,
     pub head: &'a ResponseHead,
@@ -59,7 +59,7 @@ struct End {
 
 impl Relay<'_> {
     fn url(&self) -> String {
-        format!("http://{}{}", self.peer, self.uri)
+        self.cx.upstream_url(self.peer, self.uri)
     }
 
     fn log_upstream(&self, f: &Failure) {

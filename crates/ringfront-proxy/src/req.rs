@@ -130,6 +130,16 @@ impl Cx<'_> {
         &self.loc.settings
     }
 
+    /// `http://PEER/URI` (`https://` for `proxy_pass https://`), as nginx names the
+    /// upstream in its error-log lines.
+    pub fn upstream_url(&self, peer: &str, uri: &str) -> String {
+        let scheme = match self.loc.upstream_tls {
+            Some(_) => "https",
+            None => "http",
+        };
+        format!("{scheme}://{peer}{uri}")
+    }
+
     /// One error-log line about this request (`ctx` appended as nginx does).
     pub fn log(
         &self,

@@ -20,6 +20,7 @@ use ringfront_upstream::{
 
 pub use crate::build_error::BuildError;
 use crate::logger::Sink;
+use crate::upstream_tls::TlsCache;
 
 /// Per-group settings the proxy needs beside the topology (same index as `topology.upstreams`).
 #[derive(Debug)]
@@ -103,6 +104,8 @@ pub struct LocationRt {
     pub error_pages: Vec<ErrorPageRt>,
     pub access_logs: Vec<AccessLogRt>,
     pub children: Vec<LocationRt>,
+    /// `proxy_pass https://`: its `proxy_ssl_*`, ready (built once per configuration load).
+    pub upstream_tls: Option<Arc<crate::upstream_tls::TlsRt>>,
 }
 
 #[derive(Debug)]
@@ -179,6 +182,7 @@ fn content_type(path: &Path) -> &'static str {
 struct Builder<'a> {
     cfg: &'a Config,
     group_ids: HashMap<String, UpstreamId>,
+    tls: std::cell::RefCell<TlsCache>,
 }
 
 impl Builder<'_> {
@@ -198,6 +202,10 @@ impl Builder<'_> {
                     .build()
                     .map_err(|e| BuildError::Regex(pattern.clone(), e.to_string()))?,
             ),
+            _ => None,
+        };
+        let upstream_tls = match &settings.proxy_pass {
+            Some(p) if p.tls => Some(self.tls.borrow_mut().location(&settings.proxy_ssl)?),
             _ => None,
         };
         let upstream = match &settings.proxy_pass {
@@ -262,6 +270,7 @@ impl Builder<'_> {
             error_pages,
             access_logs,
             children,
+            upstream_tls,
         })
     }
 }
@@ -271,6 +280,7 @@ impl Snapshot {
         let mut specs = Vec::new();
         let mut groups = Vec::new();
         let mut group_ids = HashMap::new();
+        let mut tls = TlsCache::default();
         for (i, up) in cfg.http.upstreams.iter().enumerate() {
             let mut primary = Vec::new();
             let mut backup = Vec::new();
@@ -308,7 +318,10 @@ impl Snapshot {
             let checks = up
                 .checks
                 .iter()
-                .map(|c| crate::check_rt::CheckRt::build(c, &proxy_host))
+                .map(|c| {
+                    let t = crate::check_rt::check_tls(c, &proxy_host, &mut tls)?;
+                    crate::check_rt::CheckRt::build(c, &proxy_host, t)
+                })
                 .collect::<Result<Vec<_>, _>>()?;
             groups.push(GroupConf {
                 confirm: up.passive_health == PassiveHealth::Confirm,
@@ -343,7 +356,11 @@ impl Snapshot {
                 }
             }
         }
-        let b = Builder { cfg, group_ids };
+        let b = Builder {
+            cfg,
+            group_ids,
+            tls: tls.into(),
+        };
 
         let mut listens: Vec<ListenRt> = Vec::new();
         let mut by_listen: HashMap<SocketAddr, Vec<usize>> = HashMap::new();

@@ -67,6 +67,16 @@ where
         }
     }
 
+    /// Whether it may wait idle for reuse: a plain connection always (its watcher sees any
+    /// byte that arrives); a TLS one when nothing it already read is left unprocessed,
+    /// unread or a close_notify, which its watcher could not see.
+    pub fn settled(&mut self) -> bool {
+        match self {
+            Stream::Plain(_) => true,
+            Stream::Tls(t) => t.settled(),
+        }
+    }
+
     pub fn into_split(self) -> (ReadHalf<C>, WriteHalf<C>) {
         match self {
             Stream::Plain(s) => {

@@ -1,12 +1,12 @@
 //! The I/O of one try, step by step as the exchange machine asks for them: open a connection
 //! to the peer (or take an idle pooled one: the pool watches idle connections, so one the
-//! peer has closed is gone before a take meets it, as with nginx's armed read event), write
-//! the request, read the response head. Each step ends in an `Event` for the machine;
-//! failures carry their phase and cause.
+//! peer has closed is gone before a take meets it, as with nginx's armed read event) and,
+//! for `proxy_pass https://`, run the TLS handshake; write the request, read the response
+//! head. Each step ends in an `Event` for the machine; failures carry their phase and cause.
 
 use std::cell::RefCell;
 use std::net::SocketAddr;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use monoio::net::TcpStream;
 
@@ -19,6 +19,7 @@ use crate::head_reader::{self, HeadError};
 use crate::pool::Pool;
 use crate::snapshot::GroupConf;
 use crate::upstream_request::Request;
+use crate::upstream_tls::{self, Handshake};
 
 /// A connection to the peer of the current try.
 pub struct Conn {
@@ -26,13 +27,24 @@ pub struct Conn {
     /// Requests served on it before this one (0 for a new connection).
     pub requests: u64,
     pub reused: bool,
+    /// What it speaks, for the pool (0 plain, else `Handshake::tag`).
+    pub tag: u64,
 }
 
 /// Where and how long to wait.
-pub struct Target {
+pub struct Target<'a> {
     pub addr: SocketAddr,
     pub peer: PeerId,
+    /// Bounds the TCP connect and the TLS handshake together, as in nginx.
     pub connect_timeout: Duration,
+    /// `proxy_pass https://`: the handshake after the connect.
+    pub tls: Option<&'a Handshake>,
+}
+
+impl Target<'_> {
+    fn tag(&self) -> u64 {
+        self.tls.map_or(0, |h| h.tag)
+    }
 }
 
 fn timed_out(phase: Phase) -> Failure {
@@ -40,35 +52,49 @@ fn timed_out(phase: Phase) -> Failure {
 }
 
 /// An idle pooled connection to the peer, or a new one.
-pub async fn connect(pool: &RefCell<Pool>, t: &Target) -> Result<Conn, Failure> {
-    if let Some(idle) = take_pooled(pool, t.peer).await {
+pub async fn connect(pool: &RefCell<Pool>, t: &Target<'_>) -> Result<Conn, Failure> {
+    if let Some(idle) = take_pooled(pool, t.peer, t.tag()).await {
         return Ok(idle);
     }
-    match monoio::time::timeout(t.connect_timeout, TcpStream::connect_addr(t.addr)).await {
-        Ok(Ok(stream)) => {
-            let _ = stream.set_nodelay(true);
-            Ok(Conn {
-                stream: stream.into(),
-                requests: 0,
-                reused: false,
-            })
+    let start = Instant::now();
+    let tcp = match monoio::time::timeout(t.connect_timeout, TcpStream::connect_addr(t.addr)).await
+    {
+        Ok(Ok(tcp)) => tcp,
+        Ok(Err(e)) => return Err(Failure::io(Phase::Connect, &e)),
+        Err(_) => return Err(timed_out(Phase::Connect)),
+    };
+    let _ = tcp.set_nodelay(true);
+    let stream = match t.tls {
+        None => tcp.into(),
+        Some(hs) => {
+            let left = t.connect_timeout.saturating_sub(start.elapsed());
+            upstream_tls::connect(tcp, hs, left).await?
         }
-        Ok(Err(e)) => Err(Failure::io(Phase::Connect, &e)),
-        Err(_) => Err(timed_out(Phase::Connect)),
-    }
+    };
+    Ok(Conn {
+        stream,
+        requests: 0,
+        reused: false,
+        tag: t.tag(),
+    })
 }
 
 /// The peer's most recently used idle connection that is still alive (the pool watches
-/// idle connections, so one the peer closed is gone before a take meets it).
-async fn take_pooled(pool: &RefCell<Pool>, peer: PeerId) -> Option<Conn> {
+/// idle connections, so one the peer closed is gone before a take meets it) and speaks
+/// what this request needs (`tag`): one that does not is closed and a new one is made.
+async fn take_pooled(pool: &RefCell<Pool>, peer: PeerId, tag: u64) -> Option<Conn> {
     loop {
         // The borrow ends before the await: another request may use the pool meanwhile.
         let taken = pool.borrow_mut().take(peer)?;
+        if taken.tag() != tag {
+            return None;
+        }
         if let Some((stream, requests)) = taken.stream().await {
             return Some(Conn {
                 stream,
                 requests,
                 reused: true,
+                tag,
             });
         }
     }
@@ -76,13 +102,13 @@ async fn take_pooled(pool: &RefCell<Pool>, peer: PeerId) -> Option<Conn> {
 
 /// Puts a connection that finished a response cleanly back into the pool.
 pub fn pool(pool: &RefCell<Pool>, group: usize, peer: PeerId, g: &GroupConf, conn: Conn) {
-    pool.borrow_mut().put(
+    pool.borrow_mut().put_tagged(
         group,
         peer,
-        g.keepalive,
-        g.keepalive_timeout,
+        (g.keepalive, g.keepalive_timeout),
         conn.stream,
         conn.requests + 1,
+        conn.tag,
     );
 }
 
@@ -144,11 +170,12 @@ mod tests {
     use crate::testutil::on_both;
     use crate::upstream_request::{Outbound, Request};
 
-    fn target(addr: SocketAddr) -> Target {
+    fn target(addr: SocketAddr) -> Target<'static> {
         Target {
             addr,
             peer: 0,
             connect_timeout: Duration::from_secs(5),
+            tls: None,
         }
     }
 

@@ -68,6 +68,18 @@ where
         }
     }
 
+    /// Whether the connection may wait idle for another request: every record already read
+    /// is processed (a late session ticket is taken in here) and it left no plaintext and
+    /// no close_notify. The idle watcher only sees the socket, not what is buffered here.
+    pub fn settled(&mut self) -> bool {
+        if feed(&mut self.conn, &mut self.inc).is_err() || self.inc.pending() {
+            return false;
+        }
+        self.conn
+            .process_new_packets()
+            .is_ok_and(|s| s.plaintext_bytes_to_read() == 0 && !s.peer_has_closed())
+    }
+
     /// Sends every record rustls has queued (handshake messages, alerts, data).
     pub async fn flush_records(&mut self) -> io::Result<()> {
         while self.conn.wants_write() {

@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use ringfront_upstream::exchange::Errno;
+use ringfront_upstream::exchange::{Errno, Failure};
 
 /// The probe's verdict.
 pub type Outcome = Result<Passed, ProbeFailure>;
@@ -42,6 +42,8 @@ pub enum ProbeFailure {
     /// The bytes are not a response head (`httparse`'s words).
     InvalidResponse(String),
     InvalidChunked(String),
+    /// The TLS handshake of a probe to an `https://` location's peer failed.
+    Handshake(Failure),
     Rejected {
         status: u16,
         why: Rejection,
@@ -90,6 +92,7 @@ impl fmt::Display for ProbeFailure {
             ProbeFailure::HeadTooLarge => f.write_str("response head too large"),
             ProbeFailure::InvalidResponse(e) => write!(f, "invalid response ({e})"),
             ProbeFailure::InvalidChunked(e) => write!(f, "invalid chunked body ({e})"),
+            ProbeFailure::Handshake(e) => write!(f, "{e}"),
             ProbeFailure::Rejected { status, why } => {
                 write!(f, "HTTP {status}: ")?;
                 match why {

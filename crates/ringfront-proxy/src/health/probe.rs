@@ -1,10 +1,12 @@
 //! One probe of one peer: a TCP connect, or an HTTP request whose answer is judged by the
-//! check's expectations. Runs on the checker thread only; never on a worker. The head is
-//! read by the same reader as proxied responses.
+//! check's expectations, over TLS when the check's location proxies to `https://` (its
+//! handshake is the one requests make). Runs on the checker thread only; never on a
+//! worker. The head is read by the same reader as proxied responses.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use monoio::io::AsyncReadRent;
 use monoio::net::TcpStream;
 use ringfront_http::{BodyFraming, ChunkedDecoder, ResponseHead};
 
@@ -12,6 +14,7 @@ use super::outcome::{Outcome, Passed, ProbeFailure, Rejection};
 use crate::check_rt::{CheckRt, ExpectRt, HeaderOpRt, ProbeKind, TestRt};
 use crate::head_reader::{self, HeadError};
 use crate::io::{read_more, write_all, IoFail};
+use crate::stream::UpstreamStream;
 
 /// The body examined by `body ~` tests.
 pub const MAX_BODY: usize = 256 * 1024;
@@ -22,10 +25,20 @@ pub async fn probe(addr: SocketAddr, c: &CheckRt) -> Outcome {
         Some(p) => SocketAddr::new(addr.ip(), p),
         None => addr,
     };
-    let stream = match monoio::time::timeout(c.connect_timeout, TcpStream::connect(addr)).await {
+    let start = Instant::now();
+    let tcp = match monoio::time::timeout(c.connect_timeout, TcpStream::connect(addr)).await {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => return Err(ProbeFailure::io(&e)),
         Err(_) => return Err(ProbeFailure::ConnectTimedOut),
+    };
+    let stream: UpstreamStream = match &c.tls {
+        None => tcp.into(),
+        Some(hs) => {
+            let left = c.connect_timeout.saturating_sub(start.elapsed());
+            crate::upstream_tls::connect(tcp, hs, left)
+                .await
+                .map_err(ProbeFailure::Handshake)?
+        }
     };
     match &c.kind {
         ProbeKind::Tcp => Ok(Passed::Connected),
@@ -43,7 +56,7 @@ fn io_failure(e: IoFail, timed_out: ProbeFailure) -> ProbeFailure {
 }
 
 async fn http(
-    mut stream: TcpStream,
+    mut stream: UpstreamStream,
     request: Vec<u8>,
     expect: &ExpectRt,
     limit: Duration,
@@ -73,8 +86,8 @@ async fn http(
 
 /// The body (its first `MAX_BODY` bytes, for `match` blocks' `body` tests): an answer
 /// counts only once it arrived whole.
-async fn read_body(
-    stream: &mut TcpStream,
+async fn read_body<S: AsyncReadRent>(
+    stream: &mut S,
     head: &ResponseHead,
     mut buf: Vec<u8>,
     left: impl Fn() -> Duration,

@@ -41,6 +41,9 @@ struct Slot {
     phase: Phase,
     /// The watcher's while idle, the taker's while handing back.
     waker: Option<Waker>,
+    /// What the connection speaks: 0 plain, else its TLS settings' tag (a take for other
+    /// settings does not reuse it).
+    tag: u64,
 }
 
 /// The pool's state, shared by the pool, its watchers and the connections being taken.
@@ -80,6 +83,7 @@ impl State {
         let slot = Slot {
             phase: Phase::Close,
             waker: None,
+            tag: 0,
         };
         if self.free == NO_SLOT {
             self.slots.push(slot);
@@ -97,8 +101,16 @@ impl State {
         self.slots[id as usize] = Slot {
             phase: Phase::Free(self.free),
             waker: None,
+            tag: 0,
         };
         self.free = id;
+    }
+
+    /// Records what the connection `id` speaks (see `Slot::tag`).
+    pub fn set_tag(&mut self, id: WatchId, tag: u64) {
+        if let Some(s) = self.slots.get_mut(id as usize) {
+            s.tag = tag;
+        }
     }
 
     /// Records that the connection `id` is idle in the cache under `key`.
@@ -210,17 +222,28 @@ pub struct Pooled {
     shared: Rc<Shared>,
     id: WatchId,
     done: bool,
+    tag: u64,
 }
 
 impl Pooled {
     /// Takes `id`, just removed from the cache, away from its watcher.
     pub(super) fn new(shared: Rc<Shared>, id: WatchId) -> Pooled {
-        shared.borrow_mut().signal(id, Phase::Handing);
+        let tag = {
+            let mut st = shared.borrow_mut();
+            st.signal(id, Phase::Handing);
+            st.slots[id as usize].tag
+        };
         Pooled {
             shared,
             id,
             done: false,
+            tag,
         }
+    }
+
+    /// What the connection speaks, as `Pool::put_tagged` recorded it.
+    pub fn tag(&self) -> u64 {
+        self.tag
     }
 
     /// The connection and the requests it has served; `None` when it turned out closed
