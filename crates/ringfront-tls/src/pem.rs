@@ -110,14 +110,23 @@ pub fn certified_key(
         )
     })?;
     let ck = CertifiedKey::new(chain, signing);
-    ck.keys_match().map_err(|_| {
-        TlsError::at(
+    // Only a proven mismatch is an error: a certificate webpki cannot parse (an X.509 v1
+    // one, as `openssl req -x509` makes without extensions, which OpenSSL accepts) cannot
+    // be compared here and is served as nginx serves it.
+    let mismatch = matches!(
+        ck.keys_match(),
+        Err(rustls::Error::InconsistentKeys(
+            rustls::InconsistentKeys::KeyMismatch
+        ))
+    );
+    if mismatch {
+        return Err(TlsError::at(
             key,
             format!(
                 "SSL_CTX_use_PrivateKey(\"{}\") failed (SSL: error:05800074:x509 certificate routines::key values mismatch)",
                 key.path.display()
             ),
-        )
-    })?;
+        ));
+    }
     Ok(Arc::new(ck))
 }

@@ -4,7 +4,7 @@
 //! nginx builds by default that ringfront does not implement (whole: a module ringfront
 //! implements only in part, as `return` without `if`/`set`/`rewrite`, is listed). Modules
 //! nginx builds only `--with-...` are named as `--with-...` when ringfront has them
-//! (stub_status) and otherwise not named (ssl, http2, realip, stream, mail, ...), as in an
+//! (ssl, stub_status) and otherwise not named (http2, realip, stream, mail, ...), as in an
 //! nginx built without them.
 
 /// The first line of `-v`/`-V`. Not `nginx/X.Y.Z`: a harness's version checks then treat
@@ -26,9 +26,11 @@ pub const WITHOUT: &[&str] = &[
 ];
 
 /// Modules nginx builds only on request that ringfront has.
-pub const WITH: &[&str] = &["http_stub_status_module"];
+pub const WITH: &[&str] = &["http_ssl_module", "http_stub_status_module"];
 
-/// `-V`: the version line and `configure arguments:`.
+/// `-V`: the version line, nginx's SNI line (harnesses look for it before TLS tests that
+/// need SNI; no `built with OpenSSL` line, since the TLS library is rustls), and
+/// `configure arguments:`.
 pub fn configure_text() -> String {
     let args: Vec<String> = WITH
         .iter()
@@ -36,7 +38,7 @@ pub fn configure_text() -> String {
         .chain(WITHOUT.iter().map(|m| format!("--without-{m}")))
         .collect();
     format!(
-        "{}\nconfigure arguments: {}",
+        "{}\nTLS SNI support enabled\nconfigure arguments: {}",
         version_line(),
         args.join(" ")
     )
@@ -50,8 +52,11 @@ mod tests {
     fn reads_like_nginx() {
         let text = configure_text();
         assert!(text.starts_with("nginx version: ringfront/"), "{text}");
-        let second = text.lines().nth(1).unwrap_or_default();
-        assert!(second.starts_with("configure arguments: --with-http_stub_status_module "));
+        assert_eq!(text.lines().nth(1), Some("TLS SNI support enabled"));
+        let second = text.lines().nth(2).unwrap_or_default();
+        assert!(second.starts_with(
+            "configure arguments: --with-http_ssl_module --with-http_stub_status_module "
+        ));
         assert!(text.contains(" --without-http_rewrite_module "));
         for present in [
             "proxy",

@@ -168,6 +168,7 @@ fn version_flags_read_like_nginx() {
     let mut lines = text.lines();
     let first = lines.next().unwrap_or_default();
     assert!(first.starts_with("nginx version: ringfront/"), "{text}");
+    assert_eq!(lines.next(), Some("TLS SNI support enabled"), "{text}");
     let args = lines.next().unwrap_or_default();
     assert!(args.starts_with("configure arguments: "), "{text}");
     for m in ["rewrite", "gzip", "limit_req", "fastcgi", "ssi"] {
