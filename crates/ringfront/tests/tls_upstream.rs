@@ -417,3 +417,29 @@ fn two_ports() -> u16 {
         }
     }
 }
+
+/// The files of `proxy_ssl_*` are read when the configuration loads: `-t` names the one
+/// that cannot be read and its directive's place.
+#[test]
+fn an_unreadable_proxy_ssl_file_fails_the_check_at_its_directive() {
+    let (status, out) = Ringfront::run_check(
+        "events {}
+http {
+    server {
+        listen 127.0.0.1:9;
+        location / {
+            proxy_pass https://127.0.0.1:9;
+            proxy_ssl_verify on;
+            proxy_ssl_trusted_certificate /nonexistent/ca.pem;
+        }
+    }
+}
+",
+    );
+    assert!(!status.success(), "{out}");
+    assert!(
+        out.contains("cannot load certificates \"/nonexistent/ca.pem\""),
+        "{out}"
+    );
+    assert!(out.contains("ringfront.conf:8"), "{out}");
+}
