@@ -525,3 +525,109 @@ http {
     let _ = held.wait();
     assert_eq!(out.matches("HTTP/1.1 200 OK").count(), 2, "{out}");
 }
+
+#[test]
+fn alpn_offers_http11_only_and_protocols_and_plain_listens_are_honoured() {
+    let c = certs();
+    let (tls_port, plain_port) = (common::port(), common::port());
+    let logdir = TempDir::new("rf-tls-log");
+    let log = logdir.path().join("a.log");
+    let _rf = Ringfront::start(&fill(
+        "worker_processes 1;
+events {}
+http {
+    log_format t '$scheme $https $server_port $status';
+    access_log {LOG} t;
+    server {
+        listen 127.0.0.1:{TLS} ssl;
+        listen 127.0.0.1:{PLAIN};
+        server_name a.test;
+        ssl_protocols TLSv1.3;
+        ssl_certificate {CERT};
+        ssl_certificate_key {KEY};
+        location / { return 200 \"$scheme\"; }
+    }
+}
+",
+        &[
+            ("TLS", tls_port.to_string()),
+            ("PLAIN", plain_port.to_string()),
+            ("LOG", p(&log)),
+            ("CERT", p(&c.a_ec.cert)),
+            ("KEY", p(&c.a_ec.key)),
+        ],
+    ));
+    let ca = p(&c.pki.ca.cert);
+    let base = ["-servername", "a.test", "-CAfile", ca.as_str()];
+    // ALPN: h2 is never chosen, http/1.1 is; a client offering only h2 gets no ALPN.
+    let mut args = base.to_vec();
+    args.extend(["-alpn", "h2,http/1.1"]);
+    let r = s_client(tls_port, &args, GET);
+    assert!(r.out.contains("ALPN protocol: http/1.1"), "{}", r.out);
+    let mut args = base.to_vec();
+    args.extend(["-alpn", "h2"]);
+    let r = s_client(tls_port, &args, GET);
+    assert!(!r.out.contains("ALPN protocol: h2"), "{}", r.out);
+    // ssl_protocols TLSv1.3: a TLS 1.2 client is refused, a 1.3 one served.
+    let mut args = base.to_vec();
+    args.push("-tls1_2");
+    let r = s_client(tls_port, &args, GET);
+    assert!(!r.out.contains("HTTP/1.1 200"), "{}", r.out);
+    assert!(
+        r.err.contains("alert") || r.err.contains("error"),
+        "{}",
+        r.err
+    );
+    let r = curl(&c.pki.ca.cert, "a.test", tls_port, "/", &[]);
+    assert_eq!((r.code, r.out.as_str()), (0, "https"), "{}", r.err);
+    // The same server on a plain address: plain HTTP there.
+    let plain = run(Command::new("curl")
+        .args(["-sS", "--max-time", "10"])
+        .arg(format!("http://127.0.0.1:{plain_port}/")));
+    assert_eq!(plain.out, "http");
+    let lines = log_lines(&log, 2);
+    let want_tls = format!("https on {tls_port} 200");
+    let want_plain = format!("http  {plain_port} 200");
+    assert!(lines.contains(&want_tls), "{lines:?}");
+    assert!(lines.contains(&want_plain), "{lines:?}");
+}
+
+#[test]
+fn ciphers_and_curves_ringfront_cannot_offer_fail_the_test() {
+    let c = certs();
+    let conf = |line: &str| {
+        fill(
+            "events {}
+http {
+    server {
+        listen 127.0.0.1:{PORT} ssl;
+        ssl_certificate {CERT};
+        ssl_certificate_key {KEY};
+        {LINE}
+    }
+}
+",
+            &[
+                ("PORT", common::port().to_string()),
+                ("CERT", p(&c.a_ec.cert)),
+                ("KEY", p(&c.a_ec.key)),
+                ("LINE", line.to_string()),
+            ],
+        )
+    };
+    let (ok, _) = check(&conf("ssl_ciphers ECDHE+AESGCM:!aNULL;"));
+    assert!(ok);
+    let (ok, out) = check(&conf("ssl_ciphers AES128-SHA;"));
+    assert!(!ok);
+    assert!(
+        out.contains("\"AES128-SHA\" cannot be offered by ringfront"),
+        "{out}"
+    );
+    assert!(out.contains("ringfront.conf:7"), "{out}");
+    let (ok, out) = check(&conf("ssl_ecdh_curve brainpoolP256r1;"));
+    assert!(!ok);
+    assert!(out.contains("brainpoolP256r1"), "{out}");
+    let (ok, out) = check(&conf("ssl_protocols TLSv1 TLSv1.1;"));
+    assert!(!ok);
+    assert!(out.contains("names no protocol ringfront offers"), "{out}");
+}
