@@ -18,8 +18,8 @@ use crate::error::TlsError;
 use crate::records::Incoming;
 use crate::stream::TlsStream;
 
-/// `proxy_ssl_verify off`: any certificate is accepted, but the handshake signature is still
-/// checked against the certificate's key.
+/// `proxy_ssl_verify off`: any certificate is accepted (X.509 v1 ones too, as OpenSSL), but
+/// the handshake signature is still checked against the certificate's key.
 #[derive(Debug)]
 struct AnyCertificate(Arc<CryptoProvider>);
 
@@ -41,12 +41,8 @@ impl ServerCertVerifier for AnyCertificate {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
+        let algs = &self.0.signature_verification_algorithms;
+        crate::spki::verify_signature(message, cert, dss, algs, false)
     }
 
     fn verify_tls13_signature(
@@ -55,12 +51,8 @@ impl ServerCertVerifier for AnyCertificate {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
+        let algs = &self.0.signature_verification_algorithms;
+        crate::spki::verify_signature(message, cert, dss, algs, true)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {

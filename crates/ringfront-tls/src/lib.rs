@@ -13,6 +13,7 @@ mod iobuf;
 mod pem;
 mod records;
 mod server;
+mod spki;
 mod split;
 mod stream;
 mod tickets;

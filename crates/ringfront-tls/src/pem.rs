@@ -110,16 +110,7 @@ pub fn certified_key(
         )
     })?;
     let ck = CertifiedKey::new(chain, signing);
-    // Only a proven mismatch is an error: a certificate webpki cannot parse (an X.509 v1
-    // one, as `openssl req -x509` makes without extensions, which OpenSSL accepts) cannot
-    // be compared here and is served as nginx serves it.
-    let mismatch = matches!(
-        ck.keys_match(),
-        Err(rustls::Error::InconsistentKeys(
-            rustls::InconsistentKeys::KeyMismatch
-        ))
-    );
-    if mismatch {
+    if !keys_match(&ck) {
         return Err(TlsError::at(
             key,
             format!(
@@ -129,4 +120,24 @@ pub fn certified_key(
         ));
     }
     Ok(Arc::new(ck))
+}
+
+/// Whether the key is the certificate's. rustls compares them through webpki, which does
+/// not parse X.509 v1 certificates (OpenSSL does, and `openssl req -x509` makes them
+/// without an extensions section): those are compared by their key bytes here.
+fn keys_match(ck: &CertifiedKey) -> bool {
+    use rustls::{Error, InconsistentKeys};
+    match ck.keys_match() {
+        Ok(()) => true,
+        Err(Error::InconsistentKeys(InconsistentKeys::KeyMismatch)) => false,
+        Err(_) => {
+            let cert = ck.end_entity_cert().ok();
+            let theirs = cert.and_then(|c| crate::spki::of_certificate(c));
+            match (ck.key.public_key(), theirs) {
+                (Some(ours), Some(theirs)) => ours.as_ref() == theirs,
+                // Nothing to compare with: the handshake shows it.
+                _ => true,
+            }
+        }
+    }
 }

@@ -631,3 +631,68 @@ http {
     assert!(!ok);
     assert!(out.contains("names no protocol ringfront offers"), "{out}");
 }
+
+/// An X.509 v1 certificate and key, as nginx's own test suite makes them (`openssl req
+/// -x509` with a config that has no extensions section).
+fn v1_certificate(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
+    let conf = dir.join("v1.cnf");
+    std::fs::write(
+        &conf,
+        "[ req ]\ndefault_bits = 2048\nencrypt_key = no\n\
+         distinguished_name = req_distinguished_name\n[ req_distinguished_name ]\n",
+    )
+    .unwrap();
+    let (cert, key) = (
+        dir.join(format!("{name}.crt")),
+        dir.join(format!("{name}.key")),
+    );
+    let r = run(Command::new("openssl")
+        .args(["req", "-x509", "-new", "-config"])
+        .arg(&conf)
+        .args(["-subj", &format!("/CN={name}/"), "-out"])
+        .arg(&cert)
+        .arg("-keyout")
+        .arg(&key));
+    assert_eq!(r.code, 0, "{}", r.err);
+    (cert, key)
+}
+
+#[test]
+fn x509_v1_certificates_are_served_checked_and_accepted_upstream_as_by_openssl() {
+    let dir = TempDir::new("rf-tls-v1");
+    let (cert, key) = v1_certificate(dir.path(), "localhost");
+    let (_, other_key) = v1_certificate(dir.path(), "other");
+    let (front, back) = (common::port(), common::port());
+    let config = fill(
+        "events {}
+http {
+    upstream u { server 127.0.0.1:{BACK}; keepalive 1; }
+    server {
+        listen 127.0.0.1:{FRONT};
+        location / { proxy_pass https://u; }
+    }
+    server {
+        listen 127.0.0.1:{BACK} ssl;
+        ssl_certificate {CERT};
+        ssl_certificate_key {KEY};
+        location / { return 200 \"v1 $ssl_protocol\"; }
+    }
+}
+",
+        &[
+            ("FRONT", front.to_string()),
+            ("BACK", back.to_string()),
+            ("CERT", p(&cert)),
+            ("KEY", p(&key)),
+        ],
+    );
+    let _rf = Ringfront::start(&config);
+    let r = run(Command::new("curl")
+        .args(["-sS", "--max-time", "10"])
+        .arg(format!("http://127.0.0.1:{front}/")));
+    assert_eq!(r.out, "v1 TLSv1.3", "{}", r.err);
+    // The key of another v1 certificate is still a mismatch.
+    let (ok, out) = check(&config.replace(&p(&key), &p(&other_key)));
+    assert!(!ok);
+    assert!(out.contains("key values mismatch"), "{out}");
+}
