@@ -102,6 +102,9 @@ pub struct Upstream {
     pub keepalive_requests: u64,
     /// True for the group nginx creates implicitly for `proxy_pass http://host:port`.
     pub implicit: bool,
+    /// Made by `proxy_pass https://`: `$proxy_host` leaves out `:443` as it leaves out `:80`
+    /// for http (nginx drops the scheme's default port from the `Host` it sends).
+    pub implicit_tls: bool,
     pub origin: Origin,
     /// How a peer is chosen (`ip_hash`, `hash`, `least_conn`, `random`, `least_time`, `fair`);
     /// round robin when none is written. When several are written the last one counts, as in

@@ -86,6 +86,7 @@ impl Targets<'_> {
             keepalive_timeout: DEFAULT_KEEPALIVE_TIMEOUT,
             keepalive_requests: DEFAULT_KEEPALIVE_REQUESTS,
             implicit: true,
+            implicit_tls: p.tls,
             origin: p.origin.clone(),
             balancer: Balancer::RoundRobin,
             zone: None,

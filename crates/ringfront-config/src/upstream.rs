@@ -181,6 +181,7 @@ pub(crate) fn upstream_block(
         keepalive_timeout: keepalive_timeout.unwrap_or(DEFAULT_KEEPALIVE_TIMEOUT),
         keepalive_requests: keepalive_requests.unwrap_or(DEFAULT_KEEPALIVE_REQUESTS),
         implicit: false,
+        implicit_tls: false,
         origin: d.origin.clone(),
         balancer,
         zone,

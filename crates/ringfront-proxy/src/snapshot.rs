@@ -311,7 +311,8 @@ impl Snapshot {
                 balancer: balancer(&up.balancer),
                 revive: up.all_failed == AllFailed::Revive,
             });
-            let proxy_host = match up.name.strip_suffix(":80") {
+            let default_port = if up.implicit_tls { ":443" } else { ":80" };
+            let proxy_host = match up.name.strip_suffix(default_port) {
                 Some(h) if up.implicit => h.to_string(),
                 _ => up.name.clone(),
             };

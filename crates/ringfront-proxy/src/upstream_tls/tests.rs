@@ -376,3 +376,24 @@ fn probes_render_proxy_ssl_name_without_a_request() {
         Some(ServerName::try_from("b".to_string()).unwrap())
     );
 }
+
+/// nginx drops the scheme's default port from `$proxy_host` (the `Host` sent): `:443` for
+/// `https://`, `:80` for `http://`; any other port stays.
+#[test]
+fn proxy_host_leaves_out_the_default_port_of_the_scheme() {
+    let text = "events {}
+http {
+    server {
+        listen 127.0.0.1:1;
+        location /a { proxy_pass https://127.0.0.1:443; }
+        location /b { proxy_pass https://127.0.0.1:8443; }
+        location /c { proxy_pass http://127.0.0.2:80; }
+    }
+}
+";
+    let host = ringfront_config::MemoryHost::default();
+    let cfg = ringfront_config::parse_str(text, std::path::Path::new("/t/r.conf"), &host).unwrap();
+    let snap = crate::snapshot::Snapshot::build(&cfg, 1).unwrap();
+    let hosts: Vec<&str> = snap.groups.iter().map(|g| g.proxy_host.as_str()).collect();
+    assert_eq!(hosts, ["127.0.0.1", "127.0.0.1:8443", "127.0.0.2"]);
+}
