@@ -33,10 +33,70 @@ pub(crate) fn collect(http: &[Directive]) -> Result<Vec<(String, Variable)>, Con
         }
         vars.push((name, meaning));
     }
+    collect_user(http, &mut vars);
     Ok(vars)
 }
 
 fn post_inc(n: &mut usize) -> usize {
     *n += 1;
     *n - 1
+}
+
+/// The rewrite module's variables of an `http` block, appended to `vars` as
+/// `Variable::User(i)` in order of first appearance: every `set $name` and every named
+/// capture of a regex (`location ~`, `rewrite`, `if (... ~ ...)`, `server_name ~`). nginx
+/// knows them all before it checks any variable's use, so a `set` anywhere makes the name
+/// valid everywhere in the block.
+pub(crate) fn collect_user(http: &[Directive], vars: &mut Vec<(String, Variable)>) {
+    let mut next = 0;
+    let mut add = |name: &str, vars: &mut Vec<(String, Variable)>| {
+        let name = name.to_ascii_lowercase();
+        let taken = name.is_empty()
+            || crate::template::builtin(&name)
+            || vars.iter().any(|(n, _)| *n == name);
+        if !taken {
+            vars.push((name, Variable::User(post_inc(&mut next))));
+        }
+    };
+    walk(http, &mut |d| {
+        if d.name == "set" {
+            if let Some(name) = d.args.first().and_then(|a| a.strip_prefix('$')) {
+                add(name, vars);
+            }
+        }
+        for pattern in regexes(d) {
+            if let Ok(re) = regex::Regex::new(pattern) {
+                for name in re.capture_names().flatten() {
+                    add(name, vars);
+                }
+            }
+        }
+    });
+}
+
+/// Calls `f` on every directive of `block`, nested blocks included.
+fn walk(block: &[Directive], f: &mut dyn FnMut(&Directive)) {
+    for d in block {
+        f(d);
+        walk(d.children(), f);
+    }
+}
+
+/// The regexes a directive is written with.
+fn regexes(d: &Directive) -> Vec<&str> {
+    let args: Vec<&str> = d.args.iter().map(String::as_str).collect();
+    match (d.name.as_str(), args.as_slice()) {
+        ("location", ["~" | "~*", re]) => vec![re],
+        ("location", [re]) => re
+            .strip_prefix("~*")
+            .or_else(|| re.strip_prefix('~'))
+            .into_iter()
+            .collect(),
+        ("rewrite", [re, ..]) => vec![re],
+        ("if", [.., op, re]) if op.trim_start_matches('(').contains('~') => {
+            re.strip_suffix(')').into_iter().collect()
+        }
+        ("server_name", names) => names.iter().filter_map(|n| n.strip_prefix('~')).collect(),
+        _ => Vec::new(),
+    }
 }

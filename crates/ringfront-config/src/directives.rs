@@ -5,7 +5,7 @@
 use crate::error::ConfigError;
 use crate::nginx_names::is_nginx_directive;
 use crate::table::{Block, Spec, MANY, TABLE};
-pub(crate) use crate::table::{Check, Kind, EVENTS, HTTP, LOCATION, MAIN, SERVER, UPSTREAM};
+pub(crate) use crate::table::{Check, Kind, EVENTS, HTTP, IF, LOCATION, MAIN, SERVER, UPSTREAM};
 use crate::tree::Directive;
 use crate::units::{parse_number, parse_size};
 use crate::values::parse_flag;

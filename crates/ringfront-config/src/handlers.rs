@@ -6,7 +6,7 @@ use std::path::Path;
 use crate::address::split_host_port;
 use crate::error::ConfigError;
 use crate::logs;
-use crate::model::{AccessRule, ErrorPage, LogFormat, NextUpstream, Return};
+use crate::model::{AccessRule, ErrorPage, LogFormat, NextUpstream};
 use crate::settings::{Level, PassRaw};
 use crate::tree::Directive;
 use crate::units::parse_number;
@@ -20,6 +20,8 @@ pub(crate) struct Scope<'a> {
     pub formats: &'a [LogFormat],
     /// Inside a regex location, where `proxy_pass` may not have a URI part.
     pub regex_location: bool,
+    /// Inside a location (not `http` or `server`).
+    pub location: bool,
 }
 
 /// Reads `d` into `level` if it is a location-level directive; `Ok(false)` if it is not one.
@@ -57,11 +59,6 @@ pub(crate) fn apply(
         }
         "proxy_next_upstream_timeout" => {
             set_once(&mut level.proxy_next_upstream_timeout, msec(d, arg)?, d)?;
-        }
-        "return" => {
-            // Several `return`s are valid nginx; the first one runs.
-            let ret = return_(d)?;
-            level.return_.get_or_insert(ret);
         }
         "error_page" => level
             .error_pages
@@ -109,6 +106,7 @@ pub(crate) fn apply(
         }
         "add_header" => crate::response_headers::add_header(level, d)?,
         "server_tokens" => crate::response_headers::server_tokens(level, d)?,
+        _ if crate::rewrite::apply(level, d, scope.location)? => {}
         _ if level.ssl.apply(d, scope.prefix)? => {}
         _ if level.proxy_ssl.apply(d, scope.prefix)? => {}
         _ => return Ok(false),
@@ -203,29 +201,6 @@ fn next_upstream(level: &mut Level, d: &Directive) -> Result<(), ConfigError> {
         *flags = NextUpstream { off: true, ..none };
     }
     Ok(())
-}
-
-/// `return CODE [TEXT|URL]` or `return URL` (302).
-fn return_(d: &Directive) -> Result<Return, ConfigError> {
-    let first = d.arg(0);
-    let is_url = ["http://", "https://", "$scheme"]
-        .iter()
-        .any(|p| first.starts_with(p));
-    if d.args.len() == 1 && is_url {
-        return Ok(Return {
-            code: 302,
-            text: Some(template(d, first)?),
-        });
-    }
-    let code = parse_number(first)
-        .filter(|&n| n <= 999)
-        .and_then(|n| u16::try_from(n).ok())
-        .ok_or_else(|| err(d, format!("invalid return code \"{first}\"")))?;
-    let text = match d.args.get(1) {
-        Some(text) => Some(template(d, text)?),
-        None => None,
-    };
-    Ok(Return { code, text })
 }
 
 /// `error_page CODE... [=[CODE]] URI`.

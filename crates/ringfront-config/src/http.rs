@@ -28,6 +28,10 @@ pub(crate) struct HttpRaw {
     pub matches: Vec<Match>,
     /// The upstreams' shared memory zones, checked once the whole file is read.
     pub zones: Vec<Zone>,
+    /// The rewrite module's variables, `Variable::User(i)` the `i`th.
+    pub variables: Vec<String>,
+    /// Some template uses `$1`..`$9`.
+    pub captures: bool,
 }
 
 impl HttpRaw {
@@ -42,6 +46,8 @@ impl HttpRaw {
             geos: Vec::new(),
             matches: Vec::new(),
             zones: Vec::new(),
+            variables: Vec::new(),
+            captures: false,
         }
     }
 }
@@ -50,7 +56,14 @@ impl HttpRaw {
 pub(crate) fn http_block(d: &Directive, env: &Env<'_>) -> Result<HttpRaw, ConfigError> {
     let mut http = HttpRaw::empty();
     // Templates anywhere in the block may use a map defined later in it.
-    let _vars = crate::template::with_custom(crate::custom_vars::collect(d.children())?);
+    let custom = crate::custom_vars::collect(d.children())?;
+    http.variables = custom
+        .iter()
+        .filter(|(_, v)| matches!(v, crate::model::Variable::User(_)))
+        .map(|(n, _)| n.clone())
+        .collect();
+    let _vars = crate::template::with_custom(custom);
+    crate::template::take_captures_used();
     for_each(d.children(), HTTP, |c| {
         match c.name.as_str() {
             "map" => http.maps.push(crate::map::map_block(c)?),
@@ -88,6 +101,7 @@ pub(crate) fn http_block(d: &Directive, env: &Env<'_>) -> Result<HttpRaw, Config
                     prefix: env.prefix,
                     formats: &http.log_formats,
                     regex_location: false,
+                    location: false,
                 };
                 if !apply(&mut http.settings, c, &scope)? {
                     return Err(unhandled(c));
@@ -96,5 +110,6 @@ pub(crate) fn http_block(d: &Directive, env: &Env<'_>) -> Result<HttpRaw, Config
         }
         Ok(())
     })?;
+    http.captures = crate::template::take_captures_used();
     Ok(http)
 }

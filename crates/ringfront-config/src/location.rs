@@ -166,6 +166,7 @@ pub(crate) fn location_block(
         prefix: env.prefix,
         formats,
         regex_location: matches!(matcher, LocationMatch::Regex { .. }),
+        location: true,
     };
     let mut settings = Level::default();
     let mut locations = Vec::new();

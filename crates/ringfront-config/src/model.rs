@@ -75,6 +75,11 @@ pub struct HttpConf {
     pub geos: Vec<GeoBlock>,
     /// `log_format NAME ...`; always contains `combined` first.
     pub log_formats: Vec<LogFormat>,
+    /// The rewrite module's variables (`set $name`, named regex captures), lower-cased;
+    /// `Variable::User(i)` is the `i`th.
+    pub variables: Vec<String>,
+    /// Some template uses `$1`..`$9` (so regex locations keep their captures).
+    pub captures: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -393,6 +398,11 @@ pub enum Variable {
     Split(usize),
     /// A `geo` variable: index into `HttpConf::geos`.
     Geo(usize),
+    /// A variable of the rewrite module (`set $name`, or a named regex capture): index into
+    /// `HttpConf::variables`; empty until a `set` (or a match) gives it a value.
+    User(usize),
+    /// `$1`..`$9`: a capture of the last successful regex match (rewrite, `if`, location).
+    Capture(u8),
     Host,
     RemoteAddr,
     RemotePort,
@@ -652,7 +662,12 @@ pub struct LocationSettings {
     pub proxy_next_upstream_tries: u32,
     /// Zero = no limit.
     pub proxy_next_upstream_timeout: Duration,
-    pub return_: Option<Return>,
+    /// The rewrite module's directives of this level (`set`, `rewrite`, `return`, `break`,
+    /// `if`) in file order; never inherited (nginx: a level's own codes). A server's run
+    /// before its location is chosen, a location's after.
+    pub rewrite: Vec<crate::rewrite_model::RewriteOp>,
+    /// `rewrite_log on`: notice-level lines about each rewrite step.
+    pub rewrite_log: bool,
     pub error_pages: Vec<ErrorPage>,
     /// `root`, default `html` relative to the prefix (ringfront: the config file's folder).
     pub root: PathBuf,

@@ -102,15 +102,8 @@ impl Targets<'_> {
     }
 
     /// A location with everything inherited from `outer` (its enclosing location, server and
-    /// http levels, already merged). A server-level `return` runs before any location is
-    /// chosen in nginx, so it replaces the location's own, and its response headers are the
-    /// server's (`returning`: the server's merged level when it has a `return`).
-    fn location(
-        &mut self,
-        loc: &LocRaw,
-        outer: &Level,
-        returning: Option<&Level>,
-    ) -> Result<Location, ConfigError> {
+    /// http levels, already merged).
+    fn location(&mut self, loc: &LocRaw, outer: &Level) -> Result<Location, ConfigError> {
         let merged = loc.settings.inherit(outer);
         let proxy_pass = match &loc.settings.proxy_pass {
             Some(p) => Some(self.target(p)?),
@@ -118,17 +111,9 @@ impl Targets<'_> {
         };
         let mut nested = Vec::with_capacity(loc.locations.len());
         for inner in &loc.locations {
-            nested.push(self.location(inner, &merged, returning)?);
+            nested.push(self.location(inner, &merged)?);
         }
-        let mut own = merged;
-        if let Some(server) = returning {
-            // A server-level `return` answers before any location is chosen (nginx's server
-            // rewrite phase), with the server's response headers.
-            own.return_ = server.return_.clone();
-            own.add_headers = server.add_headers.clone();
-            own.server_tokens = server.server_tokens;
-        }
-        let mut settings = own.finish(self.env.prefix, proxy_pass)?;
+        let mut settings = merged.finish(self.env.prefix, proxy_pass)?;
         check_handlers(loc)?;
         self.attach_checks(&loc.own, &settings)?;
         settings.check_status = loc.own.check_status.as_ref().map(|(f, _)| *f);
@@ -201,8 +186,7 @@ impl Targets<'_> {
         let merged = s.settings.inherit(http);
         let mut locations = Vec::with_capacity(s.locations.len());
         for loc in &s.locations {
-            let returning = merged.return_.is_some().then_some(&merged);
-            locations.push(self.location(loc, &merged, returning)?);
+            locations.push(self.location(loc, &merged)?);
         }
         // The deprecated `ssl on` makes every address of the server a TLS one.
         let all_ssl = s.settings.ssl.enable == Some(true);
@@ -239,7 +223,12 @@ fn check_handlers(loc: &LocRaw) -> Result<(), ConfigError> {
         let Some(origin) = origin else { continue };
         let other = if loc.settings.proxy_pass.is_some() {
             "proxy_pass"
-        } else if loc.settings.return_.is_some() {
+        } else if loc
+            .settings
+            .rewrite
+            .iter()
+            .any(|op| matches!(op, crate::rewrite_model::RewriteOp::Return(_)))
+        {
             "return"
         } else if page != "check_status" && own.check_status.is_some() {
             "check_status"
@@ -344,5 +333,7 @@ pub(crate) fn finish_http(raw: HttpRaw, env: &Env<'_>) -> Result<HttpConf, Confi
         splits: raw.splits,
         geos: raw.geos,
         log_formats: raw.log_formats,
+        variables: raw.variables,
+        captures: raw.captures,
     })
 }

@@ -186,6 +186,7 @@ pub(crate) fn server_block(
         prefix: env.prefix,
         formats,
         regex_location: false,
+        location: false,
     };
     let mut settings = Level::default();
     let mut listens = Vec::new();

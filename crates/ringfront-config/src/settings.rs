@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use crate::model::{
     AccessLog, AccessRule, AddHeader, ErrorPage, LocationSettings, NextUpstream, Origin, ProxyPass,
-    Return, ServerTokens, Template,
+    ServerTokens, Template,
 };
+use crate::rewrite_model::RewriteOp;
 
 /// `proxy_pass http://host[:port][/uri]` before its target is looked up.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,7 +41,9 @@ pub(crate) struct Level {
     pub proxy_next_upstream: Option<NextUpstream>,
     pub proxy_next_upstream_tries: Option<u32>,
     pub proxy_next_upstream_timeout: Option<Duration>,
-    pub return_: Option<Return>,
+    /// The rewrite module's directives written at this level, in order (never inherited).
+    pub rewrite: Vec<RewriteOp>,
+    pub rewrite_log: Option<bool>,
     pub error_pages: Option<Vec<ErrorPage>>,
     pub root: Option<PathBuf>,
     pub access_log: Option<Vec<AccessLog>>,
@@ -81,7 +84,8 @@ impl Default for LocationSettings {
             proxy_next_upstream: NextUpstream::default(),
             proxy_next_upstream_tries: 0,
             proxy_next_upstream_timeout: Duration::ZERO,
-            return_: None,
+            rewrite: Vec::new(),
+            rewrite_log: false,
             error_pages: Vec::new(),
             root: PathBuf::from("html"),
             access_log: Vec::new(),
@@ -107,8 +111,8 @@ impl Default for LocationSettings {
 
 impl Level {
     /// This level with everything it did not write taken from `outer`. `proxy_pass` and
-    /// `return` are not inherited (nginx: the proxy handler and rewrite codes belong to the
-    /// location that wrote them); a server-level `return` is applied separately.
+    /// the rewrite directives are not inherited (nginx: the proxy handler and rewrite codes
+    /// belong to the level that wrote them); a server's run before location selection.
     pub(crate) fn inherit(&self, outer: &Level) -> Level {
         fn pick<T: Clone>(own: &Option<T>, outer: &Option<T>) -> Option<T> {
             own.clone().or_else(|| outer.clone())
@@ -139,7 +143,8 @@ impl Level {
                 &self.proxy_next_upstream_timeout,
                 &outer.proxy_next_upstream_timeout,
             ),
-            return_: self.return_.clone(),
+            rewrite: self.rewrite.clone(),
+            rewrite_log: pick(&self.rewrite_log, &outer.rewrite_log),
             error_pages: pick(&self.error_pages, &outer.error_pages),
             root: pick(&self.root, &outer.root),
             access_log: pick(&self.access_log, &outer.access_log),
@@ -195,7 +200,8 @@ impl Level {
             proxy_next_upstream_timeout: self
                 .proxy_next_upstream_timeout
                 .unwrap_or(d.proxy_next_upstream_timeout),
-            return_: self.return_,
+            rewrite: self.rewrite,
+            rewrite_log: self.rewrite_log.unwrap_or(d.rewrite_log),
             error_pages: self.error_pages.unwrap_or(d.error_pages),
             root: self.root.unwrap_or_else(|| prefix.join(d.root)),
             access_log: self.access_log.unwrap_or(d.access_log),
@@ -251,14 +257,14 @@ mod tests {
     }
 
     #[test]
-    fn return_is_not_inherited() {
+    fn rewrite_directives_are_not_inherited() {
         let outer = Level {
-            return_: Some(Return {
-                code: 404,
-                text: None,
-            }),
+            rewrite: vec![RewriteOp::Break],
+            rewrite_log: Some(true),
             ..Level::default()
         };
-        assert!(Level::default().inherit(&outer).return_.is_none());
+        let inner = Level::default().inherit(&outer);
+        assert!(inner.rewrite.is_empty());
+        assert_eq!(inner.rewrite_log, Some(true));
     }
 }

@@ -8,6 +8,9 @@ pub(crate) const HTTP: u16 = 1 << 2;
 pub(crate) const SERVER: u16 = 1 << 3;
 pub(crate) const LOCATION: u16 = 1 << 4;
 pub(crate) const UPSTREAM: u16 = 1 << 5;
+/// Inside `if` (nginx's SIF and LIF contexts, which take the same rewrite directives).
+pub(crate) const IF: u16 = 1 << 6;
+const SLI: u16 = SERVER | LOCATION | IF;
 const HSL: u16 = HTTP | SERVER | LOCATION;
 const HS: u16 = HTTP | SERVER;
 const SL: u16 = SERVER | LOCATION;
@@ -119,6 +122,7 @@ pub const NOOP_DIRECTIVES: &[&str] = &[
     "client_body_temp_path", "proxy_temp_path", "fastcgi_temp_path", "uwsgi_temp_path",
     "scgi_temp_path", "proxy_max_temp_file_size", "proxy_temp_file_write_size",
     "connection_pool_size", "request_pool_size", "client_body_in_single_buffer",
+    "uninitialized_variable_warn",
 ];
 
 #[rustfmt::skip]
@@ -180,7 +184,13 @@ pub(crate) static TABLE: &[Spec] = &[
     d("proxy_next_upstream", HSL, 1, MANY),
     d("proxy_next_upstream_tries", HSL, 1, 1),
     d("proxy_next_upstream_timeout", HSL, 1, 1),
-    d("return", SL, 1, 2),
+    // the rewrite module (rewrite.rs, rewrite_if.rs)
+    d("return", SLI, 1, 2),
+    d("rewrite", SLI, 2, 3),
+    d("set", SLI, 2, 2),
+    d("break", SLI, 0, 0),
+    b("if", SL, 1, MANY),
+    d("rewrite_log", HSL | IF, 1, 1),
     d("error_page", HSL, 2, MANY),
     d("root", HSL, 1, 1),
     d("keepalive_timeout", HSL, 1, 2),
@@ -278,11 +288,10 @@ pub(crate) static TABLE: &[Spec] = &[
     noop("connection_pool_size", HS, 1, 1, Check::Size),
     noop("request_pool_size", HS, 1, 1, Check::Size),
     noop("client_body_in_single_buffer", HSL, 1, 1, Check::Flag),
+    // ringfront does not warn about variables read before a `set` gave them a value.
+    noop("uninitialized_variable_warn", HSL | IF, 1, 1, Check::Flag),
     // nginx directives not implemented yet: an error, so no configuration is half-understood
     unsupported("sticky", UPSTREAM, 1, MANY),
-    unsupported("if", SL, 1, MANY),
-    unsupported("set", SL, 2, 2),
-    unsupported("rewrite", SL, 2, 3),
     unsupported("limit_except", LOCATION, 1, MANY),
     unsupported("try_files", SL, 2, MANY),
     unsupported("alias", LOCATION, 1, 1),

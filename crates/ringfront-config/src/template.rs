@@ -68,6 +68,16 @@ std::thread_local! {
         const { std::cell::RefCell::new(Vec::new()) };
 }
 
+std::thread_local! {
+    /// Whether a template parsed since the last [`take_captures_used`] uses `$1`..`$9`.
+    static CAPTURES_USED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether templates parsed since the last call use regex captures; resets the flag.
+pub(crate) fn take_captures_used() -> bool {
+    CAPTURES_USED.with(|c| c.replace(false))
+}
+
 /// Makes the variables `vars` known to templates until the guard is dropped.
 pub(crate) fn with_custom(vars: Vec<(String, Variable)>) -> impl Drop {
     struct Reset;
@@ -131,13 +141,19 @@ pub fn parse_template(text: &str) -> Result<Template, String> {
             }
             consumed += 1;
         }
+        // `$1`..`$9`: a regex capture, one digit only (`$12` is `$1` then "2"), as nginx's
+        // `ngx_http_script_compile`.
+        if let Some(n @ b'1'..=b'9') = (!bracket).then(|| after.bytes().next()).flatten() {
+            if !literal.is_empty() {
+                parts.push(TemplatePart::Literal(std::mem::take(&mut literal)));
+            }
+            parts.push(TemplatePart::Var(Variable::Capture(n - b'0')));
+            CAPTURES_USED.with(|c| c.set(true));
+            rest = &after[1..];
+            continue;
+        }
         if name.is_empty() {
             return Err("invalid variable name".to_string());
-        }
-        if name.as_bytes()[0].is_ascii_digit() && name != "0" {
-            return Err(format!(
-                "regex captures (\"${name}\") are not supported yet in \"{text}\""
-            ));
         }
         let var = variable(name)
             .ok_or_else(|| format!("unknown \"{}\" variable", name.to_ascii_lowercase()))?;
@@ -238,7 +254,15 @@ mod tests {
             parse_template("${host").unwrap_err(),
             "the closing bracket in \"host\" variable is missing"
         );
-        assert!(parse_template("$1").unwrap_err().contains("not supported"));
+        assert_eq!(parts("$1"), vec![Var(Variable::Capture(1))]);
+        assert_eq!(
+            parts("/a$12"),
+            vec![
+                Literal("/a".into()),
+                Var(Variable::Capture(1)),
+                Literal("2".into())
+            ]
+        );
         assert!(parse_template("${é}").is_err());
     }
 }

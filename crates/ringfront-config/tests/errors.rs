@@ -571,8 +571,8 @@ fn locations_return_error_page() {
         "\"return\" directive is not allowed here in F:3"
     );
     assert_eq!(
-        in_server("if ($host) { }"),
-        "\"if\" directive is not supported by ringfront in F:4"
+        in_server("if ($host) { proxy_pass http://a; }"),
+        "\"proxy_pass\" directive is not allowed here in F:4"
     );
     assert_eq!(h("gzip on;"), "\"gzip on\" is not supported yet in F:3");
     assert_eq!(

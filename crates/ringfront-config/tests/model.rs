@@ -58,7 +58,7 @@ fn nginx_defaults() {
         (s.proxy_next_upstream_tries, s.proxy_next_upstream_timeout),
         (0, Duration::ZERO)
     );
-    assert_eq!(s.return_, None);
+    assert_eq!(s.first_return(), None);
     assert!(s.error_pages.is_empty());
     assert_eq!(s.root, PathBuf::from("/t/conf/html"));
     assert!(s.access_log.is_empty(), "no access log unless written");
@@ -223,7 +223,7 @@ fn return_and_proxy_pass_are_not_inherited_but_server_return_wins() {
     );
     let a = &loc(&cfg, 0, &[0]).settings;
     assert_eq!(
-        a.return_,
+        a.first_return().cloned(),
         Some(Return {
             code: 404,
             text: None
@@ -238,19 +238,22 @@ fn return_and_proxy_pass_are_not_inherited_but_server_return_wins() {
         })
     );
     let b = &loc(&cfg, 0, &[0, 0]).settings;
-    assert_eq!((b.return_.clone(), b.proxy_pass.clone()), (None, None));
+    assert_eq!(
+        (b.first_return().cloned(), b.proxy_pass.clone()),
+        (None, None)
+    );
     assert_eq!(
         loc(&cfg, 0, &[1]).matcher,
         LocationMatch::Exact("/health".into())
     );
     assert_eq!(
-        loc(&cfg, 0, &[1]).settings.return_,
+        loc(&cfg, 0, &[1]).settings.first_return().cloned(),
         Some(Return {
             code: 200,
             text: Some(lit("ok\n"))
         })
     );
-    let r = loc(&cfg, 0, &[2]).settings.return_.clone().unwrap();
+    let r = loc(&cfg, 0, &[2]).settings.first_return().cloned().unwrap();
     assert_eq!(r.code, 302);
     let redirect = Return {
         code: 301,
@@ -262,8 +265,16 @@ fn return_and_proxy_pass_are_not_inherited_but_server_return_wins() {
             ],
         }),
     };
-    assert_eq!(cfg.http.servers[1].settings.return_, Some(redirect.clone()));
-    assert_eq!(loc(&cfg, 1, &[0]).settings.return_, Some(redirect));
+    assert_eq!(
+        cfg.http.servers[1].settings.first_return().cloned(),
+        Some(redirect.clone())
+    );
+    // The server's `return` runs before a location is chosen (the proxy answers with it);
+    // the location keeps its own.
+    assert_eq!(
+        loc(&cfg, 1, &[0]).settings.first_return().map(|r| r.code),
+        Some(404)
+    );
 }
 
 #[test]

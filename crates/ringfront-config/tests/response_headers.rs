@@ -152,7 +152,13 @@ fn a_server_level_return_answers_with_the_servers_headers() {
              location / { add_header X-L l; server_tokens on; }
          }",
     );
+    // The server's `return` runs before any location is chosen, with the server's own
+    // settings (the proxy answers with them); the location keeps its own.
+    let server = &cfg.http.servers[0].settings;
+    assert_eq!(names(server), ["X-S"]);
+    assert_eq!(server.server_tokens, ServerTokens::Off);
+    assert_eq!(server.first_return().map(|r| r.code), Some(200));
     let s = settings(&cfg, 0, 0);
-    assert_eq!(names(s), ["X-S"]);
-    assert_eq!(s.server_tokens, ServerTokens::Off);
+    assert_eq!(names(s), ["X-L"]);
+    assert_eq!(s.server_tokens, ServerTokens::On);
 }

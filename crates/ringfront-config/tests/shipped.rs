@@ -48,7 +48,7 @@ fn default_config_is_the_wrr_demo() {
         parts: vec![TemplatePart::Literal("ok\n".into())],
     };
     assert_eq!(
-        health.return_,
+        health.first_return().cloned(),
         Some(Return {
             code: 200,
             text: Some(ok)

@@ -15,9 +15,14 @@ pub async fn error(
     cx: &Cx<'_>,
     status: u16,
 ) -> Reply {
-    let keep_alive = cx.req.keep_alive;
+    // nginx's special responses end the connection after a 500 or 501.
+    let keep_alive = cx.req.keep_alive && !matches!(status, 500 | 501);
     out.clear();
-    let (status, n) = respond::error(out, &respond::Answer::of(cx), Some(cx.loc), status);
+    let answer = respond::Answer {
+        keep_alive,
+        ..respond::Answer::of(cx)
+    };
+    let (status, n) = respond::error(out, &answer, Some(cx.loc), status);
     let bytes = out.len() as u64;
     let (r, o) = write_all(stream, std::mem::take(out), cx.settings().send_timeout).await;
     *out = o;
@@ -74,14 +79,30 @@ pub fn status(out: &mut Vec<u8>, cx: &Cx<'_>) -> Reply {
 /// `return CODE [TEXT|URL]`.
 pub fn ret(out: &mut Vec<u8>, cx: &Cx<'_>, ret: &ringfront_config::Return) -> Reply {
     let (req, loc) = (cx.req, cx.loc);
-    let answer = respond::Answer::of(cx);
     let mut text = Vec::new();
     if let Some(t) = &ret.text {
         vars::render(&mut text, t, &req.vars("", None, Some(cx.snap)), false);
     }
     let code = ret.code;
+    if respond::is_redirect(code) {
+        return redirect(out, cx, code, text);
+    }
+    let answer = respond::Answer::of(cx);
+    let (status, body_bytes) = if ret.text.is_some() {
+        let n = respond::build(out, &answer, code, "text/plain", &[], &text);
+        (code, n)
+    } else {
+        respond::error(out, &answer, Some(loc), code)
+    };
+    Reply::new(status, body_bytes, out.len() as u64, req.keep_alive)
+}
+
+/// A redirect to `url` (from `return` or `rewrite`), with nginx's page for the status.
+pub fn redirect(out: &mut Vec<u8>, cx: &Cx<'_>, code: u16, mut url: Vec<u8>) -> Reply {
+    let req = cx.req;
+    let answer = respond::Answer::of(cx);
     // absolute_redirect on (nginx's default): a relative URL gets scheme, host and port.
-    if respond::is_redirect(code) && text.first() == Some(&b'/') {
+    if url.first() == Some(&b'/') {
         let tls = req.tls.is_some();
         let mut abs = if tls {
             b"https://".to_vec()
@@ -98,27 +119,19 @@ pub fn ret(out: &mut Vec<u8>, cx: &Cx<'_>, ret: &ringfront_config::Return) -> Re
         if req.local.port() != if tls { 443 } else { 80 } {
             abs.extend_from_slice(format!(":{}", req.local.port()).as_bytes());
         }
-        abs.extend_from_slice(&text);
-        text = abs;
+        abs.extend_from_slice(&url);
+        url = abs;
     }
-    let (status, body_bytes) = if respond::is_redirect(code) {
-        let page = ringfront_http::error_body(code, answer.decor.version());
-        let n = respond::build(
-            out,
-            &answer,
-            code,
-            "text/html",
-            &[("Location", &text)],
-            page.as_bytes(),
-        );
-        (code, n)
-    } else if ret.text.is_some() {
-        let n = respond::build(out, &answer, code, "text/plain", &[], &text);
-        (code, n)
-    } else {
-        respond::error(out, &answer, Some(loc), code)
-    };
-    Reply::new(status, body_bytes, out.len() as u64, req.keep_alive)
+    let page = ringfront_http::error_body(code, answer.decor.version());
+    let n = respond::build(
+        out,
+        &answer,
+        code,
+        "text/html",
+        &[("Location", &url)],
+        page.as_bytes(),
+    );
+    Reply::new(code, n, out.len() as u64, req.keep_alive)
 }
 
 /// `stub_status`: nginx's basic status page, from every worker's counters. Only GET and HEAD

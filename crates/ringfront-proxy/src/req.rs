@@ -52,6 +52,8 @@ pub struct Req<'a> {
     pub pipelined: &'a [u8],
     /// What the TLS handshake settled; `None` on a plain connection.
     pub tls: Option<&'a ringfront_tls::Info>,
+    /// What the rewrite directives changed; `None` when the configuration has none.
+    pub rw: Option<&'a crate::rewrite_state::RwState>,
 }
 
 impl Req<'_> {
@@ -81,6 +83,7 @@ impl Req<'_> {
             geos: snap.map_or(&[], |s| &s.geos),
             depth: std::cell::Cell::new(0),
             tls: self.tls,
+            rw: self.rw,
         }
     }
 

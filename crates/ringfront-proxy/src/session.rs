@@ -18,11 +18,12 @@ use ringfront_http::RequestHead;
 
 use crate::body::{self, BodyError};
 use crate::io::{read_more, write_all};
-use crate::req::{log_context, Cx, Reply, Req};
-use crate::snapshot::{LocationRt, Snapshot};
+use crate::req::{log_context, Cx, Req};
+use crate::respond;
+use crate::rewrite::Outcome;
+use crate::rewrite_state::RwState;
 use crate::vars;
 use crate::worker::Worker;
-use crate::{local, respond};
 
 /// A request in flight, from its first byte to its last response byte; `reading` until its
 /// head is in (the counts `stub_status` shows).
@@ -294,9 +295,33 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
     _busy.head_read();
     requests += 1;
     let start = Instant::now();
-    let (server, loc) = route(&snap, candidates, &buf, &head)?;
-    let s = &loc.settings;
+    let server = crate::dispatch::server(&snap, candidates, &buf, &head)?;
     let server_name = server.primary_name.as_str();
+    let mut rw = match snap.rewriting {
+        true => RwState::new(snap.variables),
+        false => RwState::default(),
+    };
+    let (loc, outcome) = {
+        let path = request_path(&buf, &head);
+        let pre = Req {
+            buf: &buf,
+            head: &head,
+            client,
+            local,
+            server_name,
+            conn_id,
+            conn_requests: requests,
+            start,
+            path: &path,
+            keep_alive: false,
+            head_only: false,
+            pipelined: &[],
+            tls: tls.as_deref(),
+            rw: None,
+        };
+        crate::dispatch::location(w, &snap, server, &pre, &mut rw)
+    };
+    let s = &loc.settings;
     let age_ms = crate::clock::now_ms().saturating_sub(opened_ms);
     let keep_alive =
         head.keep_alive && refuse.is_none() && !w.stopping() && keeps_alive(s, requests, age_ms);
@@ -304,7 +329,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         let ctx = log_context(buf, &head, client, server_name, None);
         w.log(&snap, level, conn_id, format_args!("{msg}{ctx}"));
     };
-    let denied = denied(loc, client);
+    let denied = matches!(outcome, Outcome::Continue) && crate::dispatch::denied(loc, client);
     if denied {
         log(
             LogLevel::Error,
@@ -337,11 +362,12 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         conn_id,
         conn_requests: requests,
         start,
-        path: &path,
+        path: rw.uri.as_deref().unwrap_or(&path),
         keep_alive,
         head_only: head.is_head(&buf),
         pipelined: buf.get(consumed..).unwrap_or_default(),
         tls: tls.as_deref(),
+        rw: snap.rewriting.then_some(&rw),
     };
     let cx = Cx {
         w,
@@ -349,7 +375,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         loc,
         req: &req,
     };
-    let (reply, back) = answer(&cx, refused, body, stream).await;
+    let (reply, back) = crate::dispatch::answer(&cx, refused, outcome, body, stream).await;
     crate::access_log::write(&cx, &reply);
     let mut stream = back?;
     if !reply.reusable {
@@ -487,76 +513,6 @@ async fn read_head<'w>(
             return None;
         }
     }
-}
-
-/// The server (by `Host`) and location (by path) of a request.
-fn route<'s>(
-    snap: &'s Snapshot,
-    candidates: &[usize],
-    buf: &[u8],
-    head: &RequestHead,
-) -> Option<(&'s crate::snapshot::ServerRt, &'s LocationRt)> {
-    let path = request_path(buf, head);
-    // Server names are stored lower-cased; copy the Host only when it is not.
-    let host = vars::host(buf, head);
-    let lowered;
-    let host = if host.iter().any(u8::is_ascii_uppercase) {
-        lowered = host.to_ascii_lowercase();
-        &lowered[..]
-    } else {
-        host
-    };
-    let server = crate::route::server(snap, candidates, host)?;
-    Some((server, crate::route::location(server, &path)))
-}
-
-/// nginx's access phase (allow/deny), before the body is read: the first matching rule
-/// decides.
-fn denied(loc: &LocationRt, client: SocketAddr) -> bool {
-    loc.settings
-        .access_rules
-        .iter()
-        .find(|r| r.matches(client.ip()))
-        .is_some_and(|r| !r.allow)
-}
-
-/// Answers the request: a refusal (403, or a TLS one), `return`, the status page or API, the upstream, or 404.
-async fn answer(
-    cx: &Cx<'_>,
-    refused: Option<u16>,
-    body: Vec<u8>,
-    mut stream: ClientStream,
-) -> (Reply, Option<ClientStream>) {
-    let (w, s) = (cx.w, cx.settings());
-    let mut out = w.take_buf();
-    let local = if let Some(status) = refused {
-        status
-    } else if s.internal {
-        // nginx: a client's request for an `internal` location is not found.
-        404
-    } else if s.return_.as_ref().is_some_and(|r| r.code == 444) {
-        // nginx's 444: close the connection without a response.
-        w.give_buf(out);
-        return (Reply::new(444, 0, 0, false), None);
-    } else if s.return_.is_some() || s.check_status.is_some() || s.api || s.stub_status {
-        // Answered here: `return`, the status pages or the API.
-        let reply = match &s.return_ {
-            Some(ret) => local::ret(&mut out, cx, ret),
-            None if s.stub_status => local::stub_status(&mut out, cx),
-            None => local::status(&mut out, cx),
-        };
-        let (r, o) = write_all(&mut stream, out, s.send_timeout).await;
-        w.give_buf(o);
-        let reusable = reply.reusable && r.is_ok();
-        return (Reply { reusable, ..reply }, Some(stream));
-    } else if let Some(up) = cx.loc.upstream {
-        return crate::proxy::run(cx, up, body, stream, out).await;
-    } else {
-        404
-    };
-    let reply = local::error(&mut stream, &mut out, cx, local).await;
-    w.give_buf(out);
-    (reply, Some(stream))
 }
 
 /// nginx's `ngx_http_update_location_config`: a connection is kept after this response only

@@ -106,6 +106,10 @@ pub struct LocationRt {
     pub children: Vec<LocationRt>,
     /// `proxy_pass https://`: its `proxy_ssl_*`, ready (built once per configuration load).
     pub upstream_tls: Option<Arc<crate::upstream_tls::TlsRt>>,
+    /// Its rewrite directives (empty for a server's fallback: the server's run before).
+    pub rewrite: crate::rewrite_rt::Program,
+    /// The variable slot of each named group of `regex`: (group index, slot).
+    pub capture_names: Vec<(usize, usize)>,
 }
 
 #[derive(Debug)]
@@ -120,6 +124,8 @@ pub struct ServerRt {
     pub fallback: LocationRt,
     /// Its TLS handshake settings, when one of its addresses is `listen ... ssl`.
     pub tls: Option<ringfront_tls::ServerHandshake>,
+    /// The server level's rewrite directives, run before the location is chosen.
+    pub rewrite: crate::rewrite_rt::Program,
 }
 
 #[derive(Debug, Clone)]
@@ -151,6 +157,12 @@ pub struct Snapshot {
     pub error_logs: Vec<Sink>,
     pub error_level: LogLevel,
     pub worker_connections: usize,
+    /// The rewrite module's variables (`set`, named captures): each request gets a slot
+    /// for each.
+    pub variables: usize,
+    /// Some rewrite directive, variable or capture is configured: requests keep a
+    /// [`crate::rewrite_state::RwState`] and regex locations their captures.
+    pub rewriting: bool,
 }
 
 /// The peers a reload carried over: `from[new id] = Some(old id)`.
@@ -262,7 +274,26 @@ impl Builder<'_> {
             .iter()
             .map(|l| self.location(Some(l.matcher.clone()), &l.settings, &l.locations))
             .collect::<Result<_, _>>()?;
+        let variables = &self.cfg.http.variables;
+        let (rewrite, capture_names) = match &matcher {
+            None => Default::default(),
+            Some(m) => (
+                crate::rewrite_rt::Program::build(&settings.rewrite, variables)?,
+                match m {
+                    LocationMatch::Regex {
+                        pattern,
+                        case_insensitive,
+                    } => {
+                        crate::rewrite_rt::Matcher::build(pattern, *case_insensitive, variables)?
+                            .names
+                    }
+                    _ => Vec::new(),
+                },
+            ),
+        };
         Ok(LocationRt {
+            rewrite,
+            capture_names,
             matcher,
             regex,
             settings: settings.clone(),
@@ -389,6 +420,10 @@ impl Snapshot {
                 false => None,
             };
             servers.push(ServerRt {
+                rewrite: crate::rewrite_rt::Program::build(
+                    &s.settings.rewrite,
+                    &cfg.http.variables,
+                )?,
                 tls,
                 name_regexes,
                 primary_name: s.server_names.first().cloned().unwrap_or_default(),
@@ -438,7 +473,14 @@ impl Snapshot {
             error_logs.push(Sink::Stderr);
             error_level = LogLevel::Error;
         }
+        let rewriting = !cfg.http.variables.is_empty()
+            || cfg.http.captures
+            || servers
+                .iter()
+                .any(|s: &ServerRt| !s.rewrite.is_empty() || s.locations.iter().any(has_rewrite));
         Ok(Snapshot {
+            variables: cfg.http.variables.len(),
+            rewriting,
             generation,
             topology,
             board,
@@ -537,6 +579,11 @@ impl Snapshot {
             .map(Vec::as_slice)
             .unwrap_or(&[])
     }
+}
+
+/// Whether a location or one nested in it has rewrite directives.
+fn has_rewrite(l: &LocationRt) -> bool {
+    !l.rewrite.is_empty() || l.children.iter().any(has_rewrite)
 }
 
 /// The wildcard address of `local`'s family and port.

@@ -44,5 +44,6 @@ pub fn req<'a>(buf: &'a [u8], head: &'a ringfront_http::RequestHead) -> crate::r
         head_only: false,
         pipelined: &[],
         tls: None,
+        rw: None,
     }
 }

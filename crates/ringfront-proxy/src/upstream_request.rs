@@ -14,6 +14,9 @@ use crate::vars;
 /// The URI sent upstream: unchanged, or with the matched prefix replaced by proxy_pass's URI.
 fn upstream_uri(cx: &Cx<'_>, out: &mut Vec<u8>) {
     let req = cx.req;
+    if let Some(rw) = req.rw.filter(|rw| rw.internal) {
+        return rewritten_uri(cx, rw, out);
+    }
     let target = vars::origin_path(req.head.target.get(req.buf));
     let Some(uri) = cx
         .settings()
@@ -36,6 +39,52 @@ fn upstream_uri(cx: &Cx<'_>, out: &mut Vec<u8>) {
     }
     if let Some(a) = args {
         out.extend_from_slice(a);
+    }
+}
+
+/// After a rewrite nginx builds the request line from `$uri` and `$args`
+/// (`ngx_http_proxy_create_request`): `proxy_pass`'s URI part replaces the location's
+/// prefix, unless `rewrite ... break` (or `break` after a change) stayed in the location,
+/// when the URI goes whole. ringfront's URI is not percent-decoded, so only the bytes
+/// nginx's `NGX_ESCAPE_URI` escapes and a raw URI cannot hold are escaped (not `%`).
+fn rewritten_uri(cx: &Cx<'_>, rw: &crate::rewrite_state::RwState, out: &mut Vec<u8>) {
+    let req = cx.req;
+    let mut uri = req.path.as_bytes();
+    let part = cx
+        .settings()
+        .proxy_pass
+        .as_ref()
+        .and_then(|p| p.uri.as_ref());
+    if let (Some(part), false) = (part, rw.location_invalid) {
+        out.extend_from_slice(part.as_bytes());
+        let prefix = match &cx.loc.matcher {
+            Some(
+                LocationMatch::Prefix(p)
+                | LocationMatch::PrefixNoRegex(p)
+                | LocationMatch::Exact(p),
+            ) => p.len(),
+            _ => 0,
+        };
+        uri = uri.get(prefix..).unwrap_or_default();
+    }
+    for &b in uri {
+        if b <= b' ' || b >= 0x7f || b == b'#' || b == b'?' {
+            out.extend_from_slice(format!("%{b:02X}").as_bytes());
+        } else {
+            out.push(b);
+        }
+    }
+    let args = match &rw.args {
+        Some(a) => &a[..],
+        None => {
+            let target = vars::origin_path(req.head.target.get(req.buf));
+            let q = target.iter().position(|&b| b == b'?');
+            q.map_or(&b""[..], |i| &target[i + 1..])
+        }
+    };
+    if !args.is_empty() {
+        out.push(b'?');
+        out.extend_from_slice(args);
     }
 }
 

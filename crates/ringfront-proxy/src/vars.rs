@@ -40,6 +40,44 @@ pub struct Vars<'a> {
     pub depth: std::cell::Cell<u8>,
     /// The connection's TLS facts (`$https`, `$ssl_*`); `None` on plain HTTP.
     pub tls: Option<&'a ringfront_tls::Info>,
+    /// What the rewrite directives changed (`$uri`, `$args`, `set` variables, captures);
+    /// `None` where nothing can have.
+    pub rw: Option<&'a crate::rewrite_state::RwState>,
+}
+
+/// `$uri` and `$args` as the rewrite directives left them.
+fn current<'a>(
+    v: &Vars<'a>,
+    path: &'a [u8],
+    args: Option<&'a [u8]>,
+) -> (&'a [u8], Option<&'a [u8]>) {
+    let Some(rw) = v.rw else {
+        return (path, args);
+    };
+    let path = rw.uri.as_deref().map_or(path, str::as_bytes);
+    let args = match &rw.args {
+        Some(a) if a.is_empty() => None,
+        Some(a) => Some(&a[..]),
+        None => args,
+    };
+    (path, args)
+}
+
+/// A `set` variable (`-` in logs while unset, as nginx's "not found"), or capture `$n`.
+fn push_rewrite_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, empty: &[u8]) {
+    let rw = v.rw;
+    match var {
+        Variable::User(i) => {
+            let value = rw.and_then(|rw| rw.vars.get(*i)).and_then(Option::as_deref);
+            out.extend_from_slice(value.unwrap_or(empty));
+        }
+        Variable::Capture(n) => {
+            if let Some(c) = rw.and_then(|rw| rw.capture(usize::from(*n))) {
+                out.extend_from_slice(c);
+            }
+        }
+        _ => {}
+    }
 }
 
 fn path_and_args(target: &[u8]) -> (&[u8], Option<&[u8]>) {
@@ -185,8 +223,10 @@ fn push_ssl(out: &mut Vec<u8>, var: &Variable, tls: Option<&ringfront_tls::Info>
 pub fn push_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, dash: bool) {
     let target = v.head.target.get(v.buf);
     let (path, args) = path_and_args(origin_path(target));
+    let (path, args) = current(v, path, args);
     let empty: &[u8] = if dash { b"-" } else { b"" };
     match var {
+        Variable::User(_) | Variable::Capture(_) => push_rewrite_var(out, var, v, empty),
         Variable::Map(i) => push_map(out, *i, v),
         Variable::Geo(i) => {
             if let Some(g) = v.geos.get(*i) {

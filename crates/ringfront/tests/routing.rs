@@ -223,7 +223,11 @@ http {
         location /admin {
             allow 10.0.0.0/8;
             deny all;
-            return 200 \"admin\";
+            proxy_pass http://{BACKEND};
+        }
+        location /early {
+            deny all;
+            return 200 \"early\";
         }
         location /local {
             allow 127.0.0.1;
@@ -237,6 +241,8 @@ http {
     );
     let rf = Ringfront::start(&cfg);
     assert_eq!(http::get(("127.0.0.1", p), "/open").text(), "open");
+    // `return` runs in nginx's rewrite phase, before the access phase.
+    assert_eq!(http::get(("127.0.0.1", p), "/early").text(), "early");
     let mut c = ringfront_testkit::Client::connect(("127.0.0.1", p));
     let r = c.request("GET", "/admin", &[], b"");
     assert_eq!(r.status, 403);

@@ -1,0 +1,135 @@
+//! `if (CONDITION) { ... }` in a server or location: the condition read as
+//! `ngx_http_rewrite_if_condition` reads it (the parentheses may stand alone or touch the
+//! first and last words), and the block's rewrite directives.
+
+use crate::directives::{for_each, IF};
+use crate::error::ConfigError;
+use crate::model::Variable;
+use crate::rewrite_model::{Condition, If, RewriteOp};
+use crate::tree::Directive;
+use crate::values::{check_regex, err, template};
+
+/// Directives nginx allows inside a location's `if` besides the rewrite module's; ringfront
+/// does not switch configurations inside `if` yet.
+const LOCATION_IF: &[&str] = &[
+    "proxy_pass",
+    "add_header",
+    "add_trailer",
+    "expires",
+    "root",
+    "access_log",
+    "error_page",
+    "limit_rate",
+    "limit_rate_after",
+    "sendfile",
+    "aio",
+    "directio",
+    "internal",
+    "log_not_found",
+    "gzip",
+    "charset",
+    "proxy_cache",
+    "limit_except",
+];
+
+/// Reads an `if` block; `location`: it is inside a location (not a server).
+pub(crate) fn if_block(d: &Directive, location: bool) -> Result<RewriteOp, ConfigError> {
+    let condition = condition(d)?;
+    let mut body = Vec::new();
+    for c in d.children() {
+        if location && LOCATION_IF.contains(&c.name.as_str()) {
+            return Err(err(
+                c,
+                format!(
+                    "\"{}\" directive inside \"if\" is not supported yet",
+                    c.name
+                ),
+            ));
+        }
+        for_each(std::slice::from_ref(c), IF, |c| {
+            crate::rewrite::apply_in_if(&mut body, c)
+        })?;
+    }
+    Ok(RewriteOp::If(Box::new(If { condition, body })))
+}
+
+fn invalid(d: &Directive, word: &str) -> ConfigError {
+    err(d, format!("invalid condition \"{word}\""))
+}
+
+/// The words between the parentheses, which may stand alone or touch the first and last
+/// words (`( $a = b )`, `($a = b)`, `($a)`), checked in nginx's order.
+fn words(d: &Directive) -> Result<Vec<&str>, ConfigError> {
+    let mut words: Vec<&str> = d.args.iter().map(String::as_str).collect();
+    let first = words.first().copied().unwrap_or_default();
+    let Some(rest) = first.strip_prefix('(') else {
+        return Err(invalid(d, first));
+    };
+    if rest.is_empty() {
+        words.remove(0);
+    } else {
+        words[0] = rest;
+    }
+    let last = words.last().copied().unwrap_or("(");
+    let Some(rest) = last.strip_suffix(')') else {
+        return Err(invalid(d, last));
+    };
+    if rest.is_empty() {
+        words.pop();
+    } else if let Some(w) = words.last_mut() {
+        *w = rest;
+    }
+    Ok(words)
+}
+
+fn condition(d: &Directive) -> Result<Condition, ConfigError> {
+    let words = words(d)?;
+    let cur = words.first().copied().unwrap_or_default();
+    if cur.len() > 1 && cur.starts_with('$') {
+        let var = variable(d, &cur[1..])?;
+        return match words.len() {
+            1 => Ok(Condition::Set(var)),
+            3 => compare(d, var, words[1], words[2]),
+            _ => Err(invalid(d, cur)),
+        };
+    }
+    let file_test =
+        (cur.len() == 2 && cur.starts_with('-')) || (cur.len() == 3 && cur.starts_with("!-"));
+    if file_test {
+        return Err(err(
+            d,
+            format!("file tests in \"if\" (\"{cur}\") are not supported yet"),
+        ));
+    }
+    Err(invalid(d, cur))
+}
+
+fn variable(d: &Directive, name: &str) -> Result<Variable, ConfigError> {
+    crate::template::variable(name).ok_or_else(|| {
+        err(
+            d,
+            format!("unknown \"{}\" variable", name.to_ascii_lowercase()),
+        )
+    })
+}
+
+fn compare(d: &Directive, var: Variable, op: &str, value: &str) -> Result<Condition, ConfigError> {
+    match op {
+        "=" | "!=" => Ok(Condition::Equals {
+            var,
+            value: template(d, value)?,
+            negate: op == "!=",
+        }),
+        "~" | "~*" | "!~" | "!~*" => {
+            let case_insensitive = op.ends_with('*');
+            check_regex(d, value, case_insensitive)?;
+            Ok(Condition::Matches {
+                var,
+                regex: value.to_string(),
+                case_insensitive,
+                negate: op.starts_with('!'),
+            })
+        }
+        _ => Err(err(d, format!("unexpected \"{op}\" in condition"))),
+    }
+}

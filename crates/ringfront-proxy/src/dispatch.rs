@@ -1,0 +1,114 @@
+//! From a parsed head to an answer: the server by `Host`, nginx's rewrite phases and the
+//! location (see [`crate::rewrite`]), the access phase (allow/deny), then the content: a
+//! `return` or redirect, a status page, the upstream, or 404.
+
+use std::net::SocketAddr;
+
+use ringfront_http::RequestHead;
+
+use crate::io::write_all;
+use crate::req::{Cx, Reply, Req};
+use crate::rewrite::Outcome;
+use crate::rewrite_state::RwState;
+use crate::snapshot::{LocationRt, ServerRt, Snapshot};
+use crate::stream::ClientStream;
+use crate::worker::Worker;
+use crate::{local, vars};
+
+/// The server (by `Host`) of a request.
+pub(crate) fn server<'s>(
+    snap: &'s Snapshot,
+    candidates: &[usize],
+    buf: &[u8],
+    head: &RequestHead,
+) -> Option<&'s ServerRt> {
+    // Server names are stored lower-cased; copy the Host only when it is not.
+    let host = vars::host(buf, head);
+    let lowered;
+    let host = if host.iter().any(u8::is_ascii_uppercase) {
+        lowered = host.to_ascii_lowercase();
+        &lowered[..]
+    } else {
+        host
+    };
+    crate::route::server(snap, candidates, host)
+}
+
+/// The location that answers (after the rewrite phases) and how. `req` is the request
+/// before its body is read (`req.path`: its own URI); `rw` collects what the rewrite
+/// directives change.
+pub(crate) fn location<'s>(
+    w: &Worker,
+    snap: &Snapshot,
+    server: &'s ServerRt,
+    req: &Req<'_>,
+    rw: &mut RwState,
+) -> (&'s LocationRt, Outcome<'s>) {
+    crate::rewrite::process(w, snap, server, req, rw)
+}
+
+/// nginx's access phase (allow/deny), before the body is read: the first matching rule
+/// decides.
+pub(crate) fn denied(loc: &LocationRt, client: SocketAddr) -> bool {
+    loc.settings
+        .access_rules
+        .iter()
+        .find(|r| r.matches(client.ip()))
+        .is_some_and(|r| !r.allow)
+}
+
+/// Writes an answer made here; the reply as `made` says, not reusable if the write failed.
+async fn send(
+    cx: &Cx<'_>,
+    mut stream: ClientStream,
+    out: Vec<u8>,
+    made: Reply,
+) -> (Reply, Option<ClientStream>) {
+    let (r, o) = write_all(&mut stream, out, cx.settings().send_timeout).await;
+    cx.w.give_buf(o);
+    let reusable = made.reusable && r.is_ok();
+    (Reply { reusable, ..made }, Some(stream))
+}
+
+/// Answers the request: a refusal (403, or a TLS one), what the rewrite phases decided
+/// (`return`, a redirect, an error), the status page or API, the upstream, or 404.
+pub(crate) async fn answer(
+    cx: &Cx<'_>,
+    refused: Option<u16>,
+    outcome: Outcome<'_>,
+    body: Vec<u8>,
+    mut stream: ClientStream,
+) -> (Reply, Option<ClientStream>) {
+    let (w, s) = (cx.w, cx.settings());
+    let mut out = w.take_buf();
+    let local = match (refused, outcome) {
+        (Some(status), _) | (None, Outcome::Status(status)) => status,
+        (None, Outcome::Return(ret)) if ret.code == 444 => {
+            // nginx's 444: close the connection without a response.
+            w.give_buf(out);
+            return (Reply::new(444, 0, 0, false), None);
+        }
+        (None, Outcome::Return(ret)) => {
+            let made = local::ret(&mut out, cx, ret);
+            return send(cx, stream, out, made).await;
+        }
+        (None, Outcome::Redirect { status, location }) => {
+            let made = local::redirect(&mut out, cx, status, location);
+            return send(cx, stream, out, made).await;
+        }
+        (None, Outcome::Continue) if s.check_status.is_some() || s.api || s.stub_status => {
+            let made = match s.stub_status {
+                true => local::stub_status(&mut out, cx),
+                false => local::status(&mut out, cx),
+            };
+            return send(cx, stream, out, made).await;
+        }
+        (None, Outcome::Continue) => match cx.loc.upstream {
+            Some(up) => return crate::proxy::run(cx, up, body, stream, out).await,
+            None => 404,
+        },
+    };
+    let reply = local::error(&mut stream, &mut out, cx, local).await;
+    w.give_buf(out);
+    (reply, Some(stream))
+}

@@ -1,0 +1,313 @@
+//! nginx's rewrite phases for one request: the server's rewrite directives, then the
+//! location search, then the location's directives — again from the search when they
+//! changed the URI (`last`, or a rewrite without a flag), at most 10 times, then 500 as
+//! nginx ("rewrite or internal redirection cycle"). Without rewrite directives this is
+//! the location search alone.
+
+use std::borrow::Cow;
+
+use ringfront_config::{LogLevel, Return, RewriteFlag, Template, TemplatePart};
+
+use crate::req::Req;
+use crate::rewrite_rt::{Cond, IfRt, Matcher, Op, RewriteRt};
+use crate::rewrite_state::RwState;
+use crate::snapshot::{LocationRt, ServerRt, Snapshot};
+use crate::vars;
+use crate::worker::Worker;
+
+/// nginx's `NGX_HTTP_MAX_URI_CHANGES`.
+const MAX_URI_CHANGES: u32 = 10;
+
+/// What the rewrite phases decided.
+#[derive(Debug)]
+pub enum Outcome<'s> {
+    /// Go on to the access checks and the content (proxy, status page, 404).
+    Continue,
+    /// A `return` stopped them.
+    Return(&'s Return),
+    /// A `rewrite` answered with a redirect to this URL.
+    Redirect { status: u16, location: Vec<u8> },
+    /// An error status: 404 for an `internal` location, 500 for a rewrite cycle.
+    Status(u16),
+}
+
+/// How a list of directives ended.
+enum Flow<'s> {
+    Next,
+    /// `break`, `rewrite ... last|break`: the list stops.
+    Exit,
+    Stop(Outcome<'s>),
+}
+
+/// One run of a level's directives.
+struct Run<'a> {
+    w: &'a Worker,
+    snap: &'a Snapshot,
+    /// The request, for the variables (its own `rw` is unused: the state is passed along).
+    req: &'a Req<'a>,
+    /// `rewrite_log` of the level.
+    log: bool,
+}
+
+/// Runs the rewrite phases; the location that answers and how. `req.path` is the
+/// request's own URI.
+pub fn process<'s>(
+    w: &Worker,
+    snap: &Snapshot,
+    server: &'s ServerRt,
+    req: &Req<'_>,
+    rw: &mut RwState,
+) -> (&'s LocationRt, Outcome<'s>) {
+    let mut run = Run {
+        w,
+        snap,
+        req,
+        log: server.fallback.settings.rewrite_log,
+    };
+    if let Flow::Stop(o) = run.ops(&server.rewrite.ops, rw) {
+        return (&server.fallback, o);
+    }
+    let mut changes = MAX_URI_CHANGES;
+    loop {
+        rw.uri_changed = false;
+        let uri: Cow<'_, str> = match &rw.uri {
+            Some(u) => Cow::Owned(u.clone()),
+            None => Cow::Borrowed(req.path),
+        };
+        let loc = crate::route::location(server, &uri);
+        if snap.rewriting {
+            location_captures(loc, &uri, rw);
+        }
+        if loc.settings.internal && !rw.internal {
+            return (loc, Outcome::Status(404));
+        }
+        run.log = loc.settings.rewrite_log;
+        if let Flow::Stop(o) = run.ops(&loc.rewrite.ops, rw) {
+            return (loc, o);
+        }
+        if !rw.uri_changed {
+            return (loc, Outcome::Continue);
+        }
+        if changes == 0 {
+            run.error(format_args!(
+                "rewrite or internal redirection cycle while processing \"{}\"",
+                rw.uri.as_deref().unwrap_or_default()
+            ));
+            return (loc, Outcome::Status(500));
+        }
+        changes -= 1;
+    }
+}
+
+/// A regex location's captures (nginx matches locations with `ngx_http_regex_exec`).
+fn location_captures(loc: &LocationRt, uri: &str, rw: &mut RwState) {
+    if let Some(c) = loc.regex.as_ref().and_then(|re| re.captures(uri)) {
+        rw.set_captures(&c, uri, &loc.capture_names);
+    }
+}
+
+impl<'a> Run<'a> {
+    fn ops<'s>(&self, ops: &'s [Op], rw: &mut RwState) -> Flow<'s> {
+        for op in ops {
+            let flow = match op {
+                Op::Set { var, value } => {
+                    let v = self.eval(value, rw);
+                    if let Some(slot) = rw.vars.get_mut(*var) {
+                        *slot = Some(v);
+                    }
+                    Flow::Next
+                }
+                Op::SetArgs(value) => {
+                    rw.args = Some(self.eval(value, rw));
+                    Flow::Next
+                }
+                Op::Rewrite(r) => self.rewrite(r, rw),
+                Op::Return(r) => Flow::Stop(Outcome::Return(r)),
+                Op::Break => {
+                    if std::mem::take(&mut rw.uri_changed) {
+                        rw.location_invalid = true;
+                    }
+                    Flow::Exit
+                }
+                Op::If(i) => self.if_(i, rw),
+            };
+            if !matches!(flow, Flow::Next) {
+                return flow;
+            }
+        }
+        Flow::Next
+    }
+
+    fn if_<'s>(&self, i: &'s IfRt, rw: &mut RwState) -> Flow<'s> {
+        if self.test(&i.cond, rw) {
+            self.ops(&i.body, rw)
+        } else {
+            Flow::Next
+        }
+    }
+
+    fn test(&self, c: &Cond, rw: &mut RwState) -> bool {
+        match c {
+            Cond::Set(var) => {
+                let v = self.var(var, rw);
+                !(v.is_empty() || v == b"0")
+            }
+            Cond::Equals { var, value, negate } => {
+                (self.var(var, rw) == self.eval(value, rw)) != *negate
+            }
+            Cond::Matches {
+                var,
+                matcher,
+                negate,
+            } => {
+                let text = String::from_utf8_lossy(&self.var(var, rw)).into_owned();
+                self.matches(matcher, &text, rw) != *negate
+            }
+        }
+    }
+
+    /// Matches `text`, keeping the captures (or clearing them on a miss), as
+    /// `ngx_http_script_regex_start_code` does, with its `rewrite_log` lines.
+    fn matches(&self, m: &Matcher, text: &str, rw: &mut RwState) -> bool {
+        match m.re.captures(text) {
+            Some(c) => {
+                self.notice(format_args!("\"{}\" matches \"{text}\"", m.pattern));
+                rw.set_captures(&c, text, &m.names);
+                true
+            }
+            None => {
+                self.notice(format_args!("\"{}\" does not match \"{text}\"", m.pattern));
+                rw.clear_captures();
+                false
+            }
+        }
+    }
+
+    fn rewrite<'s>(&self, r: &RewriteRt, rw: &mut RwState) -> Flow<'s> {
+        let uri = rw.uri.clone().unwrap_or_else(|| self.req.path.to_string());
+        if !self.matches(&r.matcher, &uri, rw) {
+            return Flow::Next;
+        }
+        let rule = &r.rule;
+        let args = self.args(rw).to_vec();
+        if let Some(status) = rule.redirect {
+            let mut location = self.eval(&rule.replacement, rw);
+            if rule.add_args && !args.is_empty() {
+                location.push(if rule.has_args { b'&' } else { b'?' });
+                location.extend_from_slice(&args);
+            }
+            let shown = String::from_utf8_lossy(&location);
+            self.notice(format_args!("rewritten redirect: \"{shown}\""));
+            return Flow::Stop(Outcome::Redirect { status, location });
+        }
+        rw.internal = true;
+        if rule.flag == RewriteFlag::Break {
+            rw.location_invalid = true;
+            rw.uri_changed = false;
+        } else {
+            rw.uri_changed = true;
+        }
+        let (new_uri, new_args) = self.eval_split(&rule.replacement, rw);
+        match new_args {
+            Some(mut a) => {
+                if rule.add_args && !args.is_empty() {
+                    a.push(b'&');
+                    a.extend_from_slice(&args);
+                }
+                rw.args = Some(a);
+            }
+            None if !rule.add_args => rw.args = Some(Vec::new()),
+            None => {}
+        }
+        if new_uri.is_empty() {
+            self.error(format_args!("the rewritten URI has a zero length"));
+            return Flow::Stop(Outcome::Status(500));
+        }
+        let new_uri = String::from_utf8_lossy(&new_uri).into_owned();
+        let shown = String::from_utf8_lossy(self.args(rw)).into_owned();
+        self.notice(format_args!(
+            "rewritten data: \"{new_uri}\", args: \"{shown}\""
+        ));
+        rw.uri = Some(new_uri);
+        match rule.flag {
+            RewriteFlag::None => Flow::Next,
+            _ => Flow::Exit,
+        }
+    }
+
+    /// The arguments as they stand.
+    fn args<'r>(&'r self, rw: &'r RwState) -> &'r [u8] {
+        match &rw.args {
+            Some(a) => a,
+            None => {
+                let target = vars::origin_path(self.req.head.target.get(self.req.buf));
+                match target.iter().position(|&b| b == b'?') {
+                    Some(i) => &target[i + 1..],
+                    None => b"",
+                }
+            }
+        }
+    }
+
+    fn vars<'r>(&'r self, rw: &'r RwState) -> vars::Vars<'r> {
+        let mut v = self.req.vars("", None, Some(self.snap));
+        v.rw = Some(rw);
+        v
+    }
+
+    fn eval(&self, t: &Template, rw: &RwState) -> Vec<u8> {
+        let mut out = Vec::new();
+        vars::render(&mut out, t, &self.vars(rw), false);
+        out
+    }
+
+    fn var(&self, var: &ringfront_config::Variable, rw: &RwState) -> Vec<u8> {
+        let mut out = Vec::new();
+        vars::push_var(&mut out, var, &self.vars(rw), false);
+        out
+    }
+
+    /// A replacement split at its first literal `?`: the URI, and the new arguments
+    /// (`ngx_http_script_compile` with `compile_args`).
+    fn eval_split(&self, t: &Template, rw: &RwState) -> (Vec<u8>, Option<Vec<u8>>) {
+        let v = self.vars(rw);
+        let mut out = Vec::new();
+        let mut split = None;
+        for part in &t.parts {
+            match part {
+                TemplatePart::Literal(s) if split.is_none() && s.contains('?') => {
+                    let (a, b) = s.split_once('?').unwrap_or((s, ""));
+                    out.extend_from_slice(a.as_bytes());
+                    split = Some(out.len());
+                    out.extend_from_slice(b.as_bytes());
+                }
+                TemplatePart::Literal(s) => out.extend_from_slice(s.as_bytes()),
+                TemplatePart::Var(var) => vars::push_var(&mut out, var, &v, false),
+            }
+        }
+        match split {
+            Some(i) => {
+                let args = out.split_off(i);
+                (out, Some(args))
+            }
+            None => (out, None),
+        }
+    }
+
+    fn notice(&self, msg: std::fmt::Arguments<'_>) {
+        if self.log {
+            self.line(LogLevel::Notice, msg);
+        }
+    }
+
+    fn error(&self, msg: std::fmt::Arguments<'_>) {
+        self.line(LogLevel::Error, msg);
+    }
+
+    fn line(&self, level: LogLevel, msg: std::fmt::Arguments<'_>) {
+        let ctx = self.req.log_context(None);
+        let conn = self.req.conn_id;
+        self.w
+            .log(self.snap, level, conn, format_args!("{msg}{ctx}"));
+    }
+}

@@ -1,0 +1,96 @@
+//! What the rewrite directives changed for one request: the URI and arguments, the
+//! variables `set` gave values, and the captures of the last successful regex match. Empty
+//! (nothing allocated) for a configuration without rewrite directives.
+
+/// Captures `$0`..`$9`, as nginx keeps them (`r->captures`).
+const CAPTURES: usize = 10;
+
+#[derive(Debug, Default)]
+pub struct RwState {
+    /// The rewritten URI; `None`: the request's own.
+    pub uri: Option<String>,
+    /// The rewritten arguments; `None`: the request's own, `Some(empty)`: none.
+    pub args: Option<Vec<u8>>,
+    /// `Variable::User(i)`'s value; `None` until something sets it.
+    pub vars: Vec<Option<Vec<u8>>>,
+    /// A rewrite changed the URI (nginx's `r->internal`): the request line sent upstream
+    /// is built from it, and `internal` locations may be chosen.
+    pub internal: bool,
+    /// A `rewrite ... break` (or `break` after a change) made the location's `proxy_pass`
+    /// URI part meaningless (nginx's `r->valid_location = 0`): the URI is sent whole.
+    pub location_invalid: bool,
+    /// The location's directives changed the URI: search the location again.
+    pub uri_changed: bool,
+    /// The string the captures index into (the subject of the last match).
+    subject: Vec<u8>,
+    caps: [Option<(usize, usize)>; CAPTURES],
+    ncaps: usize,
+}
+
+impl RwState {
+    /// A state with a slot for each of the configuration's `variables`.
+    pub fn new(variables: usize) -> Self {
+        RwState {
+            vars: vec![None; variables],
+            ..RwState::default()
+        }
+    }
+
+    /// Capture `n` of the last match, if it took part.
+    pub fn capture(&self, n: usize) -> Option<&[u8]> {
+        if n >= self.ncaps {
+            return None;
+        }
+        let (a, b) = self.caps.get(n).copied().flatten()?;
+        self.subject.get(a..b)
+    }
+
+    /// A failed match: the captures are gone (nginx sets `r->ncaptures = 0`).
+    pub fn clear_captures(&mut self) {
+        self.ncaps = 0;
+    }
+
+    /// Keeps the captures of a successful match of `subject`, and fills the slots of its
+    /// named groups (`names`: group index, slot).
+    pub fn set_captures(
+        &mut self,
+        c: &regex::Captures<'_>,
+        subject: &str,
+        names: &[(usize, usize)],
+    ) {
+        self.subject.clear();
+        self.subject.extend_from_slice(subject.as_bytes());
+        self.ncaps = c.len().min(CAPTURES);
+        for (i, slot) in self.caps.iter_mut().enumerate() {
+            *slot = c.get(i).map(|m| (m.start(), m.end()));
+        }
+        for &(group, slot) in names {
+            let value = c.get(group).map(|m| m.as_str().as_bytes().to_vec());
+            if let Some(v) = self.vars.get_mut(slot) {
+                *v = Some(value.unwrap_or_default());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn captures_of_the_last_match() {
+        let mut s = RwState::new(1);
+        let re = regex::Regex::new("^/(?P<a>x+)/(y)?(z)").unwrap();
+        let c = re.captures("/xx/z").unwrap();
+        s.set_captures(&c, "/xx/z", &[(1, 0)]);
+        assert_eq!(s.capture(0), Some(&b"/xx/z"[..]));
+        assert_eq!(s.capture(1), Some(&b"xx"[..]));
+        assert_eq!(s.capture(2), None, "a group that did not take part");
+        assert_eq!(s.capture(3), Some(&b"z"[..]));
+        assert_eq!(s.capture(4), None);
+        assert_eq!(s.vars[0].as_deref(), Some(&b"xx"[..]));
+        s.clear_captures();
+        assert_eq!(s.capture(1), None);
+        assert_eq!(s.vars[0].as_deref(), Some(&b"xx"[..]), "named values stay");
+    }
+}
