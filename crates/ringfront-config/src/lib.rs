@@ -28,9 +28,10 @@
 //! - Refused rather than ignored (`"NAME" directive is not supported by ringfront` for a
 //!   directive of stock nginx, see `nginx_directives.txt`; "not supported yet" for
 //!   parameters and forms): `sticky`,
-//!   `resolve`, `service=`, `if`/`rewrite`/`set`, named locations,
+//!   `resolve`, `service=`, directives inside `if` other than the rewrite module's,
+//!   `set` of a map/geo/split_clients variable, named locations,
 //!   variables in `proxy_pass`, https and unix-socket upstreams, `listen ... ssl|http2`,
-//!   `gzip on`, `proxy_redirect` rules, regex captures (`$1`), `error_page ... = URI`,
+//!   `gzip on`, `proxy_redirect` rules, `error_page ... = URI`,
 //!   `worker_cpu_affinity auto MASK`; `worker_processes 0` is refused.
 //! - Include cycles and nesting deeper than 100 levels are errors (nginx would recurse).
 

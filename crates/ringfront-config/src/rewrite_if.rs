@@ -5,7 +5,7 @@
 use crate::directives::{for_each, IF};
 use crate::error::ConfigError;
 use crate::model::Variable;
-use crate::rewrite_model::{Condition, If, RewriteOp};
+use crate::rewrite_model::{Condition, FileTest, If, RewriteOp};
 use crate::tree::Directive;
 use crate::values::{check_regex, err, template};
 
@@ -95,13 +95,22 @@ fn condition(d: &Directive) -> Result<Condition, ConfigError> {
     }
     let file_test =
         (cur.len() == 2 && cur.starts_with('-')) || (cur.len() == 3 && cur.starts_with("!-"));
-    if file_test {
-        return Err(err(
-            d,
-            format!("file tests in \"if\" (\"{cur}\") are not supported yet"),
-        ));
+    if !file_test || words.len() != 2 {
+        return Err(invalid(d, cur));
     }
-    Err(invalid(d, cur))
+    let path = template(d, words[1])?;
+    let test = match cur.trim_start_matches('!') {
+        "-f" => FileTest::Plain,
+        "-d" => FileTest::Dir,
+        "-e" => FileTest::Exists,
+        "-x" => FileTest::Exec,
+        _ => return Err(invalid(d, cur)),
+    };
+    Ok(Condition::File {
+        test,
+        path,
+        negate: cur.starts_with('!'),
+    })
 }
 
 fn variable(d: &Directive, name: &str) -> Result<Variable, ConfigError> {

@@ -80,6 +80,25 @@ pub enum Condition {
         case_insensitive: bool,
         negate: bool,
     },
+    /// `(-f PATH)`, `-d`, `-e`, `-x`, and `!-f` ...: PATH (with variables) on disk.
+    File {
+        test: FileTest,
+        path: Template,
+        negate: bool,
+    },
+}
+
+/// What a file test asks of a path (symbolic links followed, as nginx's `stat()`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileTest {
+    /// `-f`: a regular file.
+    Plain,
+    /// `-d`: a directory.
+    Dir,
+    /// `-e`: anything.
+    Exists,
+    /// `-x`: the owner may execute it (a directory too, as nginx's `ngx_is_exec`).
+    Exec,
 }
 
 impl crate::model::LocationSettings {

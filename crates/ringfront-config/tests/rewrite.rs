@@ -145,10 +145,9 @@ fn errors_read_like_nginx() {
             "location / { if ($host) { proxy_pass http://a; } }",
             "\"proxy_pass\" directive inside \"if\" is not supported yet in F:4",
         ),
-        (
-            "if (-f /x) { }",
-            "file tests in \"if\" (\"-f\") are not supported yet in F:4",
-        ),
+        ("if (-q /x) { }", "invalid condition \"-q\" in F:4"),
+        ("if (-f) { }", "invalid condition \"-f\" in F:4"),
+        ("if (!-f /a /b) { }", "invalid condition \"!-f\" in F:4"),
     ];
     for (body, want) in cases {
         assert_eq!(in_server(body), want, "{body}");

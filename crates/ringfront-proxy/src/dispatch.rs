@@ -37,14 +37,14 @@ pub(crate) fn server<'s>(
 /// The location that answers (after the rewrite phases) and how. `req` is the request
 /// before its body is read (`req.path`: its own URI); `rw` collects what the rewrite
 /// directives change.
-pub(crate) fn location<'s>(
+pub(crate) async fn location<'s>(
     w: &Worker,
     snap: &Snapshot,
     server: &'s ServerRt,
     req: &Req<'_>,
     rw: &mut RwState,
 ) -> (&'s LocationRt, Outcome<'s>) {
-    crate::rewrite::process(w, snap, server, req, rw)
+    crate::rewrite::process(w, snap, server, req, rw).await
 }
 
 /// nginx's access phase (allow/deny), before the body is read: the first matching rule

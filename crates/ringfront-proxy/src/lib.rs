@@ -30,6 +30,7 @@ mod response_headers;
 mod rewrite;
 mod rewrite_rt;
 mod rewrite_state;
+mod rewrite_unescape;
 mod route;
 mod runtime;
 mod session;

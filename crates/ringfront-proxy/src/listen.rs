@@ -69,7 +69,7 @@ pub(crate) fn bind_failed(addr: SocketAddr, e: &io::Error) -> io::Error {
 
 /// `98: Address already in use` (nginx's `(errno: strerror)`), from Rust's
 /// `Address already in use (os error 98)`.
-fn os_error(e: &io::Error) -> String {
+pub(crate) fn os_error(e: &io::Error) -> String {
     let text = e.to_string();
     match e.raw_os_error() {
         Some(n) => {

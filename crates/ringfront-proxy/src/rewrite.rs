@@ -6,7 +6,7 @@
 
 use std::borrow::Cow;
 
-use ringfront_config::{LogLevel, Return, RewriteFlag, Template, TemplatePart};
+use ringfront_config::{FileTest, LogLevel, Return, RewriteFlag, Template, TemplatePart};
 
 use crate::req::Req;
 use crate::rewrite_rt::{Cond, IfRt, Matcher, Op, RewriteRt};
@@ -51,7 +51,7 @@ struct Run<'a> {
 
 /// Runs the rewrite phases; the location that answers and how. `req.path` is the
 /// request's own URI.
-pub fn process<'s>(
+pub async fn process<'s>(
     w: &Worker,
     snap: &Snapshot,
     server: &'s ServerRt,
@@ -64,7 +64,7 @@ pub fn process<'s>(
         req,
         log: server.fallback.settings.rewrite_log,
     };
-    if let Flow::Stop(o) = run.ops(&server.rewrite.ops, rw) {
+    if let Flow::Stop(o) = run.ops(&server.rewrite.ops, rw).await {
         return (&server.fallback, o);
     }
     let mut changes = MAX_URI_CHANGES;
@@ -82,7 +82,7 @@ pub fn process<'s>(
             return (loc, Outcome::Status(404));
         }
         run.log = loc.settings.rewrite_log;
-        if let Flow::Stop(o) = run.ops(&loc.rewrite.ops, rw) {
+        if let Flow::Stop(o) = run.ops(&loc.rewrite.ops, rw).await {
             return (loc, o);
         }
         if !rw.uri_changed {
@@ -107,7 +107,7 @@ fn location_captures(loc: &LocationRt, uri: &str, rw: &mut RwState) {
 }
 
 impl<'a> Run<'a> {
-    fn ops<'s>(&self, ops: &'s [Op], rw: &mut RwState) -> Flow<'s> {
+    async fn ops<'s>(&self, ops: &'s [Op], rw: &mut RwState) -> Flow<'s> {
         for op in ops {
             let flow = match op {
                 Op::Set { var, value } => {
@@ -129,7 +129,7 @@ impl<'a> Run<'a> {
                     }
                     Flow::Exit
                 }
-                Op::If(i) => self.if_(i, rw),
+                Op::If(i) => self.if_(i, rw).await,
             };
             if !matches!(flow, Flow::Next) {
                 return flow;
@@ -138,15 +138,16 @@ impl<'a> Run<'a> {
         Flow::Next
     }
 
-    fn if_<'s>(&self, i: &'s IfRt, rw: &mut RwState) -> Flow<'s> {
-        if self.test(&i.cond, rw) {
-            self.ops(&i.body, rw)
+    async fn if_<'s>(&self, i: &'s IfRt, rw: &mut RwState) -> Flow<'s> {
+        if self.test(&i.cond, rw).await {
+            // Boxed: the body's directives are this same future one level down.
+            Box::pin(self.ops(&i.body, rw)).await
         } else {
             Flow::Next
         }
     }
 
-    fn test(&self, c: &Cond, rw: &mut RwState) -> bool {
+    async fn test(&self, c: &Cond, rw: &mut RwState) -> bool {
         match c {
             Cond::Set(var) => {
                 let v = self.var(var, rw);
@@ -163,6 +164,40 @@ impl<'a> Run<'a> {
                 let text = String::from_utf8_lossy(&self.var(var, rw)).into_owned();
                 self.matches(matcher, &text, rw) != *negate
             }
+            Cond::File { test, path, negate } => {
+                let path = self.eval(path, rw);
+                self.file(*test, &path).await != *negate
+            }
+        }
+    }
+
+    /// `-f`, `-d`, `-e`, `-x` as `ngx_http_script_file_code` answers them, the `stat()`
+    /// through the ring; a failure other than "not there" is logged at `crit` and the
+    /// test is false.
+    async fn file(&self, test: FileTest, path: &[u8]) -> bool {
+        use std::os::unix::ffi::OsStrExt;
+        use std::os::unix::fs::MetadataExt;
+        let os = std::path::Path::new(std::ffi::OsStr::from_bytes(path));
+        let meta = match monoio::fs::metadata(os).await {
+            Ok(m) => m,
+            Err(e) => {
+                let quiet = [libc::ENOENT, libc::ENOTDIR, libc::ENAMETOOLONG];
+                if !e.raw_os_error().is_some_and(|c| quiet.contains(&c)) {
+                    let shown = String::from_utf8_lossy(path);
+                    let why = crate::listen::os_error(&e);
+                    self.line(
+                        LogLevel::Crit,
+                        format_args!("stat() \"{shown}\" failed ({why})"),
+                    );
+                }
+                return false;
+            }
+        };
+        match test {
+            FileTest::Plain => meta.is_file(),
+            FileTest::Dir => meta.is_dir(),
+            FileTest::Exists => true,
+            FileTest::Exec => meta.mode() & 0o100 != 0,
         }
     }
 
@@ -191,7 +226,8 @@ impl<'a> Run<'a> {
         let rule = &r.rule;
         let args = self.args(rw).to_vec();
         if let Some(status) = rule.redirect {
-            let mut location = self.eval(&rule.replacement, rw);
+            let mut location =
+                crate::rewrite_unescape::unescape_redirect(&self.eval(&rule.replacement, rw));
             if rule.add_args && !args.is_empty() {
                 location.push(if rule.has_args { b'&' } else { b'?' });
                 location.extend_from_slice(&args);

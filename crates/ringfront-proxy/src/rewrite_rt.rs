@@ -56,6 +56,11 @@ pub enum Cond {
         matcher: Matcher,
         negate: bool,
     },
+    File {
+        test: ringfront_config::FileTest,
+        path: Template,
+        negate: bool,
+    },
 }
 
 impl Matcher {
@@ -139,6 +144,11 @@ fn build_cond(c: &Condition, variables: &[String]) -> Result<Cond, BuildError> {
         } => Cond::Matches {
             var: var.clone(),
             matcher: Matcher::build(regex, *case_insensitive, variables)?,
+            negate: *negate,
+        },
+        Condition::File { test, path, negate } => Cond::File {
+            test: *test,
+            path: path.clone(),
             negate: *negate,
         },
     })

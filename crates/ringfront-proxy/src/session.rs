@@ -319,7 +319,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
             tls: tls.as_deref(),
             rw: None,
         };
-        crate::dispatch::location(w, &snap, server, &pre, &mut rw)
+        crate::dispatch::location(w, &snap, server, &pre, &mut rw).await
     };
     let s = &loc.settings;
     let age_ms = crate::clock::now_ms().saturating_sub(opened_ms);

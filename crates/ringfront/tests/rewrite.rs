@@ -10,6 +10,14 @@ mod common;
 use common::fill;
 use ringfront_testkit::{Backend, Client};
 
+/// A folder with a file `file` and a folder `dir`, for the file tests.
+fn files() -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("ringfront-rewrite-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("dir")).expect("test folder");
+    std::fs::write(dir.join("file"), b"").expect("test file");
+    dir
+}
+
 fn config(p: u16, backend: u16) -> String {
     fill(
         r#"worker_processes 1;
@@ -114,6 +122,24 @@ http {
             internal;
             return 200 "secret $uri\n";
         }
+        location /ftest/ {
+            if (-f {DIR}/file) {
+                set $f "f";
+            }
+            if (-d {DIR}/$arg_d) {
+                set $d "d";
+            }
+            if (!-e {DIR}/none) {
+                set $e "!e";
+            }
+            if (-x {DIR}/dir) {
+                set $x "x";
+            }
+            if (-f {DIR}/dir) {
+                set $x "wrong";
+            }
+            return 200 "files $f$d$e$x\n";
+        }
         location /open/ {
             rewrite ^/open/(.*)$ /secret/$1 last;
         }
@@ -137,12 +163,20 @@ http {
     }
 }
 "#,
-        &[("PORT", p.to_string()), ("BACKEND", backend.to_string())],
+        &[
+            ("PORT", p.to_string()),
+            ("BACKEND", backend.to_string()),
+            ("DIR", files().display().to_string()),
+        ],
     )
 }
 
 /// (Host, target, extra header fields).
-type Request = (&'static str, &'static str, &'static [(&'static str, &'static str)]);
+type Request = (
+    &'static str,
+    &'static str,
+    &'static [(&'static str, &'static str)],
+);
 
 const REQUESTS: &[Request] = &[
     ("localhost", "/old/abc?k=1", &[]),
@@ -176,6 +210,8 @@ const REQUESTS: &[Request] = &[
     ("localhost", "/order/", &[]),
     ("localhost", "/secret/x", &[]),
     ("localhost", "/open/y", &[]),
+    ("localhost", "/ftest/?d=dir", &[]),
+    ("localhost", "/ftest/?d=file", &[]),
     ("other", "/a/b?c=d", &[]),
     ("ret", "/x?y=1", &[]),
 ];
@@ -225,4 +261,52 @@ fn rewrite_matches_nginx() {
     assert!(n[0].contains("new uri=/new/abc args=k=1"), "{n:?}");
     assert!(n[15].contains("upstream /q/one?k=1"), "{n:?}");
     assert!(n[10].starts_with("500 "), "{n:?}");
+    assert!(n[31].ends_with("files fd!ex\n"), "{n:?}");
+}
+
+/// `rewrite_log on`: nginx's notice lines for each match, miss and result, with the
+/// request's context.
+#[test]
+fn rewrite_log_lines_read_as_nginx() {
+    let p = common::port();
+    let cfg = fill(
+        r#"events {}
+error_log stderr notice;
+http {
+    access_log off;
+    server {
+        listen 127.0.0.1:{PORT};
+        location /rl {
+            rewrite_log on;
+            rewrite ^/nomatch /x;
+            rewrite ^/rl/(.*)$ /new/$1 last;
+        }
+        location /new/ {
+            return 200 "n";
+        }
+    }
+}
+"#,
+        &[("PORT", p.to_string())],
+    );
+    let rf = ringfront_testkit::Ringfront::start(&cfg);
+    let mut c = Client::connect(("127.0.0.1", p));
+    assert_eq!(c.request("GET", "/rl/x?a=1", &[], b"").text(), "n");
+    let ctx = format!(
+        ", client: 127.0.0.1, server: , request: \"GET /rl/x?a=1 HTTP/1.1\", host: \"127.0.0.1:{p}\""
+    );
+    for line in [
+        "\"^/nomatch\" does not match \"/rl/x\"".to_string(),
+        "\"^/rl/(.*)$\" matches \"/rl/x\"".to_string(),
+        "rewritten data: \"/new/x\", args: \"a=1\"".to_string(),
+    ] {
+        let want = format!("{line}{ctx}");
+        assert!(
+            rf.wait_for_stderr(&want, std::time::Duration::from_secs(5)),
+            "{want}"
+        );
+        let lines = rf.stderr_lines();
+        let got = lines.iter().find(|l| l.contains(&want));
+        assert!(got.is_some_and(|l| l.contains("[notice] ")), "{got:?}");
+    }
 }
