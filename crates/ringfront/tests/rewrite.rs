@@ -70,6 +70,12 @@ http {
             rewrite ^/plain/(.*)$ /other/$1?k=v break;
             proxy_pass http://127.0.0.1:{BACKEND};
         }
+        location /ifp/ {
+            proxy_pass http://127.0.0.1:{BACKEND}/base/;
+            if ($arg_t) {
+                set $x 1;
+            }
+        }
         location /tolast/ {
             rewrite ^/tolast/(.*)$ /pp/$1 last;
         }
@@ -211,6 +217,8 @@ const REQUESTS: &[Request] = &[
     ("localhost", "/secret/x", &[]),
     ("localhost", "/open/y", &[]),
     ("localhost", "/ftest/?d=dir", &[]),
+    ("localhost", "/ifp/a?t=1", &[]),
+    ("localhost", "/ifp/b", &[]),
     ("localhost", "/ftest/?d=file", &[]),
     ("other", "/a/b?c=d", &[]),
     ("ret", "/x?y=1", &[]),
