@@ -109,7 +109,7 @@ impl Relay<'_> {
         let keep =
             req.keep_alive && !matches!(mode, Mode::UntilClose | Mode::Dechunk(_)) && !upgrade;
         out.clear();
-        let decor = Decor::new(s, Some(req));
+        let decor = Decor::new(s, Some(req)).with_snap(self.cx.snap);
         let head_bytes =
             encode_head(self.head, &rbuf, upgrade, keep, &mode, &decor, &mut out) as u64;
         // Body bytes that came with the head.

@@ -20,7 +20,7 @@ impl<'a> Answer<'a> {
     /// For a request read whole, answered in its location.
     pub fn of(cx: &'a Cx<'_>) -> Self {
         Answer {
-            decor: Decor::new(cx.settings(), Some(cx.req)),
+            decor: Decor::new(cx.settings(), Some(cx.req)).with_snap(cx.snap),
             keep_alive: cx.req.keep_alive,
             head_only: cx.req.head_only,
         }

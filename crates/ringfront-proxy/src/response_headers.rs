@@ -47,6 +47,8 @@ pub struct Decor<'a> {
     adds: &'a [AddHeader],
     /// For variables in `add_header` values.
     req: Option<&'a Req<'a>>,
+    /// For `map`, `geo` and `split_clients` variables in them.
+    snap: Option<&'a crate::snapshot::Snapshot>,
 }
 
 impl<'a> Decor<'a> {
@@ -58,6 +60,7 @@ impl<'a> Decor<'a> {
             date: crate::date::now(),
             adds: &settings.add_headers,
             req,
+            snap: None,
         }
     }
 
@@ -90,6 +93,12 @@ impl<'a> Decor<'a> {
         })
     }
 
+    /// With the configuration's `map`, `geo` and `split_clients` variables.
+    pub fn with_snap(mut self, snap: &'a crate::snapshot::Snapshot) -> Self {
+        self.snap = Some(snap);
+        self
+    }
+
     /// The `add_header`s that apply to `status`, in order; one whose value is empty is left
     /// out. Nothing is built when none is configured. Without a request (refused before it
     /// was read whole) variables are empty.
@@ -98,7 +107,7 @@ impl<'a> Decor<'a> {
             return;
         }
         let vars = self.req.map(|r| {
-            let mut v = r.vars("", None, None);
+            let mut v = r.vars("", None, self.snap);
             v.status = status;
             v
         });

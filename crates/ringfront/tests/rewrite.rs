@@ -25,6 +25,10 @@ events { worker_connections 64; }
 http {
     access_log off;
     server_tokens off;
+    map $arg_v $mapped {
+        9       nine;
+        default other;
+    }
     server {
         listen 127.0.0.1:{PORT};
         server_name localhost;
@@ -101,7 +105,7 @@ http {
         }
         location /hdr/ {
             set $tag "t-$arg_v";
-            add_header X-Tag $tag;
+            add_header X-Tag $tag-$mapped;
             return 200 "tag\n";
         }
         location /unset/ {
