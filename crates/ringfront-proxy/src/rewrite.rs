@@ -119,6 +119,7 @@ impl<'a> Run<'a> {
                 }
                 Op::SetArgs(value) => {
                     rw.args = Some(self.eval(value, rw));
+                    rw.rebuild = true;
                     Flow::Next
                 }
                 Op::Rewrite(r) => self.rewrite(r, rw),
@@ -237,6 +238,7 @@ impl<'a> Run<'a> {
             return Flow::Stop(Outcome::Redirect { status, location });
         }
         rw.internal = true;
+        rw.rebuild = true;
         if rule.flag == RewriteFlag::Break {
             rw.location_invalid = true;
             rw.uri_changed = false;

@@ -13,9 +13,12 @@ pub struct RwState {
     pub args: Option<Vec<u8>>,
     /// `Variable::User(i)`'s value; `None` until something sets it.
     pub vars: Vec<Option<Vec<u8>>>,
-    /// A rewrite changed the URI (nginx's `r->internal`): the request line sent upstream
-    /// is built from it, and `internal` locations may be chosen.
+    /// A rewrite changed the URI (nginx's `r->internal`): `internal` locations may be
+    /// chosen.
     pub internal: bool,
+    /// The URI or the arguments changed (a rewrite, `set $args`; nginx's
+    /// `r->valid_unparsed_uri = 0`): the request line sent upstream is built from them.
+    pub rebuild: bool,
     /// A `rewrite ... break` (or `break` after a change) made the location's `proxy_pass`
     /// URI part meaningless (nginx's `r->valid_location = 0`): the URI is sent whole.
     pub location_invalid: bool,

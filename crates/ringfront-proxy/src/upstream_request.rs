@@ -14,7 +14,7 @@ use crate::vars;
 /// The URI sent upstream: unchanged, or with the matched prefix replaced by proxy_pass's URI.
 fn upstream_uri(cx: &Cx<'_>, out: &mut Vec<u8>) {
     let req = cx.req;
-    if let Some(rw) = req.rw.filter(|rw| rw.internal) {
+    if let Some(rw) = req.rw.filter(|rw| rw.rebuild) {
         return rewritten_uri(cx, rw, out);
     }
     let target = vars::origin_path(req.head.target.get(req.buf));
@@ -42,7 +42,7 @@ fn upstream_uri(cx: &Cx<'_>, out: &mut Vec<u8>) {
     }
 }
 
-/// After a rewrite nginx builds the request line from `$uri` and `$args`
+/// After a rewrite or `set $args` nginx builds the request line from `$uri` and `$args`
 /// (`ngx_http_proxy_create_request`): `proxy_pass`'s URI part replaces the location's
 /// prefix, unless `rewrite ... break` (or `break` after a change) stayed in the location,
 /// when the URI goes whole. ringfront's URI is not percent-decoded, so only the bytes

@@ -80,6 +80,14 @@ http {
                 set $x 1;
             }
         }
+        location /sa/ {
+            set $args "n=1";
+            proxy_pass http://127.0.0.1:{BACKEND}/base/;
+        }
+        location /sb/ {
+            set $args "n=1";
+            proxy_pass http://127.0.0.1:{BACKEND};
+        }
         location /tolast/ {
             rewrite ^/tolast/(.*)$ /pp/$1 last;
         }
@@ -223,6 +231,8 @@ const REQUESTS: &[Request] = &[
     ("localhost", "/ftest/?d=dir", &[]),
     ("localhost", "/ifp/a?t=1", &[]),
     ("localhost", "/ifp/b", &[]),
+    ("localhost", "/sa/x?k=1", &[]),
+    ("localhost", "/sb/x?k=1", &[]),
     ("localhost", "/ftest/?d=file", &[]),
     ("other", "/a/b?c=d", &[]),
     ("ret", "/x?y=1", &[]),
