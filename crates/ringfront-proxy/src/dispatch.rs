@@ -15,13 +15,14 @@ use crate::stream::ClientStream;
 use crate::worker::Worker;
 use crate::{local, vars};
 
-/// The server (by `Host`) of a request.
+/// The server (by `Host`) of a request, and the index of the `server_name` regex that
+/// chose it.
 pub(crate) fn server<'s>(
     snap: &'s Snapshot,
     candidates: &[usize],
     buf: &[u8],
     head: &RequestHead,
-) -> Option<&'s ServerRt> {
+) -> Option<(&'s ServerRt, Option<usize>)> {
     // Server names are stored lower-cased; copy the Host only when it is not.
     let host = vars::host(buf, head);
     let lowered;
@@ -31,19 +32,28 @@ pub(crate) fn server<'s>(
     } else {
         host
     };
-    crate::route::server(snap, candidates, host)
+    crate::route::server_by(snap, candidates, host)
 }
 
 /// The location that answers (after the rewrite phases) and how. `req` is the request
 /// before its body is read (`req.path`: its own URI); `rw` collects what the rewrite
-/// directives change.
+/// directives change; `name_regex`: the `server_name` regex that chose the server, whose
+/// captures come first.
 pub(crate) async fn location<'s>(
     w: &Worker,
     snap: &Snapshot,
-    server: &'s ServerRt,
+    (server, name_regex): (&'s ServerRt, Option<usize>),
     req: &Req<'_>,
     rw: &mut RwState,
 ) -> (&'s LocationRt, Outcome<'s>) {
+    if let (true, Some(i)) = (snap.rewriting, name_regex) {
+        let host = String::from_utf8_lossy(vars::host(req.buf, req.head)).to_ascii_lowercase();
+        let re = server.name_regexes.get(i);
+        let names = server.name_captures.get(i).map_or(&[][..], Vec::as_slice);
+        if let Some(c) = re.and_then(|re| re.captures(&host)) {
+            rw.set_captures(&c, &host, names);
+        }
+    }
     crate::rewrite::process(w, snap, server, req, rw).await
 }
 

@@ -24,23 +24,36 @@ fn name_matches(pass: usize, name: &str, host: &str) -> bool {
 /// Picks the server for `host` (lower-cased, port stripped) among `candidates`: exact name,
 /// leading wildcard, trailing wildcard, then regex names in order, else the default server.
 pub fn server<'a>(snap: &'a Snapshot, candidates: &[usize], host: &[u8]) -> Option<&'a ServerRt> {
+    server_by(snap, candidates, host).map(|(s, _)| s)
+}
+
+/// [`server`], with the index of the `server_name` regex that chose it (its captures are
+/// the request's until another regex matches, as nginx's).
+pub fn server_by<'a>(
+    snap: &'a Snapshot,
+    candidates: &[usize],
+    host: &[u8],
+) -> Option<(&'a ServerRt, Option<usize>)> {
     let servers = candidates.iter().filter_map(|&i| snap.servers.get(i));
     let host = std::str::from_utf8(host).unwrap_or("");
     if !host.is_empty() {
         for pass in 0..3 {
             for s in servers.clone() {
                 if s.names.iter().any(|n| name_matches(pass, n, host)) {
-                    return Some(s);
+                    return Some((s, None));
                 }
             }
         }
         for s in servers.clone() {
-            if s.name_regexes.iter().any(|re| re.is_match(host)) {
-                return Some(s);
+            if let Some(i) = s.name_regexes.iter().position(|re| re.is_match(host)) {
+                return Some((s, Some(i)));
             }
         }
     }
-    candidates.first().and_then(|&i| snap.servers.get(i))
+    candidates
+        .first()
+        .and_then(|&i| snap.servers.get(i))
+        .map(|s| (s, None))
 }
 
 fn longest_prefix<'a>(locs: &'a [LocationRt], path: &str) -> Option<&'a LocationRt> {

@@ -295,8 +295,8 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
     _busy.head_read();
     requests += 1;
     let start = Instant::now();
-    let server = crate::dispatch::server(&snap, candidates, &buf, &head)?;
-    let server_name = server.primary_name.as_str();
+    let chosen = crate::dispatch::server(&snap, candidates, &buf, &head)?;
+    let server_name = chosen.0.primary_name.as_str();
     let mut rw = match snap.rewriting {
         true => RwState::new(snap.variables),
         false => RwState::default(),
@@ -319,7 +319,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
             tls: tls.as_deref(),
             rw: None,
         };
-        crate::dispatch::location(w, &snap, server, &pre, &mut rw).await
+        crate::dispatch::location(w, &snap, chosen, &pre, &mut rw).await
     };
     let s = &loc.settings;
     let age_ms = crate::clock::now_ms().saturating_sub(opened_ms);

@@ -119,6 +119,8 @@ pub struct ServerRt {
     pub names: Vec<String>,
     /// `server_name ~regex` entries, tried after the exact and wildcard names.
     pub name_regexes: Vec<Regex>,
+    /// For each of `name_regexes`, the variable slot of each named group.
+    pub name_captures: Vec<Vec<(usize, usize)>>,
     pub locations: Vec<LocationRt>,
     /// Used when no location matches (answers 404, as nginx).
     pub fallback: LocationRt,
@@ -405,7 +407,10 @@ impl Snapshot {
                 .collect::<Result<_, _>>()?;
             let fallback = b.location(None, &s.settings, &[])?;
             let mut name_regexes = Vec::new();
+            let mut name_captures = Vec::new();
             for n in s.server_names.iter().filter_map(|n| n.strip_prefix('~')) {
+                let m = crate::rewrite_rt::Matcher::build(n, true, &cfg.http.variables)?;
+                name_captures.push(m.names);
                 let re = RegexBuilder::new(n)
                     .case_insensitive(true)
                     .build()
@@ -420,6 +425,7 @@ impl Snapshot {
                 false => None,
             };
             servers.push(ServerRt {
+                name_captures,
                 rewrite: crate::rewrite_rt::Program::build(
                     &s.settings.rewrite,
                     &cfg.http.variables,

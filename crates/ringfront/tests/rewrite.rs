@@ -173,6 +173,16 @@ http {
     }
     server {
         listen 127.0.0.1:{PORT};
+        server_name "~^(?<sub>[a-z]+)\.(r)egex\.test$";
+        location / {
+            return 200 "sub=$sub one=$1 two=$2\n";
+        }
+        location ~ ^/l/(.*)$ {
+            return 200 "sub=$sub one=$1 two=$2\n";
+        }
+    }
+    server {
+        listen 127.0.0.1:{PORT};
         server_name ret;
         return 301 https://example.org$request_uri;
         location / {
@@ -236,6 +246,8 @@ const REQUESTS: &[Request] = &[
     ("localhost", "/ftest/?d=file", &[]),
     ("other", "/a/b?c=d", &[]),
     ("ret", "/x?y=1", &[]),
+    ("abc.regex.test", "/x", &[]),
+    ("abc.regex.test", "/l/zz", &[]),
 ];
 
 /// Status, Location (its port made neutral), X-Tag, body — and for proxied requests the
