@@ -106,7 +106,7 @@ pub(crate) fn apply(
         }
         "add_header" => crate::response_headers::add_header(level, d)?,
         "server_tokens" => crate::response_headers::server_tokens(level, d)?,
-        _ if crate::rewrite::apply(level, d, scope.location)? => {}
+        _ if crate::rewrite::apply(level, d, scope)? => {}
         _ if level.ssl.apply(d, scope.prefix)? => {}
         _ if level.proxy_ssl.apply(d, scope.prefix)? => {}
         _ => return Ok(false),

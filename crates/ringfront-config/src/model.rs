@@ -668,6 +668,9 @@ pub struct LocationSettings {
     pub rewrite: Vec<crate::rewrite_model::RewriteOp>,
     /// `rewrite_log on`: notice-level lines about each rewrite step.
     pub rewrite_log: bool,
+    /// The settings of this location's `if` blocks with configuration directives
+    /// (`If::config` indexes them): this location's, with the block's on top.
+    pub if_settings: Vec<LocationSettings>,
     pub error_pages: Vec<ErrorPage>,
     /// `root`, default `html` relative to the prefix (ringfront: the config file's folder).
     pub root: PathBuf,

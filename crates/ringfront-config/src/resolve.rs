@@ -113,7 +113,17 @@ impl Targets<'_> {
         for inner in &loc.locations {
             nested.push(self.location(inner, &merged)?);
         }
+        let mut if_settings = Vec::with_capacity(merged.if_levels.len());
+        for il in &merged.if_levels {
+            // nginx's `if` inherits the location's `proxy_pass` unless it has its own.
+            let pass = match &il.proxy_pass {
+                Some(p) => Some(self.target(p)?),
+                None => proxy_pass.clone(),
+            };
+            if_settings.push(il.inherit(&merged).finish(self.env.prefix, pass)?);
+        }
         let mut settings = merged.finish(self.env.prefix, proxy_pass)?;
+        settings.if_settings = if_settings;
         check_handlers(loc)?;
         self.attach_checks(&loc.own, &settings)?;
         settings.check_status = loc.own.check_status.as_ref().map(|(f, _)| *f);

@@ -2,6 +2,7 @@
 //! `break`, `if`, `rewrite_log`), with the checks and words of `ngx_http_rewrite_module.c`.
 
 use crate::error::ConfigError;
+use crate::handlers::Scope;
 use crate::model::{Return, Variable};
 use crate::rewrite_model::{Rewrite, RewriteFlag, RewriteOp};
 use crate::settings::Level;
@@ -10,14 +11,17 @@ use crate::units::parse_number;
 use crate::values::{check_regex, err, flag, set_once, template};
 
 /// Reads `d` into `level` if it is a rewrite module directive; `Ok(false)` if it is not.
-/// `location`: the level is a location (an `if` there may switch configurations in nginx).
-pub(crate) fn apply(level: &mut Level, d: &Directive, location: bool) -> Result<bool, ConfigError> {
+pub(crate) fn apply(
+    level: &mut Level,
+    d: &Directive,
+    scope: &Scope<'_>,
+) -> Result<bool, ConfigError> {
     let op = match d.name.as_str() {
         "set" => set(d)?,
         "rewrite" => RewriteOp::Rewrite(Box::new(rewrite(d)?)),
         "return" => RewriteOp::Return(return_(d)?),
         "break" => RewriteOp::Break,
-        "if" => crate::rewrite_if::if_block(d, location)?,
+        "if" => crate::rewrite_if::if_block(d, level, scope)?,
         "rewrite_log" => {
             set_once(&mut level.rewrite_log, flag(d)?, d)?;
             return Ok(true);
@@ -28,12 +32,17 @@ pub(crate) fn apply(level: &mut Level, d: &Directive, location: bool) -> Result<
     Ok(true)
 }
 
-/// Reads the directives of an `if` block (already checked against the table) into `ops`.
-pub(crate) fn apply_in_if(ops: &mut Vec<RewriteOp>, d: &Directive) -> Result<(), ConfigError> {
+/// Reads a rewrite directive of an `if` block (already checked against the table) into
+/// `ops`.
+pub(crate) fn apply_in_if(
+    ops: &mut Vec<RewriteOp>,
+    d: &Directive,
+    scope: &Scope<'_>,
+) -> Result<(), ConfigError> {
     let mut level = Level::default();
     // `rewrite_log` inside `if` is accepted and changes nothing: nginx logs with the
     // enclosing level's setting.
-    if !apply(&mut level, d, false)? {
+    if !apply(&mut level, d, scope)? {
         return Err(crate::directives::unhandled(d));
     }
     ops.append(&mut level.rewrite);

@@ -2,23 +2,29 @@
 //! `ngx_http_rewrite_if_condition` reads it (the parentheses may stand alone or touch the
 //! first and last words), and the block's rewrite directives.
 
-use crate::directives::{for_each, IF};
+use crate::directives::{for_each, IF, LOCATION};
 use crate::error::ConfigError;
+use crate::handlers::Scope;
 use crate::model::Variable;
 use crate::rewrite_model::{Condition, FileTest, If, RewriteOp};
+use crate::settings::Level;
 use crate::tree::Directive;
 use crate::values::{check_regex, err, template};
 
-/// Directives nginx allows inside a location's `if` besides the rewrite module's; ringfront
-/// does not switch configurations inside `if` yet.
-const LOCATION_IF: &[&str] = &[
+/// Directives of a location's `if` that make the block a configuration of its own: when
+/// the condition holds, the request is answered with it (nginx switches `r->loc_conf`).
+const CONFIG: &[&str] = &[
     "proxy_pass",
     "add_header",
-    "add_trailer",
-    "expires",
     "root",
     "access_log",
     "error_page",
+];
+
+/// Directives nginx allows inside a location's `if` that ringfront does not have there.
+const LOCATION_IF: &[&str] = &[
+    "add_trailer",
+    "expires",
     "limit_rate",
     "limit_rate_after",
     "sendfile",
@@ -32,25 +38,53 @@ const LOCATION_IF: &[&str] = &[
     "limit_except",
 ];
 
-/// Reads an `if` block; `location`: it is inside a location (not a server).
-pub(crate) fn if_block(d: &Directive, location: bool) -> Result<RewriteOp, ConfigError> {
+/// Reads an `if` block of `level` (a server's or a location's, as `scope` says). In a
+/// location, its configuration directives go into a level of its own, kept in
+/// `level.if_levels`.
+pub(crate) fn if_block(
+    d: &Directive,
+    level: &mut Level,
+    scope: &Scope<'_>,
+) -> Result<RewriteOp, ConfigError> {
     let condition = condition(d)?;
     let mut body = Vec::new();
+    let mut own: Option<Level> = None;
+    // nginx: `proxy_pass` inside `if` may not have a URI part.
+    let inner = Scope {
+        prefix: scope.prefix,
+        formats: scope.formats,
+        regex_location: true,
+        location: true,
+    };
     for c in d.children() {
-        if location && LOCATION_IF.contains(&c.name.as_str()) {
+        let name = c.name.as_str();
+        if scope.location && CONFIG.contains(&name) {
+            crate::directives::check(c, LOCATION)?;
+            let own = own.get_or_insert_with(Level::default);
+            if !crate::handlers::apply(own, c, &inner)? {
+                return Err(crate::directives::unhandled(c));
+            }
+            continue;
+        }
+        if scope.location && LOCATION_IF.contains(&name) {
             return Err(err(
                 c,
-                format!(
-                    "\"{}\" directive inside \"if\" is not supported yet",
-                    c.name
-                ),
+                format!("\"{name}\" directive inside \"if\" is not supported yet"),
             ));
         }
         for_each(std::slice::from_ref(c), IF, |c| {
-            crate::rewrite::apply_in_if(&mut body, c)
+            crate::rewrite::apply_in_if(&mut body, c, scope)
         })?;
     }
-    Ok(RewriteOp::If(Box::new(If { condition, body })))
+    let config = own.map(|own| {
+        level.if_levels.push(own);
+        level.if_levels.len() - 1
+    });
+    Ok(RewriteOp::If(Box::new(If {
+        condition,
+        body,
+        config,
+    })))
 }
 
 fn invalid(d: &Directive, word: &str) -> ConfigError {

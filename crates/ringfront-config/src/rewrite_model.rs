@@ -60,6 +60,11 @@ pub enum RewriteFlag {
 pub struct If {
     pub condition: Condition,
     pub body: Vec<RewriteOp>,
+    /// In a location, an `if` with configuration directives of its own (`proxy_pass`,
+    /// `add_header`, `root`, `access_log`, `error_page`): when the condition holds the
+    /// request is answered with `LocationSettings::if_settings[i]` (the location's settings
+    /// with the block's on top), even after the block's directives end, as nginx.
+    pub config: Option<usize>,
 }
 
 /// What an `if` tests.

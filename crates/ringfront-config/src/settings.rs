@@ -44,6 +44,8 @@ pub(crate) struct Level {
     /// The rewrite module's directives written at this level, in order (never inherited).
     pub rewrite: Vec<RewriteOp>,
     pub rewrite_log: Option<bool>,
+    /// The configurations of this level's `if` blocks (`If::config` indexes them).
+    pub if_levels: Vec<Level>,
     pub error_pages: Option<Vec<ErrorPage>>,
     pub root: Option<PathBuf>,
     pub access_log: Option<Vec<AccessLog>>,
@@ -86,6 +88,7 @@ impl Default for LocationSettings {
             proxy_next_upstream_timeout: Duration::ZERO,
             rewrite: Vec::new(),
             rewrite_log: false,
+            if_settings: Vec::new(),
             error_pages: Vec::new(),
             root: PathBuf::from("html"),
             access_log: Vec::new(),
@@ -145,6 +148,7 @@ impl Level {
             ),
             rewrite: self.rewrite.clone(),
             rewrite_log: pick(&self.rewrite_log, &outer.rewrite_log),
+            if_levels: self.if_levels.clone(),
             error_pages: pick(&self.error_pages, &outer.error_pages),
             root: pick(&self.root, &outer.root),
             access_log: pick(&self.access_log, &outer.access_log),
@@ -202,6 +206,7 @@ impl Level {
                 .unwrap_or(d.proxy_next_upstream_timeout),
             rewrite: self.rewrite,
             rewrite_log: self.rewrite_log.unwrap_or(d.rewrite_log),
+            if_settings: Vec::new(),
             error_pages: self.error_pages.unwrap_or(d.error_pages),
             root: self.root.unwrap_or_else(|| prefix.join(d.root)),
             access_log: self.access_log.unwrap_or(d.access_log),

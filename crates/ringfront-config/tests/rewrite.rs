@@ -142,8 +142,22 @@ fn errors_read_like_nginx() {
             "invalid value \"maybe\" in \"rewrite_log\" directive, it must be \"on\" or \"off\" in F:4",
         ),
         (
-            "location / { if ($host) { proxy_pass http://a; } }",
-            "\"proxy_pass\" directive inside \"if\" is not supported yet in F:4",
+            "location / { if ($host) { expires 1h; } }",
+            "\"expires\" directive inside \"if\" is not supported yet in F:4",
+        ),
+        (
+            "location / { if ($host) { proxy_pass http://127.0.0.1:1/x; } }",
+            "\"proxy_pass\" cannot have URI part in location given by regular expression, or \
+             inside named location, or inside \"if\" statement, or inside \"limit_except\" \
+             block in F:4",
+        ),
+        (
+            "location / { if ($host) { add_header A; } }",
+            "invalid number of arguments in \"add_header\" directive in F:4",
+        ),
+        (
+            "if ($host) { add_header A b; }",
+            "\"add_header\" directive is not allowed here in F:4",
         ),
         ("if (-q /x) { }", "invalid condition \"-q\" in F:4"),
         ("if (-f) { }", "invalid condition \"-f\" in F:4"),
@@ -152,4 +166,46 @@ fn errors_read_like_nginx() {
     for (body, want) in cases {
         assert_eq!(in_server(body), want, "{body}");
     }
+}
+
+#[test]
+fn a_location_if_with_configuration_directives_has_settings_of_its_own() {
+    let cfg = http(
+        "server {
+            location /a {
+                proxy_pass http://127.0.0.1:9001/x/;
+                add_header X-L l;
+                if ($arg_a) { add_header X-I i; return 204; }
+                if ($arg_b) { proxy_pass http://127.0.0.1:9002; }
+                if ($arg_c) { set $v 1; }
+            }
+        }",
+    );
+    let s = &cfg.http.servers[0].locations[0].settings;
+    let configs: Vec<Option<usize>> = s
+        .rewrite
+        .iter()
+        .map(|op| match op {
+            RewriteOp::If(i) => i.config,
+            _ => None,
+        })
+        .collect();
+    assert_eq!(configs, [Some(0), Some(1), None]);
+    assert_eq!(s.if_settings.len(), 2);
+    let names = |s: &ringfront_config::LocationSettings| -> Vec<String> {
+        s.add_headers.iter().map(|a| a.name.clone()).collect()
+    };
+    assert_eq!(names(&s.if_settings[0]), ["X-I"]);
+    assert_eq!(
+        names(&s.if_settings[1]),
+        ["X-L"],
+        "inherited from the location"
+    );
+    let pass = |s: &ringfront_config::LocationSettings| s.proxy_pass.clone().map(|p| p.uri);
+    assert_eq!(
+        pass(&s.if_settings[0]),
+        Some(Some("/x/".into())),
+        "the location's"
+    );
+    assert_eq!(pass(&s.if_settings[1]), Some(None), "its own");
 }

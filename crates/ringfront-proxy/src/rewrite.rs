@@ -40,13 +40,17 @@ enum Flow<'s> {
 }
 
 /// One run of a level's directives.
-struct Run<'a> {
+struct Run<'a, 's> {
     w: &'a Worker,
     snap: &'a Snapshot,
     /// The request, for the variables (its own `rw` is unused: the state is passed along).
     req: &'a Req<'a>,
     /// `rewrite_log` of the level.
     log: bool,
+    /// The location whose directives run (`None`: the server's).
+    base: Option<&'s LocationRt>,
+    /// The configuration of the last `if` of `base` that held and has one.
+    switched: std::cell::Cell<Option<&'s LocationRt>>,
 }
 
 /// Runs the rewrite phases; the location that answers and how. `req.path` is the
@@ -63,6 +67,8 @@ pub async fn process<'s>(
         snap,
         req,
         log: server.fallback.settings.rewrite_log,
+        base: None,
+        switched: std::cell::Cell::new(None),
     };
     if let Flow::Stop(o) = run.ops(&server.rewrite.ops, rw).await {
         return (&server.fallback, o);
@@ -82,11 +88,14 @@ pub async fn process<'s>(
             return (loc, Outcome::Status(404));
         }
         run.log = loc.settings.rewrite_log;
-        if let Flow::Stop(o) = run.ops(&loc.rewrite.ops, rw).await {
-            return (loc, o);
+        run.base = Some(loc);
+        let flow = run.ops(&loc.rewrite.ops, rw).await;
+        let answering = run.switched.take().unwrap_or(loc);
+        if let Flow::Stop(o) = flow {
+            return (answering, o);
         }
         if !rw.uri_changed {
-            return (loc, Outcome::Continue);
+            return (answering, Outcome::Continue);
         }
         if changes == 0 {
             run.error(format_args!(
@@ -106,8 +115,8 @@ fn location_captures(loc: &LocationRt, uri: &str, rw: &mut RwState) {
     }
 }
 
-impl<'a> Run<'a> {
-    async fn ops<'s>(&self, ops: &'s [Op], rw: &mut RwState) -> Flow<'s> {
+impl<'a, 's> Run<'a, 's> {
+    async fn ops<'o>(&self, ops: &'o [Op], rw: &mut RwState) -> Flow<'o> {
         for op in ops {
             let flow = match op {
                 Op::Set { var, value } => {
@@ -139,8 +148,12 @@ impl<'a> Run<'a> {
         Flow::Next
     }
 
-    async fn if_<'s>(&self, i: &'s IfRt, rw: &mut RwState) -> Flow<'s> {
+    async fn if_<'o>(&self, i: &'o IfRt, rw: &mut RwState) -> Flow<'o> {
         if self.test(&i.cond, rw).await {
+            // nginx switches the request to the block's configuration for good.
+            if let Some(c) = i.config.and_then(|n| self.base?.ifs.get(n)) {
+                self.switched.set(Some(c));
+            }
             // Boxed: the body's directives are this same future one level down.
             Box::pin(self.ops(&i.body, rw)).await
         } else {
@@ -219,7 +232,7 @@ impl<'a> Run<'a> {
         }
     }
 
-    fn rewrite<'s>(&self, r: &RewriteRt, rw: &mut RwState) -> Flow<'s> {
+    fn rewrite<'o>(&self, r: &RewriteRt, rw: &mut RwState) -> Flow<'o> {
         let uri = rw.uri.clone().unwrap_or_else(|| self.req.path.to_string());
         if !self.matches(&r.matcher, &uri, rw) {
             return Flow::Next;

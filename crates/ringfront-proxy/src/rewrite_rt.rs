@@ -41,6 +41,8 @@ pub struct RewriteRt {
 pub struct IfRt {
     pub cond: Cond,
     pub body: Vec<Op>,
+    /// The location's `ifs[i]` answers once the condition held.
+    pub config: Option<usize>,
 }
 
 #[derive(Debug)]
@@ -124,6 +126,7 @@ fn build_op(op: &RewriteOp, variables: &[String]) -> Result<Op, BuildError> {
         RewriteOp::If(i) => Op::If(Box::new(IfRt {
             cond: build_cond(&i.condition, variables)?,
             body: build_ops(&i.body, variables)?,
+            config: i.config,
         })),
     })
 }

@@ -110,6 +110,8 @@ pub struct LocationRt {
     pub rewrite: crate::rewrite_rt::Program,
     /// The variable slot of each named group of `regex`: (group index, slot).
     pub capture_names: Vec<(usize, usize)>,
+    /// Its `if` blocks' configurations (`IfRt::config` indexes them).
+    pub ifs: Vec<LocationRt>,
 }
 
 #[derive(Debug)]
@@ -293,7 +295,13 @@ impl Builder<'_> {
                 },
             ),
         };
+        let ifs = settings
+            .if_settings
+            .iter()
+            .map(|s| self.location(matcher.clone(), s, &[]))
+            .collect::<Result<_, _>>()?;
         Ok(LocationRt {
+            ifs,
             rewrite,
             capture_names,
             matcher,

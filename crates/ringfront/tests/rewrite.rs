@@ -88,6 +88,32 @@ http {
             set $args "n=1";
             proxy_pass http://127.0.0.1:{BACKEND};
         }
+        location /cors/ {
+            proxy_pass http://127.0.0.1:{BACKEND}/base/;
+            add_header X-Tag loc;
+            if ($request_method = OPTIONS) {
+                add_header X-Tag cors;
+                return 204;
+            }
+            if ($arg_h) {
+                add_header X-Tag "h-$arg_h";
+            }
+        }
+        location /two/ {
+            set $t 1;
+            if ($t) {
+                add_header X-Tag first;
+            }
+            if ($t) {
+                add_header X-Tag second;
+            }
+            return 204;
+        }
+        location /ifproxy/ {
+            if ($arg_b) {
+                proxy_pass http://127.0.0.1:{BACKEND};
+            }
+        }
         location /tolast/ {
             rewrite ^/tolast/(.*)$ /pp/$1 last;
         }
@@ -199,7 +225,7 @@ http {
     )
 }
 
-/// (Host, target, extra header fields).
+/// (Host, `[METHOD ]target`, extra header fields).
 type Request = (
     &'static str,
     &'static str,
@@ -243,6 +269,12 @@ const REQUESTS: &[Request] = &[
     ("localhost", "/ifp/b", &[]),
     ("localhost", "/sa/x?k=1", &[]),
     ("localhost", "/sb/x?k=1", &[]),
+    ("localhost", "OPTIONS /cors/x", &[]),
+    ("localhost", "/cors/x?h=1", &[]),
+    ("localhost", "/cors/y", &[]),
+    ("localhost", "/two/", &[]),
+    ("localhost", "/ifproxy/x?b=1", &[]),
+    ("localhost", "/ifproxy/x", &[]),
     ("localhost", "/ftest/?d=file", &[]),
     ("other", "/a/b?c=d", &[]),
     ("ret", "/x?y=1", &[]),
@@ -261,7 +293,9 @@ fn answers(p: u16, b: &Backend) -> Vec<String> {
             let mut h = vec![("Host", *host)];
             h.extend_from_slice(headers);
             let before = b.requests().len();
-            let r = c.request("GET", path, &h, b"");
+            // "METHOD /path" for another method than GET.
+            let (method, path) = path.split_once(' ').unwrap_or(("GET", path));
+            let r = c.request(method, path, &h, b"");
             let reqs = b.requests();
             let upstream = match reqs.get(before..) {
                 Some([one]) => format!("upstream {}", one.target),
