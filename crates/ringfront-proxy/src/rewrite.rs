@@ -51,6 +51,9 @@ struct Run<'a, 's> {
     base: Option<&'s LocationRt>,
     /// The configuration of the last `if` of `base` that held and has one.
     switched: std::cell::Cell<Option<&'s LocationRt>>,
+    /// A configuration switched to proxies: nginx's content handler stays the proxy's
+    /// even when a later switch has no `proxy_pass` (then 500).
+    proxies: std::cell::Cell<bool>,
 }
 
 /// Runs the rewrite phases; the location that answers and how. `req.path` is the
@@ -69,6 +72,7 @@ pub async fn process<'s>(
         log: server.fallback.settings.rewrite_log,
         base: None,
         switched: std::cell::Cell::new(None),
+        proxies: std::cell::Cell::new(false),
     };
     if let Flow::Stop(o) = run.ops(&server.rewrite.ops, rw).await {
         return (&server.fallback, o);
@@ -95,8 +99,13 @@ pub async fn process<'s>(
             return (answering, o);
         }
         if !rw.uri_changed {
+            if run.proxies.take() && answering.upstream.is_none() {
+                run.line(LogLevel::Alert, format_args!("no upstream configuration"));
+                return (answering, Outcome::Status(500));
+            }
             return (answering, Outcome::Continue);
         }
+        run.proxies.set(false);
         if changes == 0 {
             run.error(format_args!(
                 "rewrite or internal redirection cycle while processing \"{}\"",
@@ -150,8 +159,11 @@ impl<'a, 's> Run<'a, 's> {
 
     async fn if_<'o>(&self, i: &'o IfRt, rw: &mut RwState) -> Flow<'o> {
         if self.test(&i.cond, rw).await {
-            // nginx switches the request to the block's configuration for good.
-            if let Some(c) = i.config.and_then(|n| self.base?.ifs.get(n)) {
+            // nginx switches the request to the block's configuration for good; a block
+            // without directives of its own has the location's.
+            if let Some(base) = self.base {
+                let c = i.config.and_then(|n| base.ifs.get(n)).unwrap_or(base);
+                self.proxies.set(self.proxies.get() || c.upstream.is_some());
                 self.switched.set(Some(c));
             }
             // Boxed: the body's directives are this same future one level down.

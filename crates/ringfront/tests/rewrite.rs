@@ -109,6 +109,15 @@ http {
             }
             return 204;
         }
+        location /ifcrash/ {
+            set $true 1;
+            if ($true) {
+                proxy_pass http://127.0.0.1:{BACKEND};
+            }
+            if ($true) {
+                set $x 2;
+            }
+        }
         location /ifproxy/ {
             if ($arg_b) {
                 proxy_pass http://127.0.0.1:{BACKEND};
@@ -275,6 +284,7 @@ const REQUESTS: &[Request] = &[
     ("localhost", "/two/", &[]),
     ("localhost", "/ifproxy/x?b=1", &[]),
     ("localhost", "/ifproxy/x", &[]),
+    ("localhost", "/ifcrash/", &[]),
     ("localhost", "/ftest/?d=file", &[]),
     ("other", "/a/b?c=d", &[]),
     ("ret", "/x?y=1", &[]),
