@@ -12,6 +12,10 @@
 //! - `client/…`: the same for the client's calls;
 //! - `both/…`: the whole exchange, wall time.
 //!
+//! `TLS_HANDSHAKE_ROUNDS=30 cargo bench -p ringfront-benches --bench tls_handshake` runs
+//! every case in turn instead, round after round (see [`interleaved`]): the figures to
+//! compare providers with on a machine shared with other work.
+//!
 //! The client checks the server's handshake signature with the same provider but not its
 //! certificate chain (like wrk, which sets `SSL_VERIFY_NONE`); that only changes the
 //! client-side figure.
@@ -20,15 +24,18 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{criterion_group, Criterion};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::Resumption;
-use rustls::crypto::{self, CryptoProvider, SupportedKxGroup, WebPkiSupportedAlgorithms};
+use rustls::crypto::hash::HashAlgorithm;
+use rustls::crypto::tls13::HkdfUsingHmac;
+use rustls::crypto::{self, hmac, CryptoProvider, SupportedKxGroup, WebPkiSupportedAlgorithms};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName, UnixTime};
 use rustls::server::NoServerSessionStorage;
 use rustls::{
-    ClientConfig, ClientConnection, DigitallySignedStruct, NamedGroup, ProtocolVersion,
-    ServerConfig, ServerConnection, SignatureScheme, SupportedProtocolVersion,
+    CipherSuiteCommon, ClientConfig, ClientConnection, DigitallySignedStruct, NamedGroup,
+    ProtocolVersion, ServerConfig, ServerConnection, SignatureScheme, SupportedCipherSuite,
+    SupportedProtocolVersion, Tls13CipherSuite,
 };
 
 /// Accepts any certificate, checks handshake signatures (wrk's `SSL_VERIFY_NONE`).
@@ -70,12 +77,81 @@ impl ServerCertVerifier for NoChainCheck {
     }
 }
 
+/// HMAC from aws-lc-rs, for rustls's `HkdfUsingHmac`: HKDF-Extract runs once per secret
+/// and every expand is keyed by the PRK. rustls's own aws-lc-rs HKDF keeps the secret and
+/// the salt (aws-lc-rs's `Salt::extract`) and runs the extract again on every expand.
+struct AwsHmac(&'static aws_lc_rs::hmac::Algorithm);
+
+struct AwsHmacKey(aws_lc_rs::hmac::Key);
+
+impl hmac::Hmac for AwsHmac {
+    fn with_key(&self, key: &[u8]) -> Box<dyn hmac::Key> {
+        Box::new(AwsHmacKey(aws_lc_rs::hmac::Key::new(*self.0, key)))
+    }
+
+    fn hash_output_len(&self) -> usize {
+        self.0.digest_algorithm().output_len()
+    }
+}
+
+impl hmac::Key for AwsHmacKey {
+    fn sign_concat(&self, first: &[u8], middle: &[&[u8]], last: &[u8]) -> hmac::Tag {
+        let mut ctx = aws_lc_rs::hmac::Context::with_key(&self.0);
+        ctx.update(first);
+        for m in middle {
+            ctx.update(m);
+        }
+        ctx.update(last);
+        hmac::Tag::new(ctx.sign().as_ref())
+    }
+
+    fn tag_len(&self) -> usize {
+        self.0.algorithm().digest_algorithm().output_len()
+    }
+}
+
+static HMAC_SHA256: AwsHmac = AwsHmac(&aws_lc_rs::hmac::HMAC_SHA256);
+static HMAC_SHA384: AwsHmac = AwsHmac(&aws_lc_rs::hmac::HMAC_SHA384);
+static HKDF_SHA256: HkdfUsingHmac<'static> = HkdfUsingHmac(&HMAC_SHA256);
+static HKDF_SHA384: HkdfUsingHmac<'static> = HkdfUsingHmac(&HMAC_SHA384);
+
+/// The provider with its TLS 1.3 suites' HKDF replaced by [`HkdfUsingHmac`] over aws-lc-rs.
+fn with_hmac_hkdf(p: CryptoProvider) -> CryptoProvider {
+    let cipher_suites = p
+        .cipher_suites
+        .iter()
+        .map(|cs| match cs {
+            SupportedCipherSuite::Tls13(s) => {
+                let hkdf: &'static HkdfUsingHmac<'static> = match s.common.hash_provider.algorithm()
+                {
+                    HashAlgorithm::SHA384 => &HKDF_SHA384,
+                    _ => &HKDF_SHA256,
+                };
+                let suite = Tls13CipherSuite {
+                    common: CipherSuiteCommon {
+                        suite: s.common.suite,
+                        hash_provider: s.common.hash_provider,
+                        confidentiality_limit: s.common.confidentiality_limit,
+                    },
+                    hkdf_provider: hkdf,
+                    aead_alg: s.aead_alg,
+                    quic: s.quic,
+                };
+                SupportedCipherSuite::Tls13(Box::leak(Box::new(suite)))
+            }
+            other => *other,
+        })
+        .collect();
+    CryptoProvider { cipher_suites, ..p }
+}
+
 struct Case {
     name: String,
     server: Arc<ServerConfig>,
     client: Arc<ClientConfig>,
     version: ProtocolVersion,
     group: NamedGroup,
+    suite: rustls::CipherSuite,
 }
 
 struct Cert {
@@ -99,11 +175,37 @@ fn case(
     base: CryptoProvider,
     group: &'static dyn SupportedKxGroup,
     version: &'static SupportedProtocolVersion,
+    only_suite: Option<SupportedCipherSuite>,
+    client_base: Option<CryptoProvider>,
 ) -> Case {
-    let provider = Arc::new(CryptoProvider {
+    let mut provider = CryptoProvider {
         kx_groups: vec![group],
         ..base
-    });
+    };
+    let mut suffix = String::new();
+    if let Some(suite) = only_suite {
+        provider.cipher_suites = vec![suite];
+        suffix = format!("-{:?}", suite.suite()).to_ascii_lowercase();
+    }
+    // Both sides list AES-256-GCM first (OpenSSL clients do too).
+    let suite = match (only_suite, version.version) {
+        (Some(s), _) => s.suite(),
+        (None, ProtocolVersion::TLSv1_3) => rustls::CipherSuite::TLS13_AES_256_GCM_SHA384,
+        (None, _) => rustls::CipherSuite::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+    };
+    let provider = Arc::new(provider);
+    // The client: the same provider, unless told otherwise (with the same group and suites).
+    let client_provider = match client_base {
+        Some(c) => Arc::new(CryptoProvider {
+            kx_groups: provider.kx_groups.clone(),
+            cipher_suites: match only_suite {
+                Some(_) => provider.cipher_suites.clone(),
+                None => c.cipher_suites.clone(),
+            },
+            ..c
+        }),
+        None => provider.clone(),
+    };
     let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(cert.key.clone()));
     let mut server = ServerConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(&[version])
@@ -114,7 +216,8 @@ fn case(
     server.session_storage = Arc::new(NoServerSessionStorage {});
     server.send_tls13_tickets = 0;
     let verifier = Arc::new(NoChainCheck(provider.signature_verification_algorithms));
-    let mut client = ClientConfig::builder_with_provider(provider)
+
+    let mut client = ClientConfig::builder_with_provider(client_provider)
         .with_protocol_versions(&[version])
         .expect("client protocol versions")
         .dangerous()
@@ -127,11 +230,12 @@ fn case(
     };
     let g = format!("{:?}", group.name()).to_ascii_lowercase();
     Case {
-        name: format!("{provider_name}/{v}-{g}"),
+        name: format!("{provider_name}/{v}-{g}{suffix}"),
         server: Arc::new(server),
         client: Arc::new(client),
         version: version.version,
         group: group.name(),
+        suite,
     }
 }
 
@@ -185,31 +289,53 @@ fn handshake(case: &Case) -> (Duration, Duration, ServerConnection) {
     }
 }
 
+/// The provider's TLS13_AES_128_GCM_SHA256.
+fn aes128(p: &CryptoProvider) -> SupportedCipherSuite {
+    *p.cipher_suites
+        .iter()
+        .find(|s| s.suite() == rustls::CipherSuite::TLS13_AES_128_GCM_SHA256)
+        .expect("TLS13_AES_128_GCM_SHA256")
+}
+
 fn cases() -> Vec<Case> {
     use crypto::{aws_lc_rs, ring};
     use rustls::version::{TLS12, TLS13};
     let cert = cert();
     let (aws, x_aws) = (aws_lc_rs::default_provider, aws_lc_rs::kx_group::X25519);
     let (ring, x_ring) = (ring::default_provider, ring::kx_group::X25519);
+    let aes128_aws = Some(aes128(&aws()));
+    let aes128_ring = Some(aes128(&ring()));
+    let mlkem = aws_lc_rs::kx_group::X25519MLKEM768;
     let cases = vec![
-        case(&cert, "aws_lc_rs", aws(), x_aws, &TLS13),
-        case(&cert, "ring", ring(), x_ring, &TLS13),
-        case(&cert, "aws_lc_rs", aws(), x_aws, &TLS12),
-        case(&cert, "ring", ring(), x_ring, &TLS12),
-        // What a current rustls or browser client negotiates with aws-lc-rs (ring has no ML-KEM).
+        case(&cert, "aws_lc_rs", aws(), x_aws, &TLS13, None, None),
+        case(&cert, "ring", ring(), x_ring, &TLS13, None, None),
+        case(&cert, "aws_lc_rs", aws(), x_aws, &TLS12, None, None),
+        case(&cert, "ring", ring(), x_ring, &TLS12, None, None),
+        // The same with a SHA-256 suite instead of the clients' first choice (AES-256-GCM
+        // with SHA-384): the transcript hash and HKDF are a large part of a handshake.
+        case(&cert, "aws_lc_rs", aws(), x_aws, &TLS13, aes128_aws, None),
+        case(&cert, "ring", ring(), x_ring, &TLS13, aes128_ring, None),
+        // rustls's aws-lc-rs provider with an HKDF that extracts once (see `AwsHmac`); its
+        // client is the stock provider, so the variant is checked to interoperate.
         case(
             &cert,
-            "aws_lc_rs",
-            aws(),
-            aws_lc_rs::kx_group::X25519MLKEM768,
+            "aws_lc_rs+hmac_hkdf",
+            with_hmac_hkdf(aws()),
+            x_aws,
             &TLS13,
+            None,
+            Some(aws()),
         ),
+        // What a current rustls or browser client negotiates with aws-lc-rs (ring has no ML-KEM).
+        case(&cert, "aws_lc_rs", aws(), mlkem, &TLS13, None, None),
     ];
     for c in &cases {
         let (_, _, server) = handshake(c);
         assert_eq!(server.protocol_version(), Some(c.version), "{}", c.name);
         let group = server.negotiated_key_exchange_group().map(|g| g.name());
         assert_eq!(group, Some(c.group), "{}", c.name);
+        let suite = server.negotiated_cipher_suite().map(|s| s.suite());
+        assert_eq!(suite, Some(c.suite), "{}", c.name);
         assert!(server.peer_certificates().is_none());
     }
     cases
@@ -234,5 +360,58 @@ fn bench_handshakes(c: &mut Criterion) {
     g.finish();
 }
 
+/// `TLS_HANDSHAKE_ROUNDS=N`: instead of criterion's one-case-after-another runs, N rounds
+/// that each time through every case do `TLS_HANDSHAKE_BATCH` (default 100) handshakes, so
+/// that drift of a shared machine hits every case alike; prints per case the median over
+/// rounds of the mean server-side and client-side µs per handshake, with the quartiles.
+fn interleaved(rounds: usize) {
+    let batch: u32 = std::env::var("TLS_HANDSHAKE_BATCH")
+        .ok()
+        .and_then(|b| b.parse().ok())
+        .unwrap_or(100);
+    let cases = cases();
+    let mut server = vec![Vec::with_capacity(rounds); cases.len()];
+    let mut client = vec![Vec::with_capacity(rounds); cases.len()];
+    for _ in 0..rounds {
+        for (i, case) in cases.iter().enumerate() {
+            let (mut s, mut c) = (Duration::ZERO, Duration::ZERO);
+            for _ in 0..batch {
+                let (ds, dc, conn) = handshake(case);
+                black_box(conn);
+                s += ds;
+                c += dc;
+            }
+            server[i].push(s.as_secs_f64() * 1e6 / f64::from(batch));
+            client[i].push(c.as_secs_f64() * 1e6 / f64::from(batch));
+        }
+    }
+    let quartiles = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        let at = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
+        (at(0.5), at(0.25), at(0.75))
+    };
+    println!("{rounds} rounds x {batch} handshakes per case; µs per handshake, median (p25-p75)");
+    println!("| case | server | client |");
+    println!("|---|---:|---:|");
+    for (i, case) in cases.iter().enumerate() {
+        let (s, s1, s3) = quartiles(&mut server[i]);
+        let (c, c1, c3) = quartiles(&mut client[i]);
+        println!(
+            "| {} | {s:.1} ({s1:.1}-{s3:.1}) | {c:.1} ({c1:.1}-{c3:.1}) |",
+            case.name
+        );
+    }
+}
+
 criterion_group!(benches, bench_handshakes);
-criterion_main!(benches);
+
+fn main() {
+    if let Some(rounds) = std::env::var("TLS_HANDSHAKE_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+    {
+        return interleaved(rounds);
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}
