@@ -385,20 +385,38 @@ fn interleaved(rounds: usize) {
             client[i].push(c.as_secs_f64() * 1e6 / f64::from(batch));
         }
     }
-    let quartiles = |v: &mut Vec<f64>| {
+    let at = |v: &[f64], q: f64| {
+        let mut v = v.to_vec();
         v.sort_by(f64::total_cmp);
-        let at = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
-        (at(0.5), at(0.25), at(0.75))
+        v[((v.len() - 1) as f64 * q).round() as usize]
     };
-    println!("{rounds} rounds x {batch} handshakes per case; µs per handshake, median (p25-p75)");
-    println!("| case | server | client |");
-    println!("|---|---:|---:|");
+    // Server time relative to the first case's in the same round: drift cancels out.
+    let ratio = |i: usize| -> Vec<f64> {
+        server[i]
+            .iter()
+            .zip(&server[0])
+            .map(|(s, s0)| s / s0)
+            .collect()
+    };
+    println!(
+        "{rounds} rounds x {batch} handshakes per case; µs per handshake: median over rounds \
+         (p10-p90); server time vs {}: median of the per-round ratios",
+        cases[0].name
+    );
+    println!("| case | server µs | client µs | server vs first |");
+    println!("|---|---:|---:|---:|");
     for (i, case) in cases.iter().enumerate() {
-        let (s, s1, s3) = quartiles(&mut server[i]);
-        let (c, c1, c3) = quartiles(&mut client[i]);
+        let (s, c, r) = (&server[i], &client[i], ratio(i));
         println!(
-            "| {} | {s:.1} ({s1:.1}-{s3:.1}) | {c:.1} ({c1:.1}-{c3:.1}) |",
-            case.name
+            "| {} | {:.1} ({:.1}-{:.1}) | {:.1} ({:.1}-{:.1}) | {:.2} |",
+            case.name,
+            at(s, 0.5),
+            at(s, 0.1),
+            at(s, 0.9),
+            at(c, 0.5),
+            at(c, 0.1),
+            at(c, 0.9),
+            at(&r, 0.5)
         );
     }
 }
