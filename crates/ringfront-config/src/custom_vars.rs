@@ -97,6 +97,16 @@ fn regexes(d: &Directive) -> Vec<&str> {
             re.strip_suffix(')').into_iter().collect()
         }
         ("server_name", names) => names.iter().filter_map(|n| n.strip_prefix('~')).collect(),
+        // A map's regex keys are its entries' names.
+        ("map", _) => d
+            .children()
+            .iter()
+            .filter_map(|e| {
+                e.name
+                    .strip_prefix("~*")
+                    .or_else(|| e.name.strip_prefix('~'))
+            })
+            .collect(),
         _ => Vec::new(),
     }
 }

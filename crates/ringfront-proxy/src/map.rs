@@ -5,10 +5,13 @@
 
 use std::collections::HashMap;
 
-use regex::{Regex, RegexBuilder};
+use regex::Regex;
 use ringfront_config::{MapBlock, MapKey, Template};
 
 use crate::build_error::BuildError;
+
+/// The regex of a `map` that chose a value, with its named groups' variable slots.
+pub type RegexHit<'a> = (&'a Regex, &'a [(usize, usize)]);
 
 /// A `map` ready to evaluate.
 #[derive(Debug)]
@@ -22,10 +25,13 @@ pub struct MapRt {
     /// `name.*`, stored as `name.`.
     prefixes: Vec<(Vec<u8>, Template)>,
     regexes: Vec<(Regex, Template)>,
+    /// For each of `regexes`, the variable slot of each named group.
+    names: Vec<Vec<(usize, usize)>>,
 }
 
 impl MapRt {
-    pub fn build(m: &MapBlock) -> Result<MapRt, BuildError> {
+    /// `variables`: the configuration's rewrite variables (named groups fill theirs).
+    pub fn build(m: &MapBlock, variables: &[String]) -> Result<MapRt, BuildError> {
         let mut rt = MapRt {
             source: m.source.clone(),
             default: m.default.clone(),
@@ -34,6 +40,7 @@ impl MapRt {
             domains: Vec::new(),
             prefixes: Vec::new(),
             regexes: Vec::new(),
+            names: Vec::new(),
         };
         for (key, value) in &m.entries {
             let v = value.clone();
@@ -48,11 +55,10 @@ impl MapRt {
                     pattern,
                     case_insensitive,
                 } => {
-                    let re = RegexBuilder::new(pattern)
-                        .case_insensitive(*case_insensitive)
-                        .build()
-                        .map_err(|e| BuildError::Regex(pattern.clone(), e.to_string()))?;
-                    rt.regexes.push((re, v));
+                    let m =
+                        crate::rewrite_rt::Matcher::build(pattern, *case_insensitive, variables)?;
+                    rt.names.push(m.names);
+                    rt.regexes.push((m.re, v));
                 }
             }
         }
@@ -61,13 +67,19 @@ impl MapRt {
 
     /// The value template for a rendered source value.
     pub fn pick(&self, source: &[u8]) -> &Template {
+        self.pick_with(source).0
+    }
+
+    /// [`MapRt::pick`], with the regex that chose the value (its captures are the
+    /// value's `$1`.., its named groups its variables), with its named groups' slots.
+    pub fn pick_with(&self, source: &[u8]) -> (&Template, Option<RegexHit<'_>>) {
         let mut s = source;
         if self.hostnames {
             s = s.strip_suffix(b".").unwrap_or(s);
         }
         let lower = s.to_ascii_lowercase();
         if let Some(t) = self.exact.get(&lower) {
-            return t;
+            return (t, None);
         }
         let domain = self
             .domains
@@ -80,7 +92,7 @@ impl MapRt {
             })
             .max_by_key(|(name, _, _)| name.len());
         if let Some((_, t, _)) = domain {
-            return t;
+            return (t, None);
         }
         let prefix = self
             .prefixes
@@ -88,13 +100,16 @@ impl MapRt {
             .filter(|(name, _)| lower.starts_with(name))
             .max_by_key(|(name, _)| name.len());
         if let Some((_, t)) = prefix {
-            return t;
+            return (t, None);
         }
         let text = String::from_utf8_lossy(source);
-        self.regexes
-            .iter()
-            .find(|(re, _)| re.is_match(&text))
-            .map_or(&self.default, |(_, t)| t)
+        match self.regexes.iter().position(|(re, _)| re.is_match(&text)) {
+            Some(i) => {
+                let names = self.names.get(i).map_or(&[][..], Vec::as_slice);
+                (&self.regexes[i].1, Some((&self.regexes[i].0, names)))
+            }
+            None => (&self.default, None),
+        }
     }
 }
 
@@ -140,7 +155,7 @@ mod tests {
                 (MapKey::Exact("exact.example.com".into()), lit("exact")),
             ],
         };
-        let rt = MapRt::build(&m).unwrap();
+        let rt = MapRt::build(&m, &[]).unwrap();
         let pick = |s: &str| text(rt.pick(s.as_bytes()));
         assert_eq!(pick("EXACT.example.com"), "exact");
         assert_eq!(

@@ -48,6 +48,28 @@ impl RwState {
         self.subject.get(a..b)
     }
 
+    /// A copy with the captures of a match instead of these (a `map` regex's, for the value
+    /// it chose).
+    pub fn with_captures(
+        &self,
+        c: &regex::Captures<'_>,
+        subject: &str,
+        names: &[(usize, usize)],
+    ) -> RwState {
+        let mut s = RwState {
+            uri: self.uri.clone(),
+            args: self.args.clone(),
+            vars: self.vars.clone(),
+            internal: self.internal,
+            rebuild: self.rebuild,
+            location_invalid: self.location_invalid,
+            uri_changed: self.uri_changed,
+            ..RwState::default()
+        };
+        s.set_captures(c, subject, names);
+        s
+    }
+
     /// A failed match: the captures are gone (nginx sets `r->ncaptures = 0`).
     pub fn clear_captures(&mut self) {
         self.ncaps = 0;

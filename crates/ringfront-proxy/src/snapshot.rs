@@ -509,7 +509,7 @@ impl Snapshot {
                 .http
                 .maps
                 .iter()
-                .map(crate::map::MapRt::build)
+                .map(|m| crate::map::MapRt::build(m, &cfg.http.variables))
                 .collect::<Result<_, _>>()?,
             log_formats: cfg
                 .http

@@ -156,7 +156,22 @@ fn push_map(out: &mut Vec<u8>, i: usize, v: &Vars<'_>) {
     v.depth.set(depth + 1);
     let mut source = Vec::new();
     render(&mut source, &m.source, v, false);
-    render(out, m.pick(&source), v, false);
+    match (m.pick_with(&source), v.rw) {
+        ((t, Some((re, names))), Some(rw)) => {
+            // The value sees the captures of the regex that chose it.
+            let text = String::from_utf8_lossy(&source);
+            let local = re
+                .captures(&text)
+                .map(|c| rw.with_captures(&c, &text, names));
+            let inner = Vars {
+                rw: local.as_ref().or(v.rw),
+                depth: std::cell::Cell::new(depth + 1),
+                ..*v
+            };
+            render(out, t, &inner, false);
+        }
+        ((t, _), _) => render(out, t, v, false),
+    }
     v.depth.set(depth);
 }
 
