@@ -28,6 +28,7 @@ mod req;
 mod respond;
 mod response_headers;
 mod rewrite;
+mod rewrite_file;
 mod rewrite_rt;
 mod rewrite_state;
 mod rewrite_unescape;

@@ -6,7 +6,7 @@
 
 use std::borrow::Cow;
 
-use ringfront_config::{FileTest, LogLevel, Return, RewriteFlag, Template, TemplatePart};
+use ringfront_config::{FileTest, LogLevel, Return, Rewrite, RewriteFlag, Template, TemplatePart};
 
 use crate::req::Req;
 use crate::rewrite_rt::{Cond, IfRt, Matcher, Op, RewriteRt};
@@ -91,21 +91,9 @@ pub async fn process<'s>(
         if loc.settings.internal && !rw.internal {
             return (loc, Outcome::Status(404));
         }
-        run.log = loc.settings.rewrite_log;
-        run.base = Some(loc);
-        let flow = run.ops(&loc.rewrite.ops, rw).await;
-        let answering = run.switched.take().unwrap_or(loc);
-        if let Flow::Stop(o) = flow {
-            return (answering, o);
+        if let Some(done) = run.location(loc, rw).await {
+            return done;
         }
-        if !rw.uri_changed {
-            if run.proxies.take() && answering.upstream.is_none() {
-                run.line(LogLevel::Alert, format_args!("no upstream configuration"));
-                return (answering, Outcome::Status(500));
-            }
-            return (answering, Outcome::Continue);
-        }
-        run.proxies.set(false);
         if changes == 0 {
             run.error(format_args!(
                 "rewrite or internal redirection cycle while processing \"{}\"",
@@ -125,6 +113,31 @@ fn location_captures(loc: &LocationRt, uri: &str, rw: &mut RwState) {
 }
 
 impl<'a, 's> Run<'a, 's> {
+    /// The location's directives; the answer unless they changed the URI (`None`: search
+    /// the location again).
+    async fn location(
+        &mut self,
+        loc: &'s LocationRt,
+        rw: &mut RwState,
+    ) -> Option<(&'s LocationRt, Outcome<'s>)> {
+        self.log = loc.settings.rewrite_log;
+        self.base = Some(loc);
+        let flow = self.ops(&loc.rewrite.ops, rw).await;
+        let answering = self.switched.take().unwrap_or(loc);
+        let proxies = self.proxies.take();
+        if let Flow::Stop(o) = flow {
+            return Some((answering, o));
+        }
+        if rw.uri_changed {
+            return None;
+        }
+        if proxies && answering.upstream.is_none() {
+            self.line(LogLevel::Alert, format_args!("no upstream configuration"));
+            return Some((answering, Outcome::Status(500)));
+        }
+        Some((answering, Outcome::Continue))
+    }
+
     async fn ops<'o>(&self, ops: &'o [Op], rw: &mut RwState) -> Flow<'o> {
         for op in ops {
             let flow = match op {
@@ -197,33 +210,18 @@ impl<'a, 's> Run<'a, 's> {
         }
     }
 
-    /// `-f`, `-d`, `-e`, `-x` as `ngx_http_script_file_code` answers them, the `stat()`
-    /// through the ring; a failure other than "not there" is logged at `crit` and the
-    /// test is false.
     async fn file(&self, test: FileTest, path: &[u8]) -> bool {
-        use std::os::unix::ffi::OsStrExt;
-        use std::os::unix::fs::MetadataExt;
-        let os = std::path::Path::new(std::ffi::OsStr::from_bytes(path));
-        let meta = match monoio::fs::metadata(os).await {
-            Ok(m) => m,
+        match crate::rewrite_file::test(test, path).await {
+            Ok(holds) => holds,
             Err(e) => {
-                let quiet = [libc::ENOENT, libc::ENOTDIR, libc::ENAMETOOLONG];
-                if !e.raw_os_error().is_some_and(|c| quiet.contains(&c)) {
-                    let shown = String::from_utf8_lossy(path);
-                    let why = crate::listen::os_error(&e);
-                    self.line(
-                        LogLevel::Crit,
-                        format_args!("stat() \"{shown}\" failed ({why})"),
-                    );
-                }
-                return false;
+                let shown = String::from_utf8_lossy(path);
+                let why = crate::listen::os_error(&e);
+                self.line(
+                    LogLevel::Crit,
+                    format_args!("stat() \"{shown}\" failed ({why})"),
+                );
+                false
             }
-        };
-        match test {
-            FileTest::Plain => meta.is_file(),
-            FileTest::Dir => meta.is_dir(),
-            FileTest::Exists => true,
-            FileTest::Exec => meta.mode() & 0o100 != 0,
         }
     }
 
@@ -250,18 +248,10 @@ impl<'a, 's> Run<'a, 's> {
             return Flow::Next;
         }
         let rule = &r.rule;
-        let args = self.args(rw).to_vec();
         if let Some(status) = rule.redirect {
-            let mut location =
-                crate::rewrite_unescape::unescape_redirect(&self.eval(&rule.replacement, rw));
-            if rule.add_args && !args.is_empty() {
-                location.push(if rule.has_args { b'&' } else { b'?' });
-                location.extend_from_slice(&args);
-            }
-            let shown = String::from_utf8_lossy(&location);
-            self.notice(format_args!("rewritten redirect: \"{shown}\""));
-            return Flow::Stop(Outcome::Redirect { status, location });
+            return self.redirect(rule, status, rw);
         }
+        let args = self.args(rw).to_vec();
         rw.internal = true;
         rw.rebuild = true;
         if rule.flag == RewriteFlag::Break {
@@ -282,6 +272,25 @@ impl<'a, 's> Run<'a, 's> {
             None if !rule.add_args => rw.args = Some(Vec::new()),
             None => {}
         }
+        self.new_uri(rule.flag, new_uri, rw)
+    }
+
+    /// A rewrite's redirect: the URL unescaped as nginx's, then the arguments.
+    fn redirect<'o>(&self, rule: &Rewrite, status: u16, rw: &RwState) -> Flow<'o> {
+        let mut location =
+            crate::rewrite_unescape::unescape_redirect(&self.eval(&rule.replacement, rw));
+        let args = self.args(rw);
+        if rule.add_args && !args.is_empty() {
+            location.push(if rule.has_args { b'&' } else { b'?' });
+            location.extend_from_slice(args);
+        }
+        let shown = String::from_utf8_lossy(&location);
+        self.notice(format_args!("rewritten redirect: \"{shown}\""));
+        Flow::Stop(Outcome::Redirect { status, location })
+    }
+
+    /// The rewritten URI taken (500 when empty, as nginx), and where the list goes on.
+    fn new_uri<'o>(&self, flag: RewriteFlag, new_uri: Vec<u8>, rw: &mut RwState) -> Flow<'o> {
         if new_uri.is_empty() {
             self.error(format_args!("the rewritten URI has a zero length"));
             return Flow::Stop(Outcome::Status(500));
@@ -292,7 +301,7 @@ impl<'a, 's> Run<'a, 's> {
             "rewritten data: \"{new_uri}\", args: \"{shown}\""
         ));
         rw.uri = Some(new_uri);
-        match rule.flag {
+        match flag {
             RewriteFlag::None => Flow::Next,
             _ => Flow::Exit,
         }
