@@ -28,7 +28,8 @@
 //! - Refused rather than ignored (`"NAME" directive is not supported by ringfront` for a
 //!   directive of stock nginx, see `nginx_directives.txt`; "not supported yet" for
 //!   parameters and forms): `sticky`,
-//!   `resolve`, `service=`, directives inside `if` other than the rewrite module's,
+//!   `resolve`, `service=`, directives inside `if` other than the rewrite module's and
+//!   `proxy_pass`/`add_header`/`root`/`access_log`/`error_page`,
 //!   `set` of a map/geo/split_clients variable, named locations,
 //!   variables in `proxy_pass`, https and unix-socket upstreams, `listen ... ssl|http2`,
 //!   `gzip on`, `proxy_redirect` rules, `error_page ... = URI`,
