@@ -74,6 +74,21 @@ pub(crate) fn collect_user(http: &[Directive], vars: &mut Vec<(String, Variable)
     });
 }
 
+/// The (lower-cased) names some `set` in `http` gives a value: unlike a named capture's,
+/// such a variable reads as empty, never as "not found" (`-` in logs), before it has one
+/// (nginx's rewrite module handler).
+pub(crate) fn set_names(http: &[Directive]) -> Vec<String> {
+    let mut names = Vec::new();
+    walk(http, &mut |d| {
+        if d.name == "set" {
+            if let Some(name) = d.args.first().and_then(|a| a.strip_prefix('$')) {
+                names.push(name.to_ascii_lowercase());
+            }
+        }
+    });
+    names
+}
+
 /// Calls `f` on every directive of `block`, nested blocks included.
 fn walk(block: &[Directive], f: &mut dyn FnMut(&Directive)) {
     for d in block {

@@ -30,6 +30,8 @@ pub(crate) struct HttpRaw {
     pub zones: Vec<Zone>,
     /// The rewrite module's variables, `Variable::User(i)` the `i`th.
     pub variables: Vec<String>,
+    /// For each of `variables`, whether a `set` gives it values.
+    pub variable_set: Vec<bool>,
     /// Some template uses `$1`..`$9`.
     pub captures: bool,
 }
@@ -47,6 +49,7 @@ impl HttpRaw {
             matches: Vec::new(),
             zones: Vec::new(),
             variables: Vec::new(),
+            variable_set: Vec::new(),
             captures: false,
         }
     }
@@ -62,6 +65,8 @@ pub(crate) fn http_block(d: &Directive, env: &Env<'_>) -> Result<HttpRaw, Config
         .filter(|(_, v)| matches!(v, crate::model::Variable::User(_)))
         .map(|(n, _)| n.clone())
         .collect();
+    let set = crate::custom_vars::set_names(d.children());
+    http.variable_set = http.variables.iter().map(|v| set.contains(v)).collect();
     let _vars = crate::template::with_custom(custom);
     crate::template::take_captures_used();
     for_each(d.children(), HTTP, |c| {

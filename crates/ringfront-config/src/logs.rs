@@ -23,6 +23,20 @@ pub(crate) fn combined() -> LogFormat {
     }
 }
 
+/// nginx's log module reads `$1` as a variable named `1`, which does not exist: regex
+/// captures are not available in `log_format` (`unknown "1" variable`).
+fn no_captures(
+    d: &Directive,
+    t: crate::model::Template,
+) -> Result<crate::model::Template, ConfigError> {
+    for part in &t.parts {
+        if let crate::model::TemplatePart::Var(crate::model::Variable::Capture(n)) = part {
+            return Err(err(d, format!("unknown \"{n}\" variable")));
+        }
+    }
+    Ok(t)
+}
+
 /// `log_format NAME [escape=default|json|none] STRING...`: the strings are concatenated.
 /// `escape=` is checked and ignored: ringfront escapes like nginx's `default`.
 pub(crate) fn log_format(d: &Directive, formats: &mut Vec<LogFormat>) -> Result<(), ConfigError> {
@@ -39,7 +53,7 @@ pub(crate) fn log_format(d: &Directive, formats: &mut Vec<LogFormat>) -> Result<
     }
     formats.push(LogFormat {
         name: name.to_string(),
-        format: template(d, &strings.concat())?,
+        format: no_captures(d, template(d, &strings.concat())?)?,
     });
     Ok(())
 }

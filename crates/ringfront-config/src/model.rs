@@ -78,6 +78,9 @@ pub struct HttpConf {
     /// The rewrite module's variables (`set $name`, named regex captures), lower-cased;
     /// `Variable::User(i)` is the `i`th.
     pub variables: Vec<String>,
+    /// For each of `variables`, whether a `set` gives it values (it then reads as empty
+    /// before one, in logs too; a named capture's reads as not found, `-` in logs).
+    pub variable_set: Vec<bool>,
     /// Some template uses `$1`..`$9` (so regex locations keep their captures).
     pub captures: bool,
 }

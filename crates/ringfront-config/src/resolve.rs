@@ -344,6 +344,7 @@ pub(crate) fn finish_http(raw: HttpRaw, env: &Env<'_>) -> Result<HttpConf, Confi
         geos: raw.geos,
         log_formats: raw.log_formats,
         variables: raw.variables,
+        variable_set: raw.variable_set,
         captures: raw.captures,
     })
 }

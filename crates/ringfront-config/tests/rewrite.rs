@@ -36,6 +36,7 @@ fn directives_in_order_with_variables_known_everywhere() {
     );
     // In the order they are first defined (a `set`, a named capture).
     assert_eq!(cfg.http.variables, ["early", "named", "later"]);
+    assert_eq!(cfg.http.variable_set, [true, false, true]);
     let server = &cfg.http.servers[0].settings.rewrite;
     assert!(matches!(server[0], RewriteOp::Set { var: 0, .. }));
     let RewriteOp::Rewrite(r) = &server[1] else {

@@ -31,10 +31,10 @@ pub struct RwState {
 }
 
 impl RwState {
-    /// A state with a slot for each of the configuration's `variables`.
-    pub fn new(variables: usize) -> Self {
+    /// A state whose variable slots start as `init` (`Snapshot::variables`).
+    pub fn new(init: &[Option<Vec<u8>>]) -> Self {
         RwState {
-            vars: vec![None; variables],
+            vars: init.to_vec(),
             ..RwState::default()
         }
     }
@@ -104,7 +104,7 @@ mod tests {
 
     #[test]
     fn captures_of_the_last_match() {
-        let mut s = RwState::new(1);
+        let mut s = RwState::new(&[None]);
         let re = regex::Regex::new("^/(?P<a>x+)/(y)?(z)").unwrap();
         let c = re.captures("/xx/z").unwrap();
         s.set_captures(&c, "/xx/z", &[(1, 0)]);

@@ -298,7 +298,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
     let chosen = crate::dispatch::server(&snap, candidates, &buf, &head)?;
     let server_name = chosen.0.primary_name.as_str();
     let mut rw = match snap.rewriting {
-        true => RwState::new(snap.variables),
+        true => RwState::new(&snap.variables),
         false => RwState::default(),
     };
     let (loc, outcome) = {

@@ -161,9 +161,9 @@ pub struct Snapshot {
     pub error_logs: Vec<Sink>,
     pub error_level: LogLevel,
     pub worker_connections: usize,
-    /// The rewrite module's variables (`set`, named captures): each request gets a slot
-    /// for each.
-    pub variables: usize,
+    /// The rewrite module's variables (`set`, named captures): each request's slots start
+    /// as these (empty for a `set` variable, not found for a named capture's).
+    pub variables: Vec<Option<Vec<u8>>>,
     /// Some rewrite directive, variable or capture is configured: requests keep a
     /// [`crate::rewrite_state::RwState`] and regex locations their captures.
     pub rewriting: bool,
@@ -493,7 +493,12 @@ impl Snapshot {
                 .iter()
                 .any(|s: &ServerRt| !s.rewrite.is_empty() || s.locations.iter().any(has_rewrite));
         Ok(Snapshot {
-            variables: cfg.http.variables.len(),
+            variables: cfg
+                .http
+                .variable_set
+                .iter()
+                .map(|&set| set.then(Vec::new))
+                .collect(),
             rewriting,
             generation,
             topology,

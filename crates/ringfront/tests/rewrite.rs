@@ -404,3 +404,60 @@ http {
         assert!(got.is_some_and(|l| l.contains("[notice] ")), "{got:?}");
     }
 }
+
+/// The access log after rewrites, against nginx: `$uri` and `$args` as rewritten,
+/// `$request_uri` as sent, a `set` variable, and a variable never set (`-`).
+#[test]
+fn access_log_after_rewrites_matches_nginx() {
+    let config = |p: u16| {
+        fill(
+            r#"worker_processes 1;
+events { worker_connections 64; }
+http {
+    log_format rw '$uri|$request_uri|$args|$v|$never|$cap|$status';
+    access_log {LOG} rw;
+    server {
+        listen 127.0.0.1:{PORT};
+        location /a/ {
+            rewrite ^/a/(.*)$ /b/$1?n=1 last;
+        }
+        location ~ ^/b/(?<cap>.+)$ {
+            set $v "v-$1";
+            return 200 "ok\n";
+        }
+        location /late/ {
+            set $never "x";
+            return 204;
+        }
+    }
+}
+"#,
+            &[
+                ("PORT", p.to_string()),
+                ("LOG", common::access_log_path(p).display().to_string()),
+            ],
+        )
+    };
+    let (n, r, np, rp) = common::nginx_and_ringfront(config);
+    for p in [np, rp] {
+        let mut c = Client::connect(("127.0.0.1", p));
+        for path in ["/a/x?k=1", "/b/y", "/c"] {
+            c.request("GET", path, &[], b"");
+        }
+    }
+    drop(n);
+    r.signal(ringfront_testkit::SIGQUIT);
+    assert!(r.wait_exit(std::time::Duration::from_secs(10)).is_some());
+    let read = |p: u16| std::fs::read_to_string(common::access_log_path(p)).unwrap_or_default();
+    let (nginx, ours) = (read(np), read(rp));
+    for p in [np, rp] {
+        let _ = std::fs::remove_file(common::access_log_path(p));
+    }
+    assert_eq!(ours, nginx);
+    // An unset `set` variable logs as empty, an unmatched named capture as `-`.
+    assert!(
+        nginx.starts_with("/b/x|/a/x?k=1|n=1&k=1|v-x||x|200\n"),
+        "{nginx}"
+    );
+    assert!(nginx.ends_with("/c|/c|-|||-|404\n"), "{nginx}");
+}
