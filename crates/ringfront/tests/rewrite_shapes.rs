@@ -53,6 +53,11 @@ http {
             rewrite ^/legacy/(.*)$ /$1 last;
         }
         location ~ ^/t/(?<tenant>[a-z]+)(?<rest>/.*)?$ {
+            set $plan "free";
+            if ($arg_plan) {
+                set $plan $arg_plan;
+            }
+            proxy_set_header X-Tenant "$tenant:$plan";
             proxy_pass http://app;
             if ($tenant = api) {
                 proxy_pass http://api;
@@ -103,6 +108,7 @@ const REQUESTS: &[Request] = &[
     ("GET", "example.com", "/legacy/old/page?k=v", &[]),
     ("GET", "example.com", "/t/api/x?y=1", &[]),
     ("GET", "example.com", "/t/acme", &[]),
+    ("GET", "example.com", "/t/acme/?plan=pro", &[]),
     ("GET", "example.com", "/index.PHP", &[]),
     ("GET", "example.com", "/health", &[]),
 ];
@@ -120,8 +126,9 @@ fn answers(p: u16, app: &Backend, api: &Backend) -> Vec<String> {
             let got = |b: &Backend, n: usize, name: &str| {
                 b.requests().get(n).map(|q| {
                     let orig = q.header("X-Original-URI").unwrap_or("-").to_string();
+                    let tenant = q.header("X-Tenant").unwrap_or("-").to_string();
                     format!(
-                        "{name} {} {} host={:?} orig={orig}",
+                        "{name} {} {} host={:?} orig={orig} tenant={tenant}",
                         q.method,
                         q.target,
                         q.header("Host")
