@@ -46,7 +46,7 @@ pub(crate) async fn location<'s>(
     req: &Req<'_>,
     rw: &mut RwState,
 ) -> (&'s LocationRt, Outcome<'s>) {
-    if let (true, Some(i)) = (snap.rewriting, name_regex) {
+    if let (true, Some(i)) = (snap.captures, name_regex) {
         let host = String::from_utf8_lossy(vars::host(req.buf, req.head)).to_ascii_lowercase();
         let re = server.name_regexes.get(i);
         let names = server.name_captures.get(i).map_or(&[][..], Vec::as_slice);

@@ -85,7 +85,7 @@ pub async fn process<'s>(
             None => Cow::Borrowed(req.path),
         };
         let loc = crate::route::location(server, &uri);
-        if snap.rewriting {
+        if snap.captures {
             location_captures(loc, &uri, rw);
         }
         if loc.settings.internal && !rw.internal {

@@ -165,8 +165,12 @@ pub struct Snapshot {
     /// as these (empty for a `set` variable, not found for a named capture's).
     pub variables: Vec<Option<Vec<u8>>>,
     /// Some rewrite directive, variable or capture is configured: requests keep a
-    /// [`crate::rewrite_state::RwState`] and regex locations their captures.
+    /// [`crate::rewrite_state::RwState`].
     pub rewriting: bool,
+    /// Something reads regex captures (`$1`.. in a template, a named group): regex
+    /// locations and server names keep theirs (a `return`-only configuration does not
+    /// pay for them).
+    pub captures: bool,
 }
 
 /// The peers a reload carried over: `from[new id] = Some(old id)`.
@@ -487,8 +491,8 @@ impl Snapshot {
             error_logs.push(Sink::Stderr);
             error_level = LogLevel::Error;
         }
-        let rewriting = !cfg.http.variables.is_empty()
-            || cfg.http.captures
+        let captures = !cfg.http.variables.is_empty() || cfg.http.captures;
+        let rewriting = captures
             || servers
                 .iter()
                 .any(|s: &ServerRt| !s.rewrite.is_empty() || s.locations.iter().any(has_rewrite));
@@ -500,6 +504,7 @@ impl Snapshot {
                 .map(|&set| set.then(Vec::new))
                 .collect(),
             rewriting,
+            captures,
             generation,
             topology,
             board,
