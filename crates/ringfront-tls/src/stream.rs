@@ -4,7 +4,7 @@
 //!
 //! This type is the record layer's one seam: kernel TLS would replace it (handshake here in
 //! user space, then the keys handed to the kernel and plain socket I/O) without touching its
-//! callers. See docs/decisions/0008-kernel-tls.md.
+//! callers. See docs/decisions/0008-kernel-tls-plan.md.
 
 use std::io;
 use std::ops::DerefMut;
