@@ -10,7 +10,7 @@ use crate::model::{AccessRule, ErrorPage, LogFormat, NextUpstream};
 use crate::settings::{Level, PassRaw};
 use crate::tree::Directive;
 use crate::units::parse_number;
-use crate::values::{err, flag, msec, number, path, sec, set_once, size, template};
+use crate::values::{err, flag, msec, number, sec, set_once, size, template};
 
 /// What the handlers need to know about where they are.
 pub(crate) struct Scope<'a> {
@@ -64,7 +64,6 @@ pub(crate) fn apply(
             .error_pages
             .get_or_insert_with(Vec::new)
             .push(error_page(d)?),
-        "root" => set_once(&mut level.root, path(scope.prefix, arg), d)?,
         "access_log" => logs::access_log(level, d, scope)?,
         // Only the main level's error_log is used; below it the directive is checked and
         // ignored (ringfront has one error log).
@@ -106,6 +105,7 @@ pub(crate) fn apply(
         }
         "add_header" => crate::response_headers::add_header(level, d)?,
         "server_tokens" => crate::response_headers::server_tokens(level, d)?,
+        _ if crate::files::apply(level, d, scope.prefix)? => {}
         _ if crate::rewrite::apply(level, d, scope)? => {}
         _ if level.ssl.apply(d, scope.prefix)? => {}
         _ if level.proxy_ssl.apply(d, scope.prefix)? => {}

@@ -9,7 +9,8 @@
 //!
 //! - Relative paths (`include`, `root`, `pid`, logs) start at the main file's folder unless a
 //!   prefix is given ([`LoadOptions`], nginx's `-p`); `include` always starts there.
-//! - A missing `include ...mime.types` is skipped (ringfront has no use for MIME types).
+//! - A missing `include ...mime.types` is skipped (the Debian layout keeps that file outside
+//!   the folder relative includes start at); `types` then holds what the rest wrote.
 //! - No access log unless one is written (nginx writes `logs/access.log`).
 //! - Upstreams keep 32 idle connections unless `keepalive N` says otherwise (`0` = none);
 //!   `proxy_http_version` defaults to 1.1.
@@ -42,6 +43,8 @@ mod cidr;
 mod custom_vars;
 mod directives;
 mod error;
+mod files;
+pub mod files_model;
 mod geo;
 mod handlers;
 mod health;
@@ -76,6 +79,7 @@ use std::path::Path;
 
 pub use cidr::Cidr;
 pub use error::ConfigError;
+pub use files_model::Files;
 pub use host::{GlobError, Host, MemoryHost, OsHost};
 pub use model::*;
 pub use options::LoadOptions;

@@ -677,6 +677,8 @@ pub struct LocationSettings {
     pub error_pages: Vec<ErrorPage>,
     /// `root`, default `html` relative to the prefix (ringfront: the config file's folder).
     pub root: PathBuf,
+    /// `alias`, `index`, `types`, `default_type`.
+    pub files: crate::files_model::Files,
     pub access_log: Vec<AccessLog>,
     pub keepalive_timeout: Duration,
     pub keepalive_requests: u64,

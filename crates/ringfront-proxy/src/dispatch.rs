@@ -1,6 +1,6 @@
 //! From a parsed head to an answer: the server by `Host`, nginx's rewrite phases and the
 //! location (see [`crate::rewrite`]), the access phase (allow/deny), then the content: a
-//! `return` or redirect, a status page, the upstream, or 404.
+//! `return` or redirect, a status page, the upstream, or a static file.
 
 use std::net::SocketAddr;
 
@@ -81,7 +81,7 @@ async fn send(
 }
 
 /// Answers the request: a refusal (403, or a TLS one), what the rewrite phases decided
-/// (`return`, a redirect, an error), the status page or API, the upstream, or 404.
+/// (`return`, a redirect, an error), the status page or API, the upstream, or a file.
 pub(crate) async fn answer(
     cx: &Cx<'_>,
     refused: Option<u16>,
@@ -115,7 +115,7 @@ pub(crate) async fn answer(
         }
         (None, Outcome::Continue) => match cx.loc.upstream {
             Some(up) => return crate::proxy::run(cx, up, body, stream, out).await,
-            None => 404,
+            None => return crate::static_file::serve(cx, stream, out).await,
         },
     };
     let reply = local::error(&mut stream, &mut out, cx, local).await;

@@ -37,6 +37,10 @@ mod runtime;
 mod session;
 pub mod snapshot;
 mod split;
+mod static_cond;
+mod static_file;
+mod static_path;
+mod static_send;
 pub mod status;
 mod stream;
 #[cfg(test)]

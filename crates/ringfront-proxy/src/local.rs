@@ -15,8 +15,8 @@ pub async fn error(
     cx: &Cx<'_>,
     status: u16,
 ) -> Reply {
-    // nginx's special responses end the connection after a 500 or 501.
-    let keep_alive = cx.req.keep_alive && !matches!(status, 500 | 501);
+    // nginx's special responses end the connection after a 400, 500 or 501.
+    let keep_alive = cx.req.keep_alive && !matches!(status, 400 | 500 | 501);
     out.clear();
     let answer = respond::Answer {
         keep_alive,

@@ -41,13 +41,45 @@ pub fn build(
     extra: &[(&str, &[u8])],
     body: &[u8],
 ) -> u64 {
+    let typed = !body.is_empty() || status >= 200 && status != 204 && status != 304;
+    let fields = Fields {
+        content_type: typed.then_some(content_type),
+        length: typed.then_some(body.len() as u64),
+        before: extra,
+        after: &[],
+        last: &[],
+    };
+    head(out, a, status, &fields);
+    if a.head_only {
+        return 0;
+    }
+    out.extend_from_slice(body);
+    body.len() as u64
+}
+
+/// The fields of a head besides `Server`, `Date`, `Connection` and `add_header`, in
+/// nginx's order: `Content-Type`, `Content-Length`, `before` (nginx's header filter's own:
+/// `Last-Modified`, `Location`), `Connection`, `after` (the handler's list: `ETag`, the
+/// headers module's), the `add_header`s, then `last` (the range filter's).
+pub struct Fields<'f> {
+    pub content_type: Option<&'f str>,
+    pub length: Option<u64>,
+    pub before: &'f [(&'f str, &'f [u8])],
+    pub after: &'f [(&'f str, &'f [u8])],
+    pub last: &'f [(&'f str, &'f [u8])],
+}
+
+/// Appends a response head.
+pub fn head(out: &mut Vec<u8>, a: &Answer<'_>, status: u16, f: &Fields<'_>) {
     let mut h = HeadWriter::response(out, status);
     a.decor.first(&mut h);
-    if !body.is_empty() || status >= 200 && status != 204 && status != 304 {
-        h.header(b"Content-Type", content_type.as_bytes())
-            .header_num(b"Content-Length", body.len() as u64);
+    if let Some(t) = f.content_type {
+        h.header(b"Content-Type", t.as_bytes());
     }
-    for (n, v) in extra {
+    if let Some(n) = f.length {
+        h.header_num(b"Content-Length", n);
+    }
+    for (n, v) in f.before {
         h.header(n.as_bytes(), v);
     }
     h.header(
@@ -58,13 +90,14 @@ pub fn build(
             b"close"
         },
     );
-    a.decor.last(&mut h, status);
-    h.finish();
-    if a.head_only {
-        return 0;
+    for (n, v) in f.after {
+        h.header(n.as_bytes(), v);
     }
-    out.extend_from_slice(body);
-    body.len() as u64
+    a.decor.last(&mut h, status);
+    for (n, v) in f.last {
+        h.header(n.as_bytes(), v);
+    }
+    h.finish();
 }
 
 /// An error status for this location, honouring `error_page`. Returns (status sent, body bytes).

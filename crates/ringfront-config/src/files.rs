@@ -1,0 +1,99 @@
+//! The static module's directives at one level — `alias`, `index`, `types {}`,
+//! `default_type` — and their merge (`root` itself is a [`Level`] field of its own, which
+//! `alias` shares, as nginx's `clcf->root`).
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::error::ConfigError;
+use crate::files_model::{default_types, Files};
+use crate::settings::Level;
+use crate::tree::Directive;
+use crate::values::{err, path};
+
+/// What one level wrote.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct FilesLevel {
+    /// Written with `root` or `alias`: whether it was `alias`.
+    pub alias: Option<bool>,
+    pub index: Option<Vec<String>>,
+    pub types: Option<HashMap<String, String>>,
+    pub default_type: Option<String>,
+}
+
+/// Reads `d` into `level` if it is one of these directives; `Ok(false)` if not.
+pub(crate) fn apply(level: &mut Level, d: &Directive, prefix: &Path) -> Result<bool, ConfigError> {
+    let arg = d.arg(0);
+    match d.name.as_str() {
+        "root" | "alias" => {
+            if let Some(was) = level.files.alias {
+                let first = if was { "alias" } else { "root" };
+                return Err(err(
+                    d,
+                    format!(
+                        "\"{}\" directive is duplicate, \"{first}\" directive was specified earlier",
+                        d.name
+                    ),
+                ));
+            }
+            level.files.alias = Some(d.name == "alias");
+            level.root = Some(path(prefix, arg));
+        }
+        "index" => {
+            let list = level.files.index.get_or_insert_with(Vec::new);
+            for name in &d.args {
+                if name.is_empty() {
+                    return Err(err(d, "index \"\" in \"index\" directive is invalid"));
+                }
+                list.push(name.clone());
+            }
+        }
+        "default_type" => {
+            if level.files.default_type.is_some() {
+                return Err(crate::values::directive_err(d, "is duplicate"));
+            }
+            level.files.default_type = Some(arg.to_string());
+        }
+        "types" => {
+            let types = level.files.types.get_or_insert_with(HashMap::new);
+            for t in d.block.as_deref().unwrap_or_default() {
+                if t.block.is_some() {
+                    return Err(err(d, "unexpected \"{\" in \"types\" block"));
+                }
+                for ext in &t.args {
+                    // nginx: a repeated extension takes the later type (with a warning).
+                    types.insert(ext.to_ascii_lowercase(), t.name.clone());
+                }
+            }
+        }
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+impl FilesLevel {
+    /// This level over `outer` (`alias` goes with `root`: both are set by the level that
+    /// wrote either).
+    pub(crate) fn inherit(&self, outer: &FilesLevel) -> FilesLevel {
+        FilesLevel {
+            alias: self.alias.or(outer.alias),
+            index: self.index.clone().or_else(|| outer.index.clone()),
+            types: self.types.clone().or_else(|| outer.types.clone()),
+            default_type: self
+                .default_type
+                .clone()
+                .or_else(|| outer.default_type.clone()),
+        }
+    }
+
+    pub(crate) fn finish(self) -> Files {
+        let d = Files::default();
+        Files {
+            alias: self.alias.unwrap_or(false),
+            index: self.index.unwrap_or(d.index),
+            types: Arc::new(self.types.unwrap_or_else(default_types)),
+            default_type: self.default_type.unwrap_or(d.default_type),
+        }
+    }
+}

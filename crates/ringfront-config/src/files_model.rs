@@ -1,0 +1,73 @@
+//! What the static module of a location serves with (nginx's `root`/`alias`, `index`,
+//! `types`, `default_type`), merged as nginx merges them.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// The static-file settings of one location.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Files {
+    /// `alias` (not `root`) wrote the location's path: the URI's location prefix is
+    /// replaced by it, or, in a regex location, the alias is the whole file path.
+    pub alias: bool,
+    /// `index` files tried, in order, for a URI ending in `/` (default `index.html`).
+    pub index: Vec<String>,
+    /// `types {}`: lower-cased extension -> MIME type (nginx's default: html, gif, jpg).
+    pub types: Arc<HashMap<String, String>>,
+    /// `default_type` (default `text/plain`).
+    pub default_type: String,
+}
+
+impl Default for Files {
+    fn default() -> Self {
+        Files {
+            alias: false,
+            index: vec!["index.html".to_string()],
+            types: Arc::new(default_types()),
+            default_type: "text/plain".to_string(),
+        }
+    }
+}
+
+/// nginx's `ngx_http_core_default_types`, used when no level writes `types`.
+pub(crate) fn default_types() -> HashMap<String, String> {
+    [
+        ("html", "text/html"),
+        ("gif", "image/gif"),
+        ("jpg", "image/jpeg"),
+    ]
+    .into_iter()
+    .map(|(e, t)| (e.to_string(), t.to_string()))
+    .collect()
+}
+
+impl Files {
+    /// The `Content-Type` of `uri` by its extension (nginx's `r->exten`: after the last `.`
+    /// of the last path segment, matched case-insensitively).
+    pub fn content_type(&self, uri: &str) -> &str {
+        let last = uri.rsplit('/').next().unwrap_or(uri);
+        let ext = match last.rfind('.') {
+            Some(i) => &last[i + 1..],
+            None => return &self.default_type,
+        };
+        let found = match ext.bytes().any(|b| b.is_ascii_uppercase()) {
+            true => self.types.get(&ext.to_ascii_lowercase()),
+            false => self.types.get(ext),
+        };
+        found.map_or(&self.default_type, |t| t.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn content_type_by_extension() {
+        let f = Files::default();
+        assert_eq!(f.content_type("/a/b.HTML"), "text/html");
+        assert_eq!(f.content_type("/a.jpg/b"), "text/plain");
+        assert_eq!(f.content_type("/x.gif"), "image/gif");
+        assert_eq!(f.content_type("/x."), "text/plain");
+    }
+}

@@ -1,0 +1,129 @@
+//! Sending an open file: the head nginx's static handler and header filters write
+//! (`Content-Type` by extension, `Content-Length`, `Last-Modified`, `ETag`,
+//! `Accept-Ranges`), then the body read through the ring in chunks of at most
+//! [`CHUNK`] bytes, each written under `send_timeout` before the next is read.
+
+use monoio::buf::IoBufMut;
+use monoio::fs::File;
+use ringfront_config::LogLevel;
+
+use crate::io::write_all;
+use crate::req::{Cx, Reply};
+use crate::respond::{self, Answer, Fields};
+use crate::static_file::Opened;
+use crate::stream::ClientStream;
+
+/// The most bytes of a file held at once.
+const CHUNK: usize = 64 << 10;
+
+/// Sends `opened` (a regular file) as the answer; `type_uri` names its `Content-Type`.
+pub async fn send(
+    cx: &Cx<'_>,
+    mut stream: ClientStream,
+    mut out: Vec<u8>,
+    opened: Opened,
+    type_uri: &[u8],
+) -> (Reply, Option<ClientStream>) {
+    let Opened::File { file, size, mtime } = opened else {
+        return (Reply::new(500, 0, 0, false), Some(stream));
+    };
+    let s = cx.settings();
+    let type_uri = String::from_utf8_lossy(type_uri);
+    let answer = Answer::of(cx);
+    let last_modified = crate::date::imf_fixdate(u64::try_from(mtime).unwrap_or(0));
+    let etag = format!("\"{:x}-{:x}\"", mtime, size);
+    let plan = crate::static_cond::plan(cx.req, size, mtime, &etag);
+    let (status, start, len) = (plan.status, plan.start, plan.len);
+    let content_range = plan.content_range.as_deref().unwrap_or_default();
+    let mut last: Vec<(&str, &[u8])> = Vec::with_capacity(1);
+    if !content_range.is_empty() {
+        last.push(("Content-Range", content_range.as_bytes()));
+    }
+    if plan.accept_ranges {
+        last.push(("Accept-Ranges", b"bytes"));
+    }
+    let after: Vec<(&str, &[u8])> = vec![("ETag", etag.as_bytes())];
+    let body = status != 304;
+    let fields = Fields {
+        content_type: body.then(|| s.files.content_type(&type_uri)),
+        length: body.then_some(len),
+        before: &[("Last-Modified", &last_modified)],
+        after: &after,
+        last: &last,
+    };
+    out.clear();
+    respond::head(&mut out, &answer, status, &fields);
+    let head_len = out.len() as u64;
+    let mut reply = Reply::new(status, 0, head_len, answer.keep_alive);
+    if answer.head_only || !body {
+        let (r, o) = write_all(&mut stream, out, s.send_timeout).await;
+        cx.w.give_buf(o);
+        reply.reusable &= r.is_ok();
+        return (reply, Some(stream));
+    }
+    let (sent, whole, o) = body_out(cx, &mut stream, &file, out, start, len).await;
+    cx.w.give_buf(o);
+    reply.body_bytes_sent = sent;
+    reply.bytes_sent = head_len + sent;
+    reply.reusable &= whole;
+    (reply, Some(stream))
+}
+
+/// Writes what `out` holds, then `len` bytes of `file` from `start`. Returns the file
+/// bytes written, whether all went out, and the buffer.
+async fn body_out(
+    cx: &Cx<'_>,
+    stream: &mut ClientStream,
+    file: &File,
+    mut out: Vec<u8>,
+    start: u64,
+    len: u64,
+) -> (u64, bool, Vec<u8>) {
+    let timeout = cx.settings().send_timeout;
+    let (mut pos, end) = (start, start + len);
+    let mut sent = 0;
+    while pos < end {
+        let left = usize::try_from(end - pos).unwrap_or(usize::MAX);
+        // A file larger than the pooled buffer's room gets one buffer of up to CHUNK.
+        if out.capacity() - out.len() < left.min(CHUNK) && out.capacity() < CHUNK {
+            out.reserve(left.min(CHUNK));
+        }
+        let (at, cap) = (out.len(), out.capacity());
+        let want = left.min(cap - at);
+        let (r, slice) = file.read_at(out.slice_mut(at..at + want), pos).await;
+        out = slice.into_inner();
+        let n = match r {
+            Ok(0) => {
+                cx.log(
+                    LogLevel::Crit,
+                    format_args!("file was truncated while it was sent"),
+                    None,
+                );
+                return (sent, false, out);
+            }
+            Ok(n) => n,
+            Err(e) => {
+                cx.log(
+                    LogLevel::Crit,
+                    format_args!("pread() failed {}", crate::io::errno_text(&e)),
+                    None,
+                );
+                return (sent, false, out);
+            }
+        };
+        pos += n as u64;
+        let (r, o) = write_all(stream, out, timeout).await;
+        out = o;
+        if r.is_err() {
+            return (sent, false, out);
+        }
+        sent += n as u64;
+        out.clear();
+    }
+    if !out.is_empty() {
+        // An empty file: the head alone.
+        let (r, o) = write_all(stream, out, timeout).await;
+        return (sent, r.is_ok(), o);
+    }
+    (sent, true, out)
+}
