@@ -1,5 +1,5 @@
 //! The static module's directives at one level — `alias`, `index`, `types {}`,
-//! `default_type` — and their merge (`root` itself is a [`Level`] field of its own, which
+//! `default_type`, and the headers module's `expires` — and their merge (`root` itself is a [`Level`] field of its own, which
 //! `alias` shares, as nginx's `clcf->root`).
 
 use std::collections::HashMap;
@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::error::ConfigError;
-use crate::files_model::{default_types, Files};
+use crate::files_model::{default_types, Expires, Files};
 use crate::settings::Level;
 use crate::tree::Directive;
 use crate::values::{err, path};
@@ -20,6 +20,7 @@ pub(crate) struct FilesLevel {
     pub index: Option<Vec<String>>,
     pub types: Option<HashMap<String, String>>,
     pub default_type: Option<String>,
+    pub expires: Option<Expires>,
 }
 
 /// Reads `d` into `level` if it is one of these directives; `Ok(false)` if not.
@@ -67,9 +68,44 @@ pub(crate) fn apply(level: &mut Level, d: &Directive, prefix: &Path) -> Result<b
                 }
             }
         }
+        "expires" => {
+            if level.files.expires.is_some() {
+                return Err(crate::values::directive_err(d, "is duplicate"));
+            }
+            level.files.expires = Some(expires(d)?);
+        }
         _ => return Ok(false),
     }
     Ok(true)
+}
+
+/// `expires [modified] TIME | epoch | max | off` (nginx's `ngx_http_headers_expires`;
+/// the daily `@TIME` form is not supported yet).
+fn expires(d: &Directive) -> Result<Expires, ConfigError> {
+    let invalid = || crate::values::directive_err(d, "invalid value");
+    let time = match d.args.as_slice() {
+        [one] => match one.as_str() {
+            "epoch" => return Ok(Expires::Epoch),
+            "max" => return Ok(Expires::Max),
+            "off" => return Ok(Expires::Off),
+            t => t,
+        },
+        [m, t] if m == "modified" => t.as_str(),
+        _ => return Err(invalid()),
+    };
+    if time.starts_with('@') {
+        return Err(err(d, "daily \"expires\" (\"@TIME\") is not supported yet"));
+    }
+    let (minus, t) = match time.strip_prefix('-') {
+        Some(t) => (true, t),
+        None => (false, time),
+    };
+    let secs = crate::values::sec(d, t)?.as_secs() as i64;
+    let secs = if minus { -secs } else { secs };
+    Ok(match d.args.len() {
+        1 => Expires::Access(secs),
+        _ => Expires::Modified(secs),
+    })
 }
 
 impl FilesLevel {
@@ -84,6 +120,7 @@ impl FilesLevel {
                 .default_type
                 .clone()
                 .or_else(|| outer.default_type.clone()),
+            expires: self.expires.or(outer.expires),
         }
     }
 
@@ -94,6 +131,7 @@ impl FilesLevel {
             index: self.index.unwrap_or(d.index),
             types: Arc::new(self.types.unwrap_or_else(default_types)),
             default_type: self.default_type.unwrap_or(d.default_type),
+            expires: self.expires.unwrap_or(d.expires),
         }
     }
 }

@@ -16,6 +16,24 @@ pub struct Files {
     pub types: Arc<HashMap<String, String>>,
     /// `default_type` (default `text/plain`).
     pub default_type: String,
+    /// `expires` (default off).
+    pub expires: Expires,
+}
+
+/// `expires`: what nginx's headers filter writes as `Expires` and `Cache-Control` on
+/// responses with statuses `add_header` applies to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Expires {
+    #[default]
+    Off,
+    /// `Thu, 01 Jan 1970 00:00:01 GMT`, `no-cache`.
+    Epoch,
+    /// `Thu, 31 Dec 2037 23:55:55 GMT`, `max-age=315360000`.
+    Max,
+    /// `expires [-]TIME`: seconds after the request (negative: `no-cache`).
+    Access(i64),
+    /// `expires modified [-]TIME`: seconds after the file's modification time.
+    Modified(i64),
 }
 
 impl Default for Files {
@@ -25,6 +43,7 @@ impl Default for Files {
             index: vec!["index.html".to_string()],
             types: Arc::new(default_types()),
             default_type: "text/plain".to_string(),
+            expires: Expires::Off,
         }
     }
 }

@@ -198,6 +198,7 @@ pub(crate) static TABLE: &[Spec] = &[
     d("index", HSL, 1, MANY),
     b("types", HSL, 0, 0),
     d("default_type", HSL, 1, 1),
+    d("expires", HSL, 1, 2),
     d("keepalive_timeout", HSL, 1, 2),
     d("keepalive_requests", HSL, 1, 1),
     d("keepalive_time", HSL, 1, 1),

@@ -12,6 +12,7 @@ mod date;
 mod dispatch;
 mod geo;
 mod handshake;
+mod http_time;
 mod head_reader;
 pub mod health;
 mod idle;

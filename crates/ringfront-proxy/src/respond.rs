@@ -41,13 +41,29 @@ pub fn build(
     extra: &[(&str, &[u8])],
     body: &[u8],
 ) -> u64 {
+    build_with(out, a, status, content_type, (extra, &[]), body)
+}
+
+/// Header fields to add: (name, value).
+type Extra<'f> = &'f [(&'f str, &'f [u8])];
+
+/// [`build`] with fields before `Connection` and after the `add_header`s (the range
+/// filter's `Content-Range` of a 416).
+fn build_with(
+    out: &mut Vec<u8>,
+    a: &Answer<'_>,
+    status: u16,
+    content_type: &str,
+    (extra, last): (Extra<'_>, Extra<'_>),
+    body: &[u8],
+) -> u64 {
     let typed = !body.is_empty() || status >= 200 && status != 204 && status != 304;
     let fields = Fields {
         content_type: typed.then_some(content_type),
         length: typed.then_some(body.len() as u64),
         before: extra,
         after: &[],
-        last: &[],
+        last,
     };
     head(out, a, status, &fields);
     if a.head_only {
@@ -107,15 +123,26 @@ pub fn error(
     loc: Option<&LocationRt>,
     status: u16,
 ) -> (u16, u64) {
+    error_with(out, a, loc, status, &[])
+}
+
+/// [`error`] with fields after the `add_header`s.
+pub fn error_with(
+    out: &mut Vec<u8>,
+    a: &Answer<'_>,
+    loc: Option<&LocationRt>,
+    status: u16,
+    last: &[(&str, &[u8])],
+) -> (u16, u64) {
     if let Some(page) = loc.and_then(|l| l.error_pages.iter().find(|p| p.codes.contains(&status))) {
         if let Some(body) = &page.body {
             let sent = page.overwrite.unwrap_or(status);
-            let n = build(out, a, sent, page.content_type, &[], body);
+            let n = build_with(out, a, sent, page.content_type, (&[], last), body);
             return (sent, n);
         }
     }
     let body = error_body(status, a.decor.version());
-    let n = build(out, a, status, "text/html", &[], body.as_bytes());
+    let n = build_with(out, a, status, "text/html", (&[], last), body.as_bytes());
     // nginx's internal 494..=497 go out, and are logged (`err_status`), as 400.
     let shown = if (494..=497).contains(&status) {
         400

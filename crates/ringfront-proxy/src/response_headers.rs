@@ -3,7 +3,7 @@
 //! location's `add_header`s last; and which upstream fields nginx's default
 //! `proxy_hide_header` list drops from relayed responses.
 
-use ringfront_config::{AddHeader, LocationSettings, Template, TemplatePart};
+use ringfront_config::{AddHeader, Expires, LocationSettings, Template, TemplatePart};
 use ringfront_http::{server_token, HeadWriter};
 
 use crate::req::Req;
@@ -49,6 +49,9 @@ pub struct Decor<'a> {
     req: Option<&'a Req<'a>>,
     /// For `map`, `geo` and `split_clients` variables in them.
     snap: Option<&'a crate::snapshot::Snapshot>,
+    expires: Expires,
+    /// The answer's `Last-Modified` time, for `expires modified`.
+    mtime: Option<i64>,
 }
 
 impl<'a> Decor<'a> {
@@ -61,7 +64,15 @@ impl<'a> Decor<'a> {
             adds: &settings.add_headers,
             req,
             snap: None,
+            expires: settings.files.expires,
+            mtime: None,
         }
+    }
+
+    /// For a file modified at `mtime` (`expires modified`).
+    pub fn with_mtime(mut self, mtime: i64) -> Self {
+        self.mtime = Some(mtime);
+        self
     }
 
     /// The same with a fixed `Date` (tests).
@@ -86,8 +97,16 @@ impl<'a> Decor<'a> {
         a.always || safe_status(status)
     }
 
-    /// An upstream field that an `add_header ETag|Last-Modified` in effect replaces.
+    /// An upstream field that an `add_header ETag|Last-Modified` in effect replaces, or
+    /// `Expires` and `Cache-Control`, which `expires` sets.
     pub fn replaces(&self, name: &[u8], status: u16) -> bool {
+        if self.expires != Expires::Off
+            && safe_status(status)
+            && (name.eq_ignore_ascii_case(b"expires")
+                || name.eq_ignore_ascii_case(b"cache-control"))
+        {
+            return true;
+        }
         self.adds.iter().any(|a| {
             a.replaces && Self::applies(a, status) && name.eq_ignore_ascii_case(a.name.as_bytes())
         })
@@ -103,6 +122,9 @@ impl<'a> Decor<'a> {
     /// out. Nothing is built when none is configured. Without a request (refused before it
     /// was read whole) variables are empty.
     pub fn last(&self, h: &mut HeadWriter<'_>, status: u16) {
+        if self.expires != Expires::Off && safe_status(status) {
+            self.expires(h);
+        }
         if self.adds.is_empty() {
             return;
         }
@@ -115,6 +137,43 @@ impl<'a> Decor<'a> {
             h.header_with(a.name.as_bytes(), |o| match &vars {
                 Some(v) => crate::vars::render(o, &a.value, v, false),
                 None => literals(o, &a.value),
+            });
+        }
+    }
+}
+
+impl Decor<'_> {
+    /// `Expires` and `Cache-Control` as nginx's `ngx_http_set_expires` writes them.
+    fn expires(&self, h: &mut HeadWriter<'_>) {
+        let now = (crate::clock::unix_ms() / 1000) as i64;
+        let (at, max_age, negative) = match self.expires {
+            Expires::Off => return,
+            Expires::Epoch => {
+                h.header(b"Expires", b"Thu, 01 Jan 1970 00:00:01 GMT")
+                    .header(b"Cache-Control", b"no-cache");
+                return;
+            }
+            Expires::Max => {
+                h.header(b"Expires", b"Thu, 31 Dec 2037 23:55:55 GMT")
+                    .header(b"Cache-Control", b"max-age=315360000");
+                return;
+            }
+            Expires::Access(t) => (now + t, t, t < 0),
+            Expires::Modified(t) => match self.mtime {
+                Some(m) => (m + t, m + t - now, t < 0),
+                None => (now + t, t, t < 0),
+            },
+        };
+        h.header(
+            b"Expires",
+            &crate::date::imf_fixdate(u64::try_from(at).unwrap_or(0)),
+        );
+        if negative || max_age < 0 {
+            h.header(b"Cache-Control", b"no-cache");
+        } else {
+            h.header_with(b"Cache-Control", |o| {
+                o.extend_from_slice(b"max-age=");
+                ringfront_http::push_decimal(o, max_age as u64);
             });
         }
     }

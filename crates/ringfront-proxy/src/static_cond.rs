@@ -1,5 +1,8 @@
-//! What a file's answer is, given the request's conditional and range fields: nginx's
-//! not_modified and range filters.
+//! What a file's answer is, given the request's conditional and range fields, as nginx's
+//! not_modified filter (`If-Unmodified-Since`, `If-Match` -> 412; `If-Modified-Since`
+//! exactly equal (nginx's default `if_modified_since exact`), `If-None-Match` -> 304) and
+//! range filter (`Range: bytes=...` -> 206 with `Content-Range`, 416 when unsatisfiable;
+//! `If-Range`) decide it.
 
 use crate::req::Req;
 
@@ -8,19 +11,255 @@ pub struct Plan {
     pub status: u16,
     pub start: u64,
     pub len: u64,
-    /// `Content-Range` of a 206.
+    /// `Content-Range` of a 206 or 416.
     pub content_range: Option<String>,
     /// `Accept-Ranges: bytes` (a 200 that could have been ranged).
     pub accept_ranges: bool,
 }
 
 /// The plan for a file of `size` bytes modified at `mtime` with `etag`.
-pub fn plan(_req: &Req<'_>, size: u64, _mtime: i64, _etag: &str) -> Plan {
-    Plan {
+pub fn plan(req: &Req<'_>, size: u64, mtime: i64, etag: &str) -> Plan {
+    let field = |name| req.head.header(req.buf, name);
+    let plan = Plan {
         status: 200,
         start: 0,
         len: size,
         content_range: None,
         accept_ranges: true,
+    };
+    let time = |v: &[u8]| crate::http_time::parse(v).unwrap_or(-1);
+    if let Some(v) = field("If-Unmodified-Since") {
+        if time(v) < mtime {
+            return failed();
+        }
+    }
+    if let Some(v) = field("If-Match") {
+        if !matches_etag(v, etag, false) {
+            return failed();
+        }
+    }
+    let (ims, inm) = (field("If-Modified-Since"), field("If-None-Match"));
+    if ims.is_some() || inm.is_some() {
+        let modified = ims.is_some_and(|v| time(v) != mtime);
+        let differs = inm.is_some_and(|v| !matches_etag(v, etag, true));
+        if !modified && !differs {
+            return Plan {
+                status: 304,
+                len: 0,
+                accept_ranges: false,
+                ..plan
+            };
+        }
+    }
+    let Some(range) = field("Range") else {
+        return plan;
+    };
+    if range.len() < 7 || !range[..6].eq_ignore_ascii_case(b"bytes=") {
+        return plan;
+    }
+    if let Some(v) = field("If-Range") {
+        let holds = match v.last() {
+            Some(b'"') if v.len() >= 2 => v == etag.as_bytes(),
+            _ => time(v) == mtime,
+        };
+        if !holds {
+            return plan;
+        }
+    }
+    match ranges(&range[6..], size) {
+        Ranged::One(start, end) => Plan {
+            status: 206,
+            start,
+            len: end - start,
+            content_range: Some(format!("bytes {start}-{}/{size}", end - 1)),
+            accept_ranges: false,
+        },
+        Ranged::Unsatisfiable => Plan {
+            status: 416,
+            len: 0,
+            content_range: Some(format!("bytes */{size}")),
+            accept_ranges: false,
+            ..plan
+        },
+        Ranged::Whole => plan,
+    }
+}
+
+/// 412: nginx's special response (no `Accept-Ranges`).
+fn failed() -> Plan {
+    Plan {
+        status: 412,
+        start: 0,
+        len: 0,
+        content_range: None,
+        accept_ranges: false,
+    }
+}
+
+/// nginx's `ngx_http_test_if_match`: `*`, or one of the comma-separated tags is exactly
+/// `etag` (with `weak`, a `W/` prefix is skipped first).
+fn matches_etag(header: &[u8], etag: &str, weak: bool) -> bool {
+    if header == b"*" {
+        return true;
+    }
+    let etag = etag.as_bytes();
+    let mut p = header;
+    while !p.is_empty() {
+        if weak && p.len() > 2 && p.starts_with(b"W/") {
+            p = &p[2..];
+        }
+        if etag.len() > p.len() {
+            return false;
+        }
+        if p.starts_with(etag) {
+            let rest = &p[etag.len()..];
+            let rest = rest.trim_ascii_start();
+            if rest.is_empty() || rest[0] == b',' {
+                return true;
+            }
+        }
+        let next = p.iter().position(|&b| b == b',').unwrap_or(p.len());
+        p = &p[next..];
+        let skip = p
+            .iter()
+            .position(|&b| !matches!(b, b' ' | b'\t' | b','))
+            .unwrap_or(p.len());
+        p = &p[skip..];
+    }
+    false
+}
+
+/// What a `Range: bytes=` value asks of a file of `size` bytes.
+#[derive(Debug, PartialEq, Eq)]
+enum Ranged {
+    /// One range, `[start, end)`.
+    One(u64, u64),
+    Unsatisfiable,
+    /// Ignore the field: several ranges (multipart answers are not made: see docs), or
+    /// ranges that overlap past the size, or `0-` style ones that start past the end.
+    Whole,
+}
+
+/// nginx's `ngx_http_range_parse`.
+fn ranges(v: &[u8], size: u64) -> Ranged {
+    let at = |i: usize| v.get(i).copied().unwrap_or(0);
+    let (mut p, mut found, mut total) = (0, Vec::new(), 0u64);
+    let max = i64::MAX as u64;
+    let number = |p: &mut usize| -> Option<u64> {
+        let mut n: u64 = 0;
+        while at(*p).is_ascii_digit() {
+            n = n.checked_mul(10)?.checked_add(u64::from(at(*p) - b'0'))?;
+            if n > max {
+                return None;
+            }
+            *p += 1;
+        }
+        Some(n)
+    };
+    let spaces = |p: &mut usize| {
+        while at(*p) == b' ' {
+            *p += 1;
+        }
+    };
+    loop {
+        let (mut start, end);
+        spaces(&mut p);
+        if at(p) != b'-' {
+            if !at(p).is_ascii_digit() {
+                return Ranged::Unsatisfiable;
+            }
+            let Some(n) = number(&mut p) else {
+                return Ranged::Unsatisfiable;
+            };
+            start = n;
+            spaces(&mut p);
+            if at(p) != b'-' {
+                return Ranged::Unsatisfiable;
+            }
+            p += 1;
+            spaces(&mut p);
+            if matches!(at(p), b',' | 0) {
+                end = size;
+            } else {
+                let Some(e) = last(&mut p, &number, &spaces, &at) else {
+                    return Ranged::Unsatisfiable;
+                };
+                end = if e >= size { size } else { e + 1 };
+            }
+        } else {
+            p += 1;
+            let Some(suffix) = last(&mut p, &number, &spaces, &at) else {
+                return Ranged::Unsatisfiable;
+            };
+            start = size.saturating_sub(suffix);
+            end = size;
+            if size == 0 {
+                start = 0;
+            }
+        }
+        if start < end {
+            found.push((start, end));
+            total = total.saturating_add(end - start);
+        } else if start == 0 {
+            return Ranged::Whole;
+        }
+        if at(p) != b',' {
+            break;
+        }
+        p += 1;
+    }
+    match found.as_slice() {
+        [] => Ranged::Unsatisfiable,
+        _ if total > size => Ranged::Whole,
+        [(s, e)] => Ranged::One(*s, *e),
+        _ => Ranged::Whole,
+    }
+}
+
+/// The end of a range: digits, spaces, then `,` or the end of the value.
+fn last(
+    p: &mut usize,
+    number: &impl Fn(&mut usize) -> Option<u64>,
+    spaces: &impl Fn(&mut usize),
+    at: &impl Fn(usize) -> u8,
+) -> Option<u64> {
+    let before = *p;
+    let n = number(p)?;
+    if *p == before {
+        return None;
+    }
+    spaces(p);
+    matches!(at(*p), b',' | 0).then_some(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_as_nginx_reads_them() {
+        assert_eq!(ranges(b"0-9", 100), Ranged::One(0, 10));
+        assert_eq!(ranges(b"90-", 100), Ranged::One(90, 100));
+        assert_eq!(ranges(b"-10", 100), Ranged::One(90, 100));
+        assert_eq!(ranges(b"-200", 100), Ranged::One(0, 100));
+        assert_eq!(ranges(b"50-500", 100), Ranged::One(50, 100));
+        assert_eq!(ranges(b" 1 - 2 ", 100), Ranged::One(1, 3));
+        assert_eq!(ranges(b"100-", 100), Ranged::Unsatisfiable);
+        assert_eq!(ranges(b"200-300", 100), Ranged::Unsatisfiable);
+        assert_eq!(ranges(b"x", 100), Ranged::Unsatisfiable);
+        assert_eq!(ranges(b"5-2", 100), Ranged::Unsatisfiable);
+        assert_eq!(ranges(b"0-0,5-6", 100), Ranged::Whole);
+        assert_eq!(ranges(b"0-", 0), Ranged::Whole);
+        assert_eq!(ranges(b"1-2x", 100), Ranged::Unsatisfiable);
+    }
+
+    #[test]
+    fn etag_lists() {
+        let e = "\"5-a\"";
+        assert!(matches_etag(b"*", e, false));
+        assert!(matches_etag(b"\"x\", \"5-a\"", e, false));
+        assert!(matches_etag(b"W/\"5-a\"", e, true));
+        assert!(!matches_etag(b"W/\"5-a\"", e, false));
+        assert!(!matches_etag(b"\"5-ab\"", e, false));
     }
 }

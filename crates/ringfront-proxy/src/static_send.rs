@@ -29,7 +29,8 @@ pub async fn send(
     };
     let s = cx.settings();
     let type_uri = String::from_utf8_lossy(type_uri);
-    let answer = Answer::of(cx);
+    let mut answer = Answer::of(cx);
+    answer.decor = answer.decor.with_mtime(mtime);
     let last_modified = crate::date::imf_fixdate(u64::try_from(mtime).unwrap_or(0));
     let etag = format!("\"{:x}-{:x}\"", mtime, size);
     let plan = crate::static_cond::plan(cx.req, size, mtime, &etag);
@@ -42,7 +43,21 @@ pub async fn send(
     if plan.accept_ranges {
         last.push(("Accept-Ranges", b"bytes"));
     }
-    let after: Vec<(&str, &[u8])> = vec![("ETag", etag.as_bytes())];
+    if matches!(status, 412 | 416) {
+        // nginx's special response for the status (its error_page too), with the range
+        // filter's `Content-Range: bytes */SIZE` on a 416.
+        drop(file);
+        out.clear();
+        let (shown, n) = respond::error_with(&mut out, &answer, Some(cx.loc), status, &last);
+        let bytes = out.len() as u64;
+        let (r, o) = write_all(&mut stream, out, s.send_timeout).await;
+        cx.w.give_buf(o);
+        return (
+            Reply::new(shown, n, bytes, answer.keep_alive && r.is_ok()),
+            Some(stream),
+        );
+    }
+    let after: [(&str, &[u8]); 1] = [("ETag", etag.as_bytes())];
     let body = status != 304;
     let fields = Fields {
         content_type: body.then(|| s.files.content_type(&type_uri)),

@@ -1,0 +1,73 @@
+//! The static module's directives: `root`/`alias` sharing one slot (nginx's messages),
+//! `index` lines adding up, `types` inherited whole, `default_type`, `expires` forms (each
+//! message checked against nginx 1.22 `-t`).
+
+mod common;
+
+use common::{http, parse, FILE};
+use ringfront_config::{Config, Expires, LocationSettings};
+
+fn settings(cfg: &Config, server: usize, location: usize) -> &LocationSettings {
+    &cfg.http.servers[server].locations[location].settings
+}
+
+fn e(body: &str) -> String {
+    match parse(&format!("events {{}}\nhttp {{\n{body}\n}}\n")) {
+        Ok(_) => panic!("should fail:\n{body}"),
+        Err(err) => err.to_string().replace(FILE, "F"),
+    }
+}
+
+#[test]
+fn files_settings_merge_as_nginx() {
+    let cfg = http(
+        "types { text/x-a a A; }
+         default_type x/y;
+         expires 1h;
+         server {
+             location /a { alias /data/; index one.html; index two.html; }
+             location /b { types { } expires modified -30s; location /b/c { } }
+             location /d { root /r; expires off; }
+         }",
+    );
+    let a = settings(&cfg, 0, 0);
+    assert!(a.files.alias);
+    assert_eq!(a.root, std::path::PathBuf::from("/data/"));
+    assert_eq!(a.files.index, ["one.html", "two.html"]);
+    assert_eq!(a.files.content_type("/x.A"), "text/x-a");
+    assert_eq!(a.files.content_type("/x.html"), "x/y");
+    assert_eq!(a.files.expires, Expires::Access(3600));
+    let b = settings(&cfg, 0, 1);
+    assert_eq!(b.files.content_type("/x.a"), "x/y");
+    assert_eq!(b.files.expires, Expires::Modified(-30));
+    let c = &cfg.http.servers[0].locations[1].locations[0].settings;
+    assert_eq!(c.files.expires, Expires::Modified(-30));
+    let d = settings(&cfg, 0, 2);
+    assert!(!d.files.alias);
+    assert_eq!(d.files.expires, Expires::Off);
+    assert_eq!(d.files.index, ["index.html"]);
+}
+
+#[test]
+fn nginx_messages() {
+    assert_eq!(
+        e("server { location /a { root /a; alias /b; } }"),
+        "\"alias\" directive is duplicate, \"root\" directive was specified earlier in F:3"
+    );
+    assert_eq!(
+        e("server { alias /b; }"),
+        "\"alias\" directive is not allowed here in F:3"
+    );
+    assert_eq!(
+        e("expires soon;"),
+        "\"expires\" directive invalid value in F:3"
+    );
+    assert_eq!(
+        e("expires later 1h;"),
+        "\"expires\" directive invalid value in F:3"
+    );
+    assert_eq!(
+        e("expires 1h; expires 2h;"),
+        "\"expires\" directive is duplicate in F:3"
+    );
+}
