@@ -1,5 +1,5 @@
 //! The static module's directives at one level — `alias`, `index`, `types {}`,
-//! `default_type`, and the headers module's `expires` — and their merge (`root` itself is a [`Level`] field of its own, which
+//! `default_type`, `try_files`, and the headers module's `expires` — and their merge (`root` itself is a [`Level`] field of its own, which
 //! `alias` shares, as nginx's `clcf->root`).
 
 use std::collections::HashMap;
@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::error::ConfigError;
-use crate::files_model::{default_types, Expires, Files};
+use crate::files_model::{default_types, Expires, Files, TryFiles, TryLast};
 use crate::settings::Level;
 use crate::tree::Directive;
 use crate::values::{err, path};
@@ -21,6 +21,7 @@ pub(crate) struct FilesLevel {
     pub types: Option<HashMap<String, String>>,
     pub default_type: Option<String>,
     pub expires: Option<Expires>,
+    pub try_files: Option<TryFiles>,
 }
 
 /// Reads `d` into `level` if it is one of these directives; `Ok(false)` if not.
@@ -74,9 +75,46 @@ pub(crate) fn apply(level: &mut Level, d: &Directive, prefix: &Path) -> Result<b
             }
             level.files.expires = Some(expires(d)?);
         }
+        "try_files" => {
+            if level.files.try_files.is_some() {
+                return Err(crate::values::directive_err(d, "is duplicate"));
+            }
+            level.files.try_files = Some(try_files(d)?);
+        }
         _ => return Ok(false),
     }
     Ok(true)
+}
+
+/// `try_files FILE ... URI | =CODE | @NAME` (named locations not supported yet).
+fn try_files(d: &Directive) -> Result<TryFiles, ConfigError> {
+    let Some((last, files)) = d.args.split_last() else {
+        return Err(err(
+            d,
+            "invalid number of arguments in \"try_files\" directive",
+        ));
+    };
+    let files = files
+        .iter()
+        .map(|f| match f.strip_suffix('/') {
+            Some(dir) => Ok((crate::values::template(d, dir)?, true)),
+            None => Ok((crate::values::template(d, f)?, false)),
+        })
+        .collect::<Result<Vec<_>, ConfigError>>()?;
+    let last = if let Some(code) = last.strip_prefix('=') {
+        let n = crate::units::parse_number(code)
+            .filter(|&n| n <= 999)
+            .ok_or_else(|| err(d, format!("invalid code \"{last}\"")))?;
+        TryLast::Code(n as u16)
+    } else if last.starts_with('@') {
+        return Err(err(
+            d,
+            format!("\"try_files\" to the named location \"{last}\" is not supported yet"),
+        ));
+    } else {
+        TryLast::Uri(crate::values::template(d, last)?)
+    };
+    Ok(TryFiles { files, last })
 }
 
 /// `expires [modified] TIME | epoch | max | off` (nginx's `ngx_http_headers_expires`;
@@ -121,6 +159,7 @@ impl FilesLevel {
                 .clone()
                 .or_else(|| outer.default_type.clone()),
             expires: self.expires.or(outer.expires),
+            try_files: self.try_files.clone(),
         }
     }
 
@@ -132,6 +171,7 @@ impl FilesLevel {
             types: Arc::new(self.types.unwrap_or_else(default_types)),
             default_type: self.default_type.unwrap_or(d.default_type),
             expires: self.expires.unwrap_or(d.expires),
+            try_files: self.try_files,
         }
     }
 }

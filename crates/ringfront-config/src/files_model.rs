@@ -18,6 +18,26 @@ pub struct Files {
     pub default_type: String,
     /// `expires` (default off).
     pub expires: Expires,
+    /// `try_files` of this level (never inherited, as nginx).
+    pub try_files: Option<TryFiles>,
+}
+
+/// `try_files FILE ... URI | =CODE`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TryFiles {
+    /// The files tried in order, and whether the name was written ending in `/` (that
+    /// slash taken off, as nginx): it must be a folder; the others must not.
+    pub files: Vec<(crate::model::Template, bool)>,
+    pub last: TryLast,
+}
+
+/// What `try_files` does when no file is there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TryLast {
+    /// An internal redirect to this URI (`?` splits off new arguments).
+    Uri(crate::model::Template),
+    /// `=CODE`.
+    Code(u16),
 }
 
 /// `expires`: what nginx's headers filter writes as `Expires` and `Cache-Control` on
@@ -44,6 +64,7 @@ impl Default for Files {
             types: Arc::new(default_types()),
             default_type: "text/plain".to_string(),
             expires: Expires::Off,
+            try_files: None,
         }
     }
 }

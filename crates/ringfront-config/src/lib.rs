@@ -79,7 +79,7 @@ use std::path::Path;
 
 pub use cidr::Cidr;
 pub use error::ConfigError;
-pub use files_model::{Expires, Files};
+pub use files_model::{Expires, Files, TryFiles, TryLast};
 pub use host::{GlobError, Host, MemoryHost, OsHost};
 pub use model::*;
 pub use options::LoadOptions;

@@ -199,6 +199,7 @@ pub(crate) static TABLE: &[Spec] = &[
     b("types", HSL, 0, 0),
     d("default_type", HSL, 1, 1),
     d("expires", HSL, 1, 2),
+    d("try_files", SL, 2, MANY),
     d("keepalive_timeout", HSL, 1, 2),
     d("keepalive_requests", HSL, 1, 1),
     d("keepalive_time", HSL, 1, 1),
@@ -296,7 +297,6 @@ pub(crate) static TABLE: &[Spec] = &[
     // nginx directives not implemented yet: an error, so no configuration is half-understood
     unsupported("sticky", UPSTREAM, 1, MANY),
     unsupported("limit_except", LOCATION, 1, MANY),
-    unsupported("try_files", SL, 2, MANY),
     d("internal", LOCATION, 0, 0),
     unsupported("proxy_hide_header", HSL, 1, 1),
     unsupported("proxy_pass_header", HSL, 1, 1),

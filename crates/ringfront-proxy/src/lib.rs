@@ -46,6 +46,7 @@ pub mod status;
 mod stream;
 #[cfg(test)]
 mod testutil;
+mod try_files;
 mod upstream;
 mod upstream_request;
 mod upstream_tls;

@@ -164,7 +164,7 @@ pub struct Snapshot {
     /// The rewrite module's variables (`set`, named captures): each request's slots start
     /// as these (empty for a `set` variable, not found for a named capture's).
     pub variables: Vec<Option<Vec<u8>>>,
-    /// Some rewrite directive, variable or capture is configured: requests keep a
+    /// Some rewrite directive, `try_files`, variable or capture is configured: requests keep a
     /// [`crate::rewrite_state::RwState`].
     pub rewriting: bool,
     /// Something reads regex captures (`$1`.. in a template, a named group): regex
@@ -493,9 +493,11 @@ impl Snapshot {
         }
         let captures = !cfg.http.variables.is_empty() || cfg.http.captures;
         let rewriting = captures
-            || servers
-                .iter()
-                .any(|s: &ServerRt| !s.rewrite.is_empty() || s.locations.iter().any(has_rewrite));
+            || servers.iter().any(|s: &ServerRt| {
+                !s.rewrite.is_empty()
+                    || has_rewrite(&s.fallback)
+                    || s.locations.iter().any(has_rewrite)
+            });
         Ok(Snapshot {
             variables: cfg
                 .http
@@ -606,8 +608,11 @@ impl Snapshot {
 }
 
 /// Whether a location or one nested in it has rewrite directives.
+/// Rewrite directives, or `try_files` (whose internal redirect changes the URI too).
 fn has_rewrite(l: &LocationRt) -> bool {
-    !l.rewrite.is_empty() || l.children.iter().any(has_rewrite)
+    !l.rewrite.is_empty()
+        || l.settings.files.try_files.is_some()
+        || l.children.iter().any(has_rewrite)
 }
 
 /// The wildcard address of `local`'s family and port.

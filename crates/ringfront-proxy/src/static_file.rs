@@ -91,7 +91,7 @@ async fn find(cx: &Cx<'_>) -> Found {
 }
 
 /// The bytes of the URI an alias replaces (`None`: a regex location, whole path).
-fn prefix_len(m: Option<&LocationMatch>) -> Option<usize> {
+pub(crate) fn prefix_len(m: Option<&LocationMatch>) -> Option<usize> {
     match m {
         Some(
             LocationMatch::Prefix(p) | LocationMatch::PrefixNoRegex(p) | LocationMatch::Exact(p),
