@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::error::ConfigError;
-use crate::files_model::{default_types, Expires, Files, TryFiles, TryLast};
+use crate::files_model::{default_types, Expires, Files, IfModifiedSince, TryFiles, TryLast};
 use crate::settings::Level;
 use crate::tree::Directive;
 use crate::values::{err, path};
@@ -17,11 +17,13 @@ use crate::values::{err, path};
 pub(crate) struct FilesLevel {
     /// Written with `root` or `alias`: whether it was `alias`.
     pub alias: Option<bool>,
-    pub index: Option<Vec<String>>,
+    pub index: Option<Vec<crate::model::Template>>,
     pub types: Option<HashMap<String, String>>,
     pub default_type: Option<String>,
     pub expires: Option<Expires>,
     pub try_files: Option<TryFiles>,
+    pub if_modified_since: Option<IfModifiedSince>,
+    pub log_not_found: Option<bool>,
 }
 
 /// Reads `d` into `level` if it is one of these directives; `Ok(false)` if not.
@@ -48,7 +50,7 @@ pub(crate) fn apply(level: &mut Level, d: &Directive, prefix: &Path) -> Result<b
                 if name.is_empty() {
                     return Err(err(d, "index \"\" in \"index\" directive is invalid"));
                 }
-                list.push(name.clone());
+                list.push(crate::values::template(d, name)?);
             }
         }
         "default_type" => {
@@ -74,6 +76,20 @@ pub(crate) fn apply(level: &mut Level, d: &Directive, prefix: &Path) -> Result<b
                 return Err(crate::values::directive_err(d, "is duplicate"));
             }
             level.files.expires = Some(expires(d)?);
+        }
+        "if_modified_since" => {
+            let v = match arg {
+                "off" => IfModifiedSince::Off,
+                "exact" => IfModifiedSince::Exact,
+                "before" => IfModifiedSince::Before,
+                _ => {
+                    return Err(err(d, format!("invalid value \"{arg}\"")));
+                }
+            };
+            crate::values::set_once(&mut level.files.if_modified_since, v, d)?;
+        }
+        "log_not_found" => {
+            crate::values::set_once(&mut level.files.log_not_found, crate::values::flag(d)?, d)?;
         }
         "try_files" => {
             if level.files.try_files.is_some() {
@@ -117,33 +133,19 @@ fn try_files(d: &Directive) -> Result<TryFiles, ConfigError> {
     Ok(TryFiles { files, last })
 }
 
-/// `expires [modified] TIME | epoch | max | off` (nginx's `ngx_http_headers_expires`;
-/// the daily `@TIME` form is not supported yet).
+/// `expires [modified] TIME | @TIME | epoch | max | off`, or a value with variables read
+/// for each response (nginx's `ngx_http_headers_expires`).
 fn expires(d: &Directive) -> Result<Expires, ConfigError> {
-    let invalid = || crate::values::directive_err(d, "invalid value");
-    let time = match d.args.as_slice() {
-        [one] => match one.as_str() {
-            "epoch" => return Ok(Expires::Epoch),
-            "max" => return Ok(Expires::Max),
-            "off" => return Ok(Expires::Off),
-            t => t,
-        },
-        [m, t] if m == "modified" => t.as_str(),
-        _ => return Err(invalid()),
+    let (value, modified) = match d.args.as_slice() {
+        [one] => (one.as_str(), false),
+        [m, t] if m == "modified" => (t.as_str(), true),
+        _ => return Err(crate::values::directive_err(d, "invalid value")),
     };
-    if time.starts_with('@') {
-        return Err(err(d, "daily \"expires\" (\"@TIME\") is not supported yet"));
+    if value.contains('$') {
+        let value = crate::values::template(d, value)?;
+        return Ok(Expires::Var { value, modified });
     }
-    let (minus, t) = match time.strip_prefix('-') {
-        Some(t) => (true, t),
-        None => (false, time),
-    };
-    let secs = crate::values::sec(d, t)?.as_secs() as i64;
-    let secs = if minus { -secs } else { secs };
-    Ok(match d.args.len() {
-        1 => Expires::Access(secs),
-        _ => Expires::Modified(secs),
-    })
+    Expires::parse(value, modified).map_err(|why| crate::values::directive_err(d, why))
 }
 
 impl FilesLevel {
@@ -158,8 +160,10 @@ impl FilesLevel {
                 .default_type
                 .clone()
                 .or_else(|| outer.default_type.clone()),
-            expires: self.expires.or(outer.expires),
+            expires: self.expires.clone().or_else(|| outer.expires.clone()),
             try_files: self.try_files.clone(),
+            if_modified_since: self.if_modified_since.or(outer.if_modified_since),
+            log_not_found: self.log_not_found.or(outer.log_not_found),
         }
     }
 
@@ -172,6 +176,8 @@ impl FilesLevel {
             default_type: self.default_type.unwrap_or(d.default_type),
             expires: self.expires.unwrap_or(d.expires),
             try_files: self.try_files,
+            if_modified_since: self.if_modified_since.unwrap_or(d.if_modified_since),
+            log_not_found: self.log_not_found.unwrap_or(d.log_not_found),
         }
     }
 }

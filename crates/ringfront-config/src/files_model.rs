@@ -10,16 +10,34 @@ pub struct Files {
     /// `alias` (not `root`) wrote the location's path: the URI's location prefix is
     /// replaced by it, or, in a regex location, the alias is the whole file path.
     pub alias: bool,
-    /// `index` files tried, in order, for a URI ending in `/` (default `index.html`).
-    pub index: Vec<String>,
+    /// `index` files tried, in order, for a URI ending in `/` (default `index.html`);
+    /// variables allowed, one starting with `/` is redirected to untested.
+    pub index: Vec<crate::model::Template>,
     /// `types {}`: lower-cased extension -> MIME type (nginx's default: html, gif, jpg).
     pub types: Arc<HashMap<String, String>>,
     /// `default_type` (default `text/plain`).
     pub default_type: String,
     /// `expires` (default off).
     pub expires: Expires,
+    /// `if_modified_since` (default `exact`).
+    pub if_modified_since: IfModifiedSince,
+    /// `log_not_found` (default on): a missing file's 404 is logged.
+    pub log_not_found: bool,
     /// `try_files` of this level (never inherited, as nginx).
     pub try_files: Option<TryFiles>,
+}
+
+/// `if_modified_since off | exact | before`: how `If-Modified-Since` is compared with the
+/// file's time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IfModifiedSince {
+    /// Never 304 by time.
+    Off,
+    /// 304 only for exactly the file's time.
+    #[default]
+    Exact,
+    /// 304 for the file's time or later.
+    Before,
 }
 
 /// `try_files FILE ... URI | =CODE`.
@@ -40,30 +58,22 @@ pub enum TryLast {
     Code(u16),
 }
 
-/// `expires`: what nginx's headers filter writes as `Expires` and `Cache-Control` on
-/// responses with statuses `add_header` applies to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Expires {
-    #[default]
-    Off,
-    /// `Thu, 01 Jan 1970 00:00:01 GMT`, `no-cache`.
-    Epoch,
-    /// `Thu, 31 Dec 2037 23:55:55 GMT`, `max-age=315360000`.
-    Max,
-    /// `expires [-]TIME`: seconds after the request (negative: `no-cache`).
-    Access(i64),
-    /// `expires modified [-]TIME`: seconds after the file's modification time.
-    Modified(i64),
-}
+pub use crate::expires::Expires;
 
 impl Default for Files {
     fn default() -> Self {
         Files {
             alias: false,
-            index: vec!["index.html".to_string()],
+            index: vec![crate::model::Template {
+                parts: vec![crate::model::TemplatePart::Literal(
+                    "index.html".to_string(),
+                )],
+            }],
             types: Arc::new(default_types()),
             default_type: "text/plain".to_string(),
             expires: Expires::Off,
+            if_modified_since: IfModifiedSince::Exact,
+            log_not_found: true,
             try_files: None,
         }
     }

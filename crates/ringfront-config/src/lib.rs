@@ -43,6 +43,7 @@ mod cidr;
 mod custom_vars;
 mod directives;
 mod error;
+mod expires;
 mod files;
 pub mod files_model;
 mod geo;
@@ -79,7 +80,7 @@ use std::path::Path;
 
 pub use cidr::Cidr;
 pub use error::ConfigError;
-pub use files_model::{Expires, Files, TryFiles, TryLast};
+pub use files_model::{Expires, Files, IfModifiedSince, TryFiles, TryLast};
 pub use host::{GlobError, Host, MemoryHost, OsHost};
 pub use model::*;
 pub use options::LoadOptions;

@@ -200,6 +200,8 @@ pub(crate) static TABLE: &[Spec] = &[
     d("default_type", HSL, 1, 1),
     d("expires", HSL, 1, 2),
     d("try_files", SL, 2, MANY),
+    d("if_modified_since", HSL, 1, 1),
+    d("log_not_found", HSL, 1, 1),
     d("keepalive_timeout", HSL, 1, 2),
     d("keepalive_requests", HSL, 1, 1),
     d("keepalive_time", HSL, 1, 1),

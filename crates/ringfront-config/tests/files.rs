@@ -11,6 +11,14 @@ fn settings(cfg: &Config, server: usize, location: usize) -> &LocationSettings {
     &cfg.http.servers[server].locations[location].settings
 }
 
+fn index(s: &LocationSettings) -> Vec<String> {
+    let lit = |t: &ringfront_config::Template| match t.parts.as_slice() {
+        [ringfront_config::TemplatePart::Literal(l)] => l.clone(),
+        _ => "(variables)".to_string(),
+    };
+    s.files.index.iter().map(lit).collect()
+}
+
 fn e(body: &str) -> String {
     match parse(&format!("events {{}}\nhttp {{\n{body}\n}}\n")) {
         Ok(_) => panic!("should fail:\n{body}"),
@@ -33,7 +41,7 @@ fn files_settings_merge_as_nginx() {
     let a = settings(&cfg, 0, 0);
     assert!(a.files.alias);
     assert_eq!(a.root, std::path::PathBuf::from("/data/"));
-    assert_eq!(a.files.index, ["one.html", "two.html"]);
+    assert_eq!(index(a), ["one.html", "two.html"]);
     assert_eq!(a.files.content_type("/x.A"), "text/x-a");
     assert_eq!(a.files.content_type("/x.html"), "x/y");
     assert_eq!(a.files.expires, Expires::Access(3600));
@@ -42,10 +50,25 @@ fn files_settings_merge_as_nginx() {
     assert_eq!(b.files.expires, Expires::Modified(-30));
     let c = &cfg.http.servers[0].locations[1].locations[0].settings;
     assert_eq!(c.files.expires, Expires::Modified(-30));
+    let cfg2 = http(
+        "if_modified_since before; log_not_found off;
+         server { location /v { expires modified $arg_e; } location /d { expires @1h; } }",
+    );
+    let v = settings(&cfg2, 0, 0);
+    assert!(matches!(
+        v.files.expires,
+        Expires::Var { modified: true, .. }
+    ));
+    assert_eq!(
+        v.files.if_modified_since,
+        ringfront_config::IfModifiedSince::Before
+    );
+    assert!(!v.files.log_not_found);
+    assert_eq!(settings(&cfg2, 0, 1).files.expires, Expires::Daily(3600));
     let d = settings(&cfg, 0, 2);
     assert!(!d.files.alias);
     assert_eq!(d.files.expires, Expires::Off);
-    assert_eq!(d.files.index, ["index.html"]);
+    assert_eq!(index(d), ["index.html"]);
 }
 
 #[test]
@@ -65,6 +88,14 @@ fn nginx_messages() {
     assert_eq!(
         e("expires later 1h;"),
         "\"expires\" directive invalid value in F:3"
+    );
+    assert_eq!(
+        e("expires @25h;"),
+        "\"expires\" directive daily time value must be less than 24 hours in F:3"
+    );
+    assert_eq!(
+        e("if_modified_since sometimes;"),
+        "invalid value \"sometimes\" in F:3"
     );
     assert_eq!(
         e("expires 1h; expires 2h;"),

@@ -89,7 +89,9 @@ pub fn ret(out: &mut Vec<u8>, cx: &Cx<'_>, ret: &ringfront_config::Return) -> Re
     }
     let answer = respond::Answer::of(cx);
     let (status, body_bytes) = if ret.text.is_some() {
-        let n = respond::build(out, &answer, code, "text/plain", &[], &text);
+        // nginx types the text by the URI's extension (`types`, else `default_type`).
+        let content_type = cx.settings().files.content_type(req.path);
+        let n = respond::build(out, &answer, code, content_type, &[], &text);
         (code, n)
     } else {
         respond::error(out, &answer, Some(loc), code)

@@ -49,7 +49,7 @@ pub struct Decor<'a> {
     req: Option<&'a Req<'a>>,
     /// For `map`, `geo` and `split_clients` variables in them.
     snap: Option<&'a crate::snapshot::Snapshot>,
-    expires: Expires,
+    expires: &'a Expires,
     /// The answer's `Last-Modified` time, for `expires modified`.
     mtime: Option<i64>,
 }
@@ -64,7 +64,7 @@ impl<'a> Decor<'a> {
             adds: &settings.add_headers,
             req,
             snap: None,
-            expires: settings.files.expires,
+            expires: &settings.files.expires,
             mtime: None,
         }
     }
@@ -100,7 +100,7 @@ impl<'a> Decor<'a> {
     /// An upstream field that an `add_header ETag|Last-Modified` in effect replaces, or
     /// `Expires` and `Cache-Control`, which `expires` sets.
     pub fn replaces(&self, name: &[u8], status: u16) -> bool {
-        if self.expires != Expires::Off
+        if *self.expires != Expires::Off
             && safe_status(status)
             && (name.eq_ignore_ascii_case(b"expires")
                 || name.eq_ignore_ascii_case(b"cache-control"))
@@ -122,8 +122,21 @@ impl<'a> Decor<'a> {
     /// out. Nothing is built when none is configured. Without a request (refused before it
     /// was read whole) variables are empty.
     pub fn last(&self, h: &mut HeadWriter<'_>, status: u16) {
-        if self.expires != Expires::Off && safe_status(status) {
-            self.expires(h);
+        if *self.expires != Expires::Off && safe_status(status) {
+            match self.expires {
+                Expires::Var { value, modified } => {
+                    let mut text = Vec::new();
+                    if let Some(r) = self.req {
+                        crate::vars::render(&mut text, value, &r.vars("", None, self.snap), false);
+                    }
+                    let text = String::from_utf8_lossy(&text);
+                    // nginx fails the request on a bad value; here it writes nothing.
+                    if let Ok(e) = Expires::parse(text.trim(), *modified) {
+                        self.expires(h, &e);
+                    }
+                }
+                e => self.expires(h, e),
+            }
         }
         if self.adds.is_empty() {
             return;
@@ -144,10 +157,10 @@ impl<'a> Decor<'a> {
 
 impl Decor<'_> {
     /// `Expires` and `Cache-Control` as nginx's `ngx_http_set_expires` writes them.
-    fn expires(&self, h: &mut HeadWriter<'_>) {
+    fn expires(&self, h: &mut HeadWriter<'_>, e: &Expires) {
         let now = (crate::clock::unix_ms() / 1000) as i64;
-        let (at, max_age, negative) = match self.expires {
-            Expires::Off => return,
+        let (at, max_age, negative) = match *e {
+            Expires::Off | Expires::Var { .. } => return,
             Expires::Epoch => {
                 h.header(b"Expires", b"Thu, 01 Jan 1970 00:00:01 GMT")
                     .header(b"Cache-Control", b"no-cache");
@@ -159,6 +172,14 @@ impl Decor<'_> {
                 return;
             }
             Expires::Access(t) => (now + t, t, t < 0),
+            // The next time the (UTC: see docs) clock shows that time of day.
+            Expires::Daily(t) => {
+                let mut at = now - now.rem_euclid(86_400) + t;
+                if at <= now {
+                    at += 86_400;
+                }
+                (at, at - now, false)
+            }
             Expires::Modified(t) => match self.mtime {
                 Some(m) => (m + t, m + t - now, t < 0),
                 None => (now + t, t, t < 0),

@@ -12,7 +12,6 @@ use crate::req::Req;
 use crate::rewrite_rt::{Cond, IfRt, Matcher, Op, RewriteRt};
 use crate::rewrite_state::RwState;
 use crate::snapshot::{LocationRt, ServerRt, Snapshot};
-use crate::try_files::Tried;
 use crate::vars;
 use crate::worker::Worker;
 
@@ -93,15 +92,10 @@ pub async fn process<'s>(
             return (loc, Outcome::Status(404));
         }
         if let Some((answering, outcome)) = run.location(loc, rw).await {
-            let tf = answering.settings.files.try_files.as_ref();
-            let Some(tf) = tf.filter(|_| matches!(outcome, Outcome::Continue)) else {
-                return (answering, outcome);
-            };
-            match crate::try_files::run(w, snap, req, answering, tf, rw).await {
-                Tried::Serve => return (answering, Outcome::Continue),
-                Tried::Status(code) => return (answering, Outcome::Status(code)),
+            match crate::precontent::run(w, snap, req, answering, outcome, rw).await {
+                Some(outcome) => return (answering, outcome),
                 // nginx's internal redirect runs the server's rewrite directives again.
-                Tried::Redirect => {
+                None => {
                     if let Flow::Stop(o) = run.ops(&server.rewrite.ops, rw).await {
                         return (&server.fallback, o);
                     }

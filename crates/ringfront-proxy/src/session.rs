@@ -367,7 +367,8 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         head_only: head.is_head(&buf),
         pipelined: buf.get(consumed..).unwrap_or_default(),
         tls: tls.as_deref(),
-        rw: snap.rewriting.then_some(&rw),
+        // An index or try_files redirect changes the URI without rewrite directives.
+        rw: (snap.rewriting || rw.internal).then_some(&rw),
     };
     let cx = Cx {
         w,

@@ -4,6 +4,8 @@
 //! range filter (`Range: bytes=...` -> 206 with `Content-Range`, 416 when unsatisfiable;
 //! `If-Range`) decide it.
 
+use ringfront_config::IfModifiedSince;
+
 use crate::req::Req;
 
 /// The status and the part of the file to send.
@@ -18,7 +20,7 @@ pub struct Plan {
 }
 
 /// The plan for a file of `size` bytes modified at `mtime` with `etag`.
-pub fn plan(req: &Req<'_>, size: u64, mtime: i64, etag: &str) -> Plan {
+pub fn plan(req: &Req<'_>, ims_rule: IfModifiedSince, size: u64, mtime: i64, etag: &str) -> Plan {
     let field = |name| req.head.header(req.buf, name);
     let plan = Plan {
         status: 200,
@@ -40,7 +42,12 @@ pub fn plan(req: &Req<'_>, size: u64, mtime: i64, etag: &str) -> Plan {
     }
     let (ims, inm) = (field("If-Modified-Since"), field("If-None-Match"));
     if ims.is_some() || inm.is_some() {
-        let modified = ims.is_some_and(|v| time(v) != mtime);
+        // nginx's `ngx_http_test_if_modified`.
+        let modified = ims.is_some_and(|v| match ims_rule {
+            IfModifiedSince::Off => true,
+            IfModifiedSince::Exact => time(v) != mtime,
+            IfModifiedSince::Before => time(v) != mtime && time(v) < mtime,
+        });
         let differs = inm.is_some_and(|v| !matches_etag(v, etag, true));
         if !modified && !differs {
             return Plan {

@@ -1,6 +1,7 @@
 //! nginx's static and index modules for a location with no other content handler: the
-//! file at `root` + URI (or `alias`) for GET and HEAD, a directory's `index` file, the
-//! redirect of a directory named without its slash, and nginx's 403/404/405 with its
+//! file at `root` + URI (or `alias`) for GET and HEAD (a folder's `index` file reaches it
+//! by an internal redirect: static_index.rs), the redirect of a folder named without its
+//! slash, and nginx's 403/404/405 with its
 //! error-log lines. Files are opened, stat'ed and read through the ring (monoio's fs ops;
 //! the epoll driver runs them inline), streamed in bounded chunks.
 
@@ -70,7 +71,15 @@ async fn find(cx: &Cx<'_>) -> Found {
     let s = cx.settings();
     let alias = s.files.alias.then(|| prefix_len(cx.loc.matcher.as_ref()));
     if uri.ends_with(b"/") {
-        return index(cx, &uri, alias, post).await;
+        // The index module ran before (rewrite.rs) and found nothing it could redirect to
+        // only when it answered itself; a folder reaching here has no index.
+        let dir = map(&s.root, alias, &uri);
+        log(
+            cx,
+            LogLevel::Error,
+            format_args!("directory index of \"{}\" is forbidden", show(&dir)),
+        );
+        return Found::Status(403);
     }
     let path = map(&s.root, alias, &uri);
     match open(cx, &path).await {
@@ -101,85 +110,6 @@ pub(crate) fn prefix_len(m: Option<&LocationMatch>) -> Option<usize> {
     }
 }
 
-/// A URI ending in `/`: the first `index` file that exists, served in this location
-/// (nginx redirects internally to URI + name; see docs), else 403 (autoindex off), or 404
-/// when the directory itself is missing.
-async fn index(cx: &Cx<'_>, uri: &[u8], alias: Option<Option<usize>>, post: bool) -> Found {
-    let s = cx.settings();
-    let dir = map(&s.root, alias, uri);
-    let mut dir_tested = false;
-    for name in &s.files.index {
-        let mut path = dir.clone();
-        path.extend_from_slice(name.as_bytes());
-        let e = match open_raw(&path).await {
-            Ok(Opened::Dir) => continue,
-            Ok(_) if post => return Found::Status(405),
-            Ok(f) => {
-                let mut type_uri = uri.to_vec();
-                type_uri.extend_from_slice(name.as_bytes());
-                return Found::File(f, type_uri);
-            }
-            Err(e) => e,
-        };
-        let code = e.raw_os_error().unwrap_or(0);
-        if [libc::ENOTDIR, libc::ENAMETOOLONG, libc::EACCES].contains(&code) {
-            let (status, what) = match code {
-                libc::EACCES => (403, "forbidden"),
-                _ => (404, "not found"),
-            };
-            log(
-                cx,
-                LogLevel::Error,
-                format_args!("\"{}\" is {what} {}", show(&path), errno_text(&e)),
-            );
-            return Found::Status(status);
-        }
-        if !dir_tested {
-            dir_tested = true;
-            let d = dir
-                .strip_suffix(b"/")
-                .filter(|d| !d.is_empty())
-                .unwrap_or(&dir);
-            if let Err(e) = monoio::fs::metadata(os(d)).await {
-                let (status, what) = match e.raw_os_error() {
-                    Some(libc::ENOENT) => (404, "not found"),
-                    Some(libc::EACCES) => (403, "forbidden"),
-                    _ => {
-                        log(
-                            cx,
-                            LogLevel::Crit,
-                            format_args!("stat() \"{}\" failed {}", show(d), errno_text(&e)),
-                        );
-                        return Found::Status(500);
-                    }
-                };
-                log(
-                    cx,
-                    LogLevel::Error,
-                    format_args!("\"{}\" is {what} {}", show(d), errno_text(&e)),
-                );
-                return Found::Status(status);
-            }
-        }
-        if code != libc::ENOENT {
-            log(
-                cx,
-                LogLevel::Crit,
-                format_args!("open() \"{}\" failed {}", show(&path), errno_text(&e)),
-            );
-            return Found::Status(500);
-        }
-    }
-    // POST too: the static handler declines a URI ending in a slash, the content phase
-    // answers 403.
-    log(
-        cx,
-        LogLevel::Error,
-        format_args!("directory index of \"{}\" is forbidden", show(&dir)),
-    );
-    Found::Status(403)
-}
-
 /// Opens `path` as nginx's static handler does, logging failures as it does: not there
 /// is 404 (error), no permission 403 (error), anything else 500 (crit); neither a file nor
 /// a directory is 404 (crit).
@@ -200,6 +130,9 @@ async fn open(cx: &Cx<'_>, path: &[u8]) -> Opened {
                 libc::EACCES => (LogLevel::Error, 403),
                 _ => (LogLevel::Crit, 500),
             };
+            if status == 404 && !cx.settings().files.log_not_found {
+                return Opened::Status(404);
+            }
             log(
                 cx,
                 level,

@@ -33,7 +33,7 @@ pub async fn send(
     answer.decor = answer.decor.with_mtime(mtime);
     let last_modified = crate::date::imf_fixdate(u64::try_from(mtime).unwrap_or(0));
     let etag = format!("\"{:x}-{:x}\"", mtime, size);
-    let plan = crate::static_cond::plan(cx.req, size, mtime, &etag);
+    let plan = crate::static_cond::plan(cx.req, s.files.if_modified_since, size, mtime, &etag);
     let (status, start, len) = (plan.status, plan.start, plan.len);
     let content_range = plan.content_range.as_deref().unwrap_or_default();
     let mut last: Vec<(&str, &[u8])> = Vec::with_capacity(1);

@@ -78,7 +78,12 @@ pub async fn run(
     }
 }
 
-fn render(req: &Req<'_>, snap: &Snapshot, rw: &RwState, t: &ringfront_config::Template) -> Vec<u8> {
+pub(crate) fn render(
+    req: &Req<'_>,
+    snap: &Snapshot,
+    rw: &RwState,
+    t: &ringfront_config::Template,
+) -> Vec<u8> {
     let mut v = req.vars("", None, Some(snap));
     v.rw = Some(rw);
     let mut out = Vec::new();

@@ -45,6 +45,10 @@ const REQUESTS: &[&str] = &[
     "/sub/./../a.txt",
     "//a.txt",
     "/space%20name.txt",
+    "/idx2/?k=v",
+    "/abs/",
+    "/varidx/?name=index",
+    "/varidx/?name=none",
 ];
 
 #[test]
@@ -60,6 +64,7 @@ fn static_files_match_nginx() {
         "405 PUT",
         "Content-Type=text/x-custom",
         "sum=",
+        "exact index uri=/idx2/index.html args=k=v",
     ] {
         assert!(has(want), "{want}: {n:?}");
     }

@@ -18,7 +18,7 @@ fn make_files() -> PathBuf {
     let dir = std::env::temp_dir().join(format!("ringfront-static-{}", std::process::id()));
     let www = dir.join("www");
     for d in [
-        "dir", "noindex", "idx", "hdr", "ctypes", "plain", "sub", "dirs", "app/dir",
+        "dir", "noindex", "idx", "hdr", "ctypes", "plain", "sub", "dirs", "app/dir", "idx2",
     ] {
         std::fs::create_dir_all(www.join(d)).expect("test folder");
     }
@@ -35,6 +35,7 @@ fn make_files() -> PathBuf {
         ("www/big.bin", &big),
         ("www/dir/index.html", b"dir index\n"),
         ("www/app/dir/index.html", b"app dir index\n"),
+        ("www/idx2/index.html", b"never served\n"),
         ("www/idx/second.html", b"second\n"),
         ("www/hdr/a.txt", b"hdr\n"),
         ("www/ctypes/f.cust", b"custom\n"),
@@ -75,6 +76,16 @@ http {
         }
         location /hdr/ {
             add_header X-Static yes;
+        }
+        location = /idx2/index.html {
+            return 200 "exact index uri=$uri args=$args\n";
+        }
+        location /abs/ {
+            index /a.txt;
+        }
+        location /varidx/ {
+            alias {DIR}/www/;
+            index $arg_name.html;
         }
         location /ctypes/ {
             types {
