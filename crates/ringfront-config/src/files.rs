@@ -15,8 +15,9 @@ use crate::values::{err, path};
 /// What one level wrote.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct FilesLevel {
-    /// Written with `root` or `alias`: whether it was `alias`.
-    pub alias: Option<bool>,
+    /// Written with `root` (`Some(None)`) or `alias` (`Some(Some(prefix length))`, the
+    /// inner `None` in a regex location).
+    pub alias: Option<Option<Option<usize>>>,
     pub index: Option<Vec<crate::model::Template>>,
     pub types: Option<HashMap<String, String>>,
     pub default_type: Option<String>,
@@ -27,12 +28,17 @@ pub(crate) struct FilesLevel {
 }
 
 /// Reads `d` into `level` if it is one of these directives; `Ok(false)` if not.
-pub(crate) fn apply(level: &mut Level, d: &Directive, prefix: &Path) -> Result<bool, ConfigError> {
+pub(crate) fn apply(
+    level: &mut Level,
+    d: &Directive,
+    prefix: &Path,
+    alias_len: Option<usize>,
+) -> Result<bool, ConfigError> {
     let arg = d.arg(0);
     match d.name.as_str() {
         "root" | "alias" => {
             if let Some(was) = level.files.alias {
-                let first = if was { "alias" } else { "root" };
+                let first = if was.is_some() { "alias" } else { "root" };
                 return Err(err(
                     d,
                     format!(
@@ -41,7 +47,7 @@ pub(crate) fn apply(level: &mut Level, d: &Directive, prefix: &Path) -> Result<b
                     ),
                 ));
             }
-            level.files.alias = Some(d.name == "alias");
+            level.files.alias = Some((d.name == "alias").then_some(alias_len));
             level.root = Some(path(prefix, arg));
         }
         "index" => {
@@ -170,7 +176,7 @@ impl FilesLevel {
     pub(crate) fn finish(self) -> Files {
         let d = Files::default();
         Files {
-            alias: self.alias.unwrap_or(false),
+            alias: self.alias.flatten(),
             index: self.index.unwrap_or(d.index),
             types: Arc::new(self.types.unwrap_or_else(default_types)),
             default_type: self.default_type.unwrap_or(d.default_type),

@@ -7,9 +7,10 @@ use std::sync::Arc;
 /// The static-file settings of one location.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Files {
-    /// `alias` (not `root`) wrote the location's path: the URI's location prefix is
-    /// replaced by it, or, in a regex location, the alias is the whole file path.
-    pub alias: bool,
+    /// `alias` (not `root`) wrote the path: `Some(n)`: it replaces the URI's first `n`
+    /// bytes (the prefix of the location that wrote it; nested locations inherit that);
+    /// `Some(None)`: written in a regex location, it is the whole file path.
+    pub alias: Option<Option<usize>>,
     /// `index` files tried, in order, for a URI ending in `/` (default `index.html`);
     /// variables allowed, one starting with `/` is redirected to untested.
     pub index: Vec<crate::model::Template>,
@@ -63,7 +64,7 @@ pub use crate::expires::Expires;
 impl Default for Files {
     fn default() -> Self {
         Files {
-            alias: false,
+            alias: None,
             index: vec![crate::model::Template {
                 parts: vec![crate::model::TemplatePart::Literal(
                     "index.html".to_string(),

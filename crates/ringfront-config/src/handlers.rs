@@ -22,6 +22,9 @@ pub(crate) struct Scope<'a> {
     pub regex_location: bool,
     /// Inside a location (not `http` or `server`).
     pub location: bool,
+    /// The length of the location's prefix, which `alias` replaces (`None` outside a
+    /// location and in a regex one).
+    pub alias_len: Option<usize>,
 }
 
 /// Reads `d` into `level` if it is a location-level directive; `Ok(false)` if it is not one.
@@ -105,7 +108,7 @@ pub(crate) fn apply(
         }
         "add_header" => crate::response_headers::add_header(level, d)?,
         "server_tokens" => crate::response_headers::server_tokens(level, d)?,
-        _ if crate::files::apply(level, d, scope.prefix)? => {}
+        _ if crate::files::apply(level, d, scope.prefix, scope.alias_len)? => {}
         _ if crate::rewrite::apply(level, d, scope)? => {}
         _ if level.ssl.apply(d, scope.prefix)? => {}
         _ if level.proxy_ssl.apply(d, scope.prefix)? => {}

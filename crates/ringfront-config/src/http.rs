@@ -107,6 +107,7 @@ pub(crate) fn http_block(d: &Directive, env: &Env<'_>) -> Result<HttpRaw, Config
                     formats: &http.log_formats,
                     regex_location: false,
                     location: false,
+                    alias_len: None,
                 };
                 if !apply(&mut http.settings, c, &scope)? {
                     return Err(unhandled(c));

@@ -167,6 +167,12 @@ pub(crate) fn location_block(
         formats,
         regex_location: matches!(matcher, LocationMatch::Regex { .. }),
         location: true,
+        alias_len: match &matcher {
+            LocationMatch::Regex { .. } => None,
+            LocationMatch::Exact(p)
+            | LocationMatch::Prefix(p)
+            | LocationMatch::PrefixNoRegex(p) => Some(p.len()),
+        },
     };
     let mut settings = Level::default();
     let mut locations = Vec::new();

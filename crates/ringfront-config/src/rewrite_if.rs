@@ -55,6 +55,7 @@ pub(crate) fn if_block(
         formats: scope.formats,
         regex_location: true,
         location: true,
+        alias_len: scope.alias_len,
     };
     for c in d.children() {
         let name = c.name.as_str();

@@ -187,6 +187,7 @@ pub(crate) fn server_block(
         formats,
         regex_location: false,
         location: false,
+        alias_len: None,
     };
     let mut settings = Level::default();
     let mut listens = Vec::new();

@@ -39,7 +39,7 @@ fn files_settings_merge_as_nginx() {
          }",
     );
     let a = settings(&cfg, 0, 0);
-    assert!(a.files.alias);
+    assert_eq!(a.files.alias, Some(Some(2)));
     assert_eq!(a.root, std::path::PathBuf::from("/data/"));
     assert_eq!(index(a), ["one.html", "two.html"]);
     assert_eq!(a.files.content_type("/x.A"), "text/x-a");
@@ -66,7 +66,7 @@ fn files_settings_merge_as_nginx() {
     assert!(!v.files.log_not_found);
     assert_eq!(settings(&cfg2, 0, 1).files.expires, Expires::Daily(3600));
     let d = settings(&cfg, 0, 2);
-    assert!(!d.files.alias);
+    assert_eq!(d.files.alias, None);
     assert_eq!(d.files.expires, Expires::Off);
     assert_eq!(index(d), ["index.html"]);
 }

@@ -24,6 +24,9 @@ pub struct RwState {
     pub location_invalid: bool,
     /// The location's directives changed the URI: search the location again.
     pub uri_changed: bool,
+    /// `try_files` found the file under a regex location's `alias` taken as a root: the
+    /// static handler serves the alias + URI (nginx's `r->add_uri_to_alias`).
+    pub add_uri_to_alias: bool,
     /// The string the captures index into (the subject of the last match).
     subject: Vec<u8>,
     caps: [Option<(usize, usize)>; CAPTURES],

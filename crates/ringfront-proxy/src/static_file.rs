@@ -8,7 +8,7 @@
 use std::os::unix::fs::MetadataExt;
 
 use monoio::fs::File;
-use ringfront_config::{LocationMatch, LogLevel};
+use ringfront_config::LogLevel;
 
 use crate::io::errno_text;
 use crate::req::{Cx, Reply};
@@ -69,7 +69,12 @@ async fn find(cx: &Cx<'_>) -> Found {
         return Found::Status(400);
     };
     let s = cx.settings();
-    let alias = s.files.alias.then(|| prefix_len(cx.loc.matcher.as_ref()));
+    // A regex location's alias takes the URI after it when try_files found the file so
+    // (nginx's `add_uri_to_alias`).
+    let alias = match s.files.alias {
+        Some(None) if req.rw.is_some_and(|r| r.add_uri_to_alias) => Some(Some(0)),
+        a => a,
+    };
     if uri.ends_with(b"/") {
         // The index module ran before (rewrite.rs) and found nothing it could redirect to
         // only when it answered itself; a folder reaching here has no index.
@@ -96,17 +101,6 @@ async fn find(cx: &Cx<'_>) -> Found {
         Opened::File { .. } if post => Found::Status(405),
         f @ Opened::File { .. } => Found::File(f, uri),
         Opened::Status(s) => Found::Status(s),
-    }
-}
-
-/// The bytes of the URI an alias replaces (`None`: a regex location, whole path).
-pub(crate) fn prefix_len(m: Option<&LocationMatch>) -> Option<usize> {
-    match m {
-        Some(
-            LocationMatch::Prefix(p) | LocationMatch::PrefixNoRegex(p) | LocationMatch::Exact(p),
-        ) => Some(p.len()),
-        Some(LocationMatch::Regex { .. }) => None,
-        None => Some(0),
     }
 }
 

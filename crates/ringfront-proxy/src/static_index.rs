@@ -40,10 +40,7 @@ impl Here<'_> {
 /// Runs the module for `uri` (normalised, ending in `/`).
 pub async fn run(here: &Here<'_>, uri: &[u8], rw: &RwState) -> Indexed {
     let s = &here.loc.settings;
-    let alias = s
-        .files
-        .alias
-        .then(|| crate::static_file::prefix_len(here.loc.matcher.as_ref()));
+    let alias = s.files.alias;
     let dir = map(&s.root, alias, uri);
     let mut dir_tested = false;
     for t in &s.files.index {

@@ -33,10 +33,10 @@ pub async fn run(
     rw: &mut RwState,
 ) -> Tried {
     let s = &loc.settings;
-    let alias = s
-        .files
-        .alias
-        .then(|| crate::static_file::prefix_len(loc.matcher.as_ref()));
+    // A regex location's alias is a root here; the file found is then the alias + URI
+    // (nginx's `add_uri_to_alias`).
+    let whole = s.files.alias == Some(None);
+    let alias = if whole { None } else { s.files.alias };
     for (t, test_dir) in &tf.files {
         let name = render(req, snap, rw, t);
         let name = normalise(&name).unwrap_or(name);
@@ -44,6 +44,7 @@ pub async fn run(
         match monoio::fs::metadata(os(&path)).await {
             Ok(m) if m.is_dir() == *test_dir => {
                 rw.uri = Some(String::from_utf8_lossy(&name).into_owned());
+                rw.add_uri_to_alias = whole && !*test_dir;
                 return Tried::Serve;
             }
             Ok(_) => {}

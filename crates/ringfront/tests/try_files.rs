@@ -59,6 +59,16 @@ http {
         location /dirs/ {
             try_files $uri/ =404;
         }
+        location ~ /re-alias\.txt$ {
+            alias {DIR}/www/sub;
+            try_files $uri =404;
+        }
+        location /nest/ {
+            alias {DIR}/www/;
+            location ~ \.css$ {
+                try_files $uri =404;
+            }
+        }
     }
     server {
         listen 127.0.0.1:{PORT};
@@ -93,6 +103,9 @@ const REQUESTS: &[(&str, &[(&str, &str)])] = &[
     ("/dir", &[]),
     ("/app/dir", &[]),
     ("/app/dir/", &[]),
+    ("/re-alias.txt", &[]),
+    ("/nest/style.css", &[]),
+    ("/nest/none.css", &[]),
     ("/missing", &[("Host", "srv")]),
     ("/style.css", &[("Host", "srv")]),
     ("/dir", &[("Host", "srv")]),
@@ -141,6 +154,8 @@ fn try_files_matches_nginx() {
         "landing uri=/landing args=from=fb",
         "500 /cycle/y",
         "503 /down/x",
+        "body=\"re alias\\n\"",
+        "body=\"body{}\\n\"",
     ] {
         assert!(n.iter().any(|a| a.contains(want)), "{want}: {n:?}");
     }

@@ -36,6 +36,7 @@ fn make_files() -> PathBuf {
         ("www/dir/index.html", b"dir index\n"),
         ("www/app/dir/index.html", b"app dir index\n"),
         ("www/idx2/index.html", b"never served\n"),
+        ("www/sub/re-alias.txt", b"re alias\n"),
         ("www/idx/second.html", b"second\n"),
         ("www/hdr/a.txt", b"hdr\n"),
         ("www/ctypes/f.cust", b"custom\n"),
