@@ -109,7 +109,15 @@ impl Relay<'_> {
         let keep =
             req.keep_alive && !matches!(mode, Mode::UntilClose | Mode::Dechunk(_)) && !upgrade;
         out.clear();
-        let decor = Decor::new(s, Some(req)).with_snap(self.cx.snap);
+        let mut decor = Decor::new(s, Some(req)).with_snap(self.cx.snap);
+        // `expires modified` counts from the upstream's `Last-Modified`, as nginx.
+        if let Some(t) = self
+            .head
+            .header(&rbuf, "last-modified")
+            .and_then(crate::http_time::parse)
+        {
+            decor = decor.with_mtime(t);
+        }
         let head_bytes =
             encode_head(self.head, &rbuf, upgrade, keep, &mode, &decor, &mut out) as u64;
         // Body bytes that came with the head.

@@ -57,13 +57,22 @@ pub async fn send(
             Some(stream),
         );
     }
-    let after: [(&str, &[u8]); 1] = [("ETag", etag.as_bytes())];
+    // An `add_header ETag|Last-Modified` in effect replaces the file's own.
+    let own = |name: &str| !answer.decor.replaces(name.as_bytes(), status);
+    let after: &[(&str, &[u8])] = match own("ETag") {
+        true => &[("ETag", etag.as_bytes())],
+        false => &[],
+    };
+    let before: &[(&str, &[u8])] = match own("Last-Modified") {
+        true => &[("Last-Modified", &last_modified)],
+        false => &[],
+    };
     let body = status != 304;
     let fields = Fields {
         content_type: body.then(|| s.files.content_type(&type_uri)),
         length: body.then_some(len),
-        before: &[("Last-Modified", &last_modified)],
-        after: &after,
+        before,
+        after,
         last: &last,
     };
     out.clear();

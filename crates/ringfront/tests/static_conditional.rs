@@ -147,6 +147,10 @@ fn expires_on_proxied_and_returned_answers() {
             .header("Expires", "Mon, 01 Jan 2001 00:00:00 GMT"),
     );
     b.set_route("/p/gone", Canned::status(404, "gone"));
+    b.set_route(
+        "/m/old",
+        Canned::status(200, "old").header("Last-Modified", "Mon, 28 Sep 1970 06:00:00 GMT"),
+    );
     let bp = b.port();
     let cfg = move |p: u16| {
         fill(
@@ -159,6 +163,10 @@ http {
         location /p/ {
             proxy_pass http://127.0.0.1:{BACKEND};
             expires max;
+        }
+        location /m/ {
+            proxy_pass http://127.0.0.1:{BACKEND};
+            expires modified 2048;
         }
         location /r/ {
             expires epoch;
@@ -175,7 +183,7 @@ http {
         )
     };
     let (_n, _r, np, rp) = common::nginx_and_ringfront(cfg);
-    for path in ["/p/cc", "/p/plain", "/p/gone", "/r/", "/e/"] {
+    for path in ["/p/cc", "/p/plain", "/p/gone", "/r/", "/e/", "/m/old"] {
         let get = |p: u16| {
             let r = Client::connect(("127.0.0.1", p)).request("GET", path, &[], b"");
             let cc = r.header_all("Cache-Control").join("|");

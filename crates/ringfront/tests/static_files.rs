@@ -47,6 +47,7 @@ const REQUESTS: &[&str] = &[
     "/space%20name.txt",
     "/idx2/?k=v",
     "/abs/",
+    "/own/a.txt",
     "/varidx/?name=index",
     "/varidx/?name=none",
 ];

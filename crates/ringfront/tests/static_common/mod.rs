@@ -81,6 +81,13 @@ http {
         location = /idx2/index.html {
             return 200 "exact index uri=$uri args=$args\n";
         }
+        location /own/ {
+            alias {DIR}/www/;
+            # nginx keeps the file's ETag field where it was (the value replaced) and adds
+            # Last-Modified: in this order ringfront's fields read the same.
+            add_header ETag "\"own\"";
+            add_header Last-Modified "Mon, 28 Sep 1970 06:00:00 GMT";
+        }
         location /abs/ {
             index /a.txt;
         }
