@@ -129,10 +129,7 @@ fn try_files(d: &Directive) -> Result<TryFiles, ConfigError> {
             .ok_or_else(|| err(d, format!("invalid code \"{last}\"")))?;
         TryLast::Code(n as u16)
     } else if last.starts_with('@') {
-        return Err(err(
-            d,
-            format!("\"try_files\" to the named location \"{last}\" is not supported yet"),
-        ));
+        TryLast::Named(last.clone())
     } else {
         TryLast::Uri(crate::values::template(d, last)?)
     };

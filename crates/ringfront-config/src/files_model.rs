@@ -57,6 +57,8 @@ pub enum TryLast {
     Uri(crate::model::Template),
     /// `=CODE`.
     Code(u16),
+    /// `@NAME` (with its `@`): the named location, with the URI as it is.
+    Named(String),
 }
 
 pub use crate::expires::Expires;

@@ -61,7 +61,10 @@ impl OwnRaw {
 /// The URI (or regex) a matcher is written with, as nginx names locations in messages.
 fn name(m: &LocationMatch) -> &str {
     match m {
-        LocationMatch::Exact(u) | LocationMatch::PrefixNoRegex(u) | LocationMatch::Prefix(u) => u,
+        LocationMatch::Exact(u)
+        | LocationMatch::PrefixNoRegex(u)
+        | LocationMatch::Prefix(u)
+        | LocationMatch::Named(u) => u,
         LocationMatch::Regex { pattern, .. } => pattern,
     }
 }
@@ -97,10 +100,7 @@ fn matcher(d: &Directive) -> Result<LocationMatch, ConfigError> {
     } else if let Some(pattern) = written.strip_prefix('~') {
         regex(d, pattern, false)
     } else if written.starts_with('@') {
-        Err(err(
-            d,
-            format!("named locations (\"{written}\") are not supported yet"),
-        ))
+        Ok(LocationMatch::Named(written.to_string()))
     } else {
         Ok(LocationMatch::Prefix(written.to_string()))
     }
@@ -113,6 +113,18 @@ fn check_nesting(
     parent: &LocationMatch,
 ) -> Result<(), ConfigError> {
     let (child, outer) = (name(own), name(parent));
+    if matches!(own, LocationMatch::Named(_)) {
+        return Err(err(
+            d,
+            format!("named location \"{child}\" can be on the server level only"),
+        ));
+    }
+    if matches!(parent, LocationMatch::Named(_)) {
+        return Err(err(
+            d,
+            format!("location \"{child}\" cannot be inside the named location \"{outer}\""),
+        ));
+    }
     if matches!(parent, LocationMatch::Exact(_)) {
         return Err(err(
             d,
@@ -134,7 +146,8 @@ pub(crate) fn check_duplicates(locations: &[LocRaw]) -> Result<(), ConfigError> 
     let key = |l: &LocRaw| match &l.matcher {
         LocationMatch::Exact(u) => Some((true, u.clone())),
         LocationMatch::Prefix(u) | LocationMatch::PrefixNoRegex(u) => Some((false, u.clone())),
-        LocationMatch::Regex { .. } => None,
+        // nginx accepts two named locations of one name.
+        LocationMatch::Regex { .. } | LocationMatch::Named(_) => None,
     };
     for (i, loc) in locations.iter().enumerate() {
         let Some(k) = key(loc) else { continue };
@@ -165,10 +178,14 @@ pub(crate) fn location_block(
     let scope = Scope {
         prefix: env.prefix,
         formats,
-        regex_location: matches!(matcher, LocationMatch::Regex { .. }),
+        // nginx refuses a proxy_pass URI part in named locations as in regex ones.
+        regex_location: matches!(
+            matcher,
+            LocationMatch::Regex { .. } | LocationMatch::Named(_)
+        ),
         location: true,
         alias_len: match &matcher {
-            LocationMatch::Regex { .. } => None,
+            LocationMatch::Regex { .. } | LocationMatch::Named(_) => None,
             LocationMatch::Exact(p)
             | LocationMatch::Prefix(p)
             | LocationMatch::PrefixNoRegex(p) => Some(p.len()),

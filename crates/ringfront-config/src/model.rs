@@ -368,6 +368,9 @@ pub enum LocationMatch {
         pattern: String,
         case_insensitive: bool,
     },
+    /// `location @name` (the name with its `@`): never matched by a URI, only reached by
+    /// `try_files ... @name`.
+    Named(String),
 }
 
 #[derive(Debug, Clone)]

@@ -543,8 +543,8 @@ fn locations_return_error_page() {
     );
     assert!(in_server("location ~ ( {}").starts_with("invalid regular expression \"(\": "));
     assert_eq!(
-        in_server("location @named {}"),
-        "named locations (\"@named\") are not supported yet in F:4"
+        in_server("location /a { location @named {} }"),
+        "named location \"@named\" can be on the server level only in F:4"
     );
     assert_eq!(
         in_server("return abc;"),

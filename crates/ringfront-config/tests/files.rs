@@ -90,6 +90,19 @@ fn nginx_messages() {
         "\"expires\" directive invalid value in F:3"
     );
     assert_eq!(
+        e("server { location /a { location @x { } } }"),
+        "named location \"@x\" can be on the server level only in F:3"
+    );
+    assert_eq!(
+        e("server { location @x { location /y { } } }"),
+        "location \"/y\" cannot be inside the named location \"@x\" in F:3"
+    );
+    assert_eq!(
+        e("server { location @x { proxy_pass http://u/x; } }"),
+        "\"proxy_pass\" cannot have URI part in location given by regular expression, or \
+         inside named location, or inside \"if\" statement, or inside \"limit_except\" block in F:3"
+    );
+    assert_eq!(
         e("expires @25h;"),
         "\"expires\" directive daily time value must be less than 24 hours in F:3"
     );

@@ -84,7 +84,16 @@ pub async fn process<'s>(
             Some(u) => Cow::Owned(u.clone()),
             None => Cow::Borrowed(req.path),
         };
-        let loc = crate::route::location(server, &uri);
+        let loc = match rw.named.take() {
+            None => crate::route::location(server, &uri),
+            Some(n) => match crate::route::named(server, &n) {
+                Some(l) => l,
+                None => {
+                    run.error(format_args!("could not find named location \"{n}\""));
+                    return (&server.fallback, Outcome::Status(500));
+                }
+            },
+        };
         if snap.captures {
             location_captures(loc, &uri, rw);
         }
@@ -94,12 +103,14 @@ pub async fn process<'s>(
         if let Some((answering, outcome)) = run.location(loc, rw).await {
             match crate::precontent::run(w, snap, req, answering, outcome, rw).await {
                 Some(outcome) => return (answering, outcome),
-                // nginx's internal redirect runs the server's rewrite directives again.
-                None => {
+                // nginx's internal redirect runs the server's rewrite directives again (a
+                // named location's does not).
+                None if rw.named.is_none() => {
                     if let Flow::Stop(o) = run.ops(&server.rewrite.ops, rw).await {
                         return (&server.fallback, o);
                     }
                 }
+                None => {}
             }
         }
         if changes == 0 {

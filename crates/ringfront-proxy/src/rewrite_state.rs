@@ -27,6 +27,9 @@ pub struct RwState {
     /// `try_files` found the file under a regex location's `alias` taken as a root: the
     /// static handler serves the alias + URI (nginx's `r->add_uri_to_alias`).
     pub add_uri_to_alias: bool,
+    /// `try_files ... @name`: the next location is this named one (no location search,
+    /// no server rewrite directives, the URI as it is).
+    pub named: Option<String>,
     /// The string the captures index into (the subject of the last match).
     subject: Vec<u8>,
     caps: [Option<(usize, usize)>; CAPTURES],

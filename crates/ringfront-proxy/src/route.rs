@@ -99,6 +99,14 @@ fn find<'a>(locs: &'a [LocationRt], path: &str) -> Option<(&'a LocationRt, bool)
     nested.or(prefix.map(|p| (p, false)))
 }
 
+/// The server's `location @name` (`name` with its `@`).
+pub fn named<'a>(server: &'a ServerRt, name: &str) -> Option<&'a LocationRt> {
+    server
+        .locations
+        .iter()
+        .find(|l| matches!(&l.matcher, Some(LocationMatch::Named(n)) if n == name))
+}
+
 /// The location for `path` (the URI without arguments), or the server's fallback.
 pub fn location<'a>(server: &'a ServerRt, path: &str) -> &'a LocationRt {
     find(&server.locations, path)

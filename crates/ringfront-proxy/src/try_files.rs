@@ -64,6 +64,11 @@ pub async fn run(
     }
     match &tf.last {
         TryLast::Code(code) => Tried::Status(*code),
+        TryLast::Named(name) => {
+            rw.named = Some(name.clone());
+            rw.internal = true;
+            Tried::Redirect
+        }
         TryLast::Uri(t) => {
             let target = render(req, snap, rw, t);
             let (uri, args) = match target.iter().position(|&b| b == b'?') {

@@ -1,7 +1,8 @@
 //! `try_files` against real nginx on the same configuration and files: the single-page-app
 //! fallback (`$uri $uri/ /index.html`), `=404`, a maintenance file first, arguments kept
 //! or dropped by the fallback URI, a fallback into a proxied location (the URI sent
-//! upstream), a fallback cycle (500), and `try_files` at server level.
+//! upstream), a fallback cycle (500), named locations (`@name`, proxied or answering), and
+//! `try_files` at server level.
 
 mod common;
 mod static_common;
@@ -63,6 +64,21 @@ http {
             alias {DIR}/www/sub;
             try_files $uri =404;
         }
+        location /named/ {
+            try_files $uri @back;
+        }
+        location @back {
+            proxy_pass http://127.0.0.1:{BACKEND};
+        }
+        location /named2/ {
+            try_files /none @answer;
+        }
+        location @answer {
+            return 200 "named uri=$uri args=$args\n";
+        }
+        location /nonamed/ {
+            try_files /none @missing;
+        }
         location /nest/ {
             alias {DIR}/www/;
             location ~ \.css$ {
@@ -104,6 +120,10 @@ const REQUESTS: &[(&str, &[(&str, &str)])] = &[
     ("/app/dir", &[]),
     ("/app/dir/", &[]),
     ("/re-alias.txt", &[]),
+    ("/named/x?q=1", &[]),
+    ("/named2/y?k=2", &[]),
+    ("/nonamed/z", &[]),
+    ("/@answer", &[]),
     ("/nest/style.css", &[]),
     ("/nest/none.css", &[]),
     ("/missing", &[("Host", "srv")]),
@@ -154,6 +174,7 @@ fn try_files_matches_nginx() {
         "landing uri=/landing args=from=fb",
         "500 /cycle/y",
         "503 /down/x",
+        "named uri=/named2/y args=k=2",
         "body=\"re alias\\n\"",
         "body=\"body{}\\n\"",
     ] {
