@@ -171,7 +171,8 @@ impl Decor<'_> {
                     .header(b"Cache-Control", b"max-age=315360000");
                 return;
             }
-            Expires::Access(t) => (now + t, t, t < 0),
+            // Saturating: a variable's value comes from the request.
+            Expires::Access(t) => (now.saturating_add(t), t, t < 0),
             // The next time the (UTC: see docs) clock shows that time of day.
             Expires::Daily(t) => {
                 let mut at = now - now.rem_euclid(86_400) + t;
@@ -181,8 +182,11 @@ impl Decor<'_> {
                 (at, at - now, false)
             }
             Expires::Modified(t) => match self.mtime {
-                Some(m) => (m + t, m + t - now, t < 0),
-                None => (now + t, t, t < 0),
+                Some(m) => {
+                    let at = m.saturating_add(t);
+                    (at, at.saturating_sub(now), t < 0)
+                }
+                None => (now.saturating_add(t), t, t < 0),
             },
         };
         h.header(
