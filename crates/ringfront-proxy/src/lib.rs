@@ -42,6 +42,7 @@ mod split;
 mod static_cond;
 mod static_file;
 mod static_index;
+mod static_multipart;
 mod static_path;
 mod static_send;
 pub mod status;

@@ -17,6 +17,8 @@ pub struct Plan {
     pub content_range: Option<String>,
     /// `Accept-Ranges: bytes` (a 200 that could have been ranged).
     pub accept_ranges: bool,
+    /// Several ranges, `[start, end)` each: a `multipart/byteranges` 206.
+    pub parts: Vec<(u64, u64)>,
 }
 
 /// The plan for a file of `size` bytes modified at `mtime` with `etag`.
@@ -28,6 +30,7 @@ pub fn plan(req: &Req<'_>, ims_rule: IfModifiedSince, size: u64, mtime: i64, eta
         len: size,
         content_range: None,
         accept_ranges: true,
+        parts: Vec::new(),
     };
     let time = |v: &[u8]| crate::http_time::parse(v).unwrap_or(-1);
     if let Some(v) = field("If-Unmodified-Since") {
@@ -80,12 +83,19 @@ pub fn plan(req: &Req<'_>, ims_rule: IfModifiedSince, size: u64, mtime: i64, eta
             len: end - start,
             content_range: Some(format!("bytes {start}-{}/{size}", end - 1)),
             accept_ranges: false,
+            parts: Vec::new(),
         },
         Ranged::Unsatisfiable => Plan {
             status: 416,
             len: 0,
             content_range: Some(format!("bytes */{size}")),
             accept_ranges: false,
+            ..plan
+        },
+        Ranged::Many(parts) => Plan {
+            status: 206,
+            accept_ranges: false,
+            parts,
             ..plan
         },
         Ranged::Whole => plan,
@@ -100,6 +110,7 @@ fn failed() -> Plan {
         len: 0,
         content_range: None,
         accept_ranges: false,
+        parts: Vec::new(),
     }
 }
 
@@ -142,8 +153,10 @@ enum Ranged {
     /// One range, `[start, end)`.
     One(u64, u64),
     Unsatisfiable,
-    /// Ignore the field: several ranges (multipart answers are not made: see docs), or
-    /// ranges that overlap past the size, or `0-` style ones that start past the end.
+    /// Several ranges.
+    Many(Vec<(u64, u64)>),
+    /// Ignore the field: ranges that add up past the size, or one starting at 0 of an
+    /// empty file.
     Whole,
 }
 
@@ -219,7 +232,7 @@ fn ranges(v: &[u8], size: u64) -> Ranged {
         [] => Ranged::Unsatisfiable,
         _ if total > size => Ranged::Whole,
         [(s, e)] => Ranged::One(*s, *e),
-        _ => Ranged::Whole,
+        _ => Ranged::Many(found),
     }
 }
 
@@ -255,7 +268,8 @@ mod tests {
         assert_eq!(ranges(b"200-300", 100), Ranged::Unsatisfiable);
         assert_eq!(ranges(b"x", 100), Ranged::Unsatisfiable);
         assert_eq!(ranges(b"5-2", 100), Ranged::Unsatisfiable);
-        assert_eq!(ranges(b"0-0,5-6", 100), Ranged::Whole);
+        assert_eq!(ranges(b"0-0,5-6", 100), Ranged::Many(vec![(0, 1), (5, 7)]));
+        assert_eq!(ranges(b"0-60,50-99", 100), Ranged::Whole);
         assert_eq!(ranges(b"0-", 0), Ranged::Whole);
         assert_eq!(ranges(b"1-2x", 100), Ranged::Unsatisfiable);
     }

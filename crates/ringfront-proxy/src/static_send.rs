@@ -68,8 +68,19 @@ pub async fn send(
         false => &[],
     };
     let body = status != 304;
+    let ctype = s.files.content_type(&type_uri);
+    let multipart = !plan.parts.is_empty();
+    let (boundary, multi_type, len) = match multipart {
+        true => {
+            let b = crate::static_multipart::boundary();
+            let n = crate::static_multipart::length(&plan.parts, &b, ctype, size);
+            let t = format!("multipart/byteranges; boundary={b}");
+            (b, t, n)
+        }
+        false => (String::new(), String::new(), len),
+    };
     let fields = Fields {
-        content_type: body.then(|| s.files.content_type(&type_uri)),
+        content_type: body.then_some(if multipart { &multi_type } else { ctype }),
         length: body.then_some(len),
         before,
         after,
@@ -85,7 +96,13 @@ pub async fn send(
         reply.reusable &= r.is_ok();
         return (reply, Some(stream));
     }
-    let (sent, whole, o) = body_out(cx, &mut stream, &file, out, start, len).await;
+    let (sent, whole, o) = match multipart {
+        true => {
+            let how = (&plan.parts[..], &boundary[..], ctype, size);
+            crate::static_multipart::body(cx, &mut stream, &file, out, how).await
+        }
+        false => body_out(cx, &mut stream, &file, out, start, len).await,
+    };
     cx.w.give_buf(o);
     reply.body_bytes_sent = sent;
     reply.bytes_sent = head_len + sent;
@@ -95,7 +112,7 @@ pub async fn send(
 
 /// Writes what `out` holds, then `len` bytes of `file` from `start`. Returns the file
 /// bytes written, whether all went out, and the buffer.
-async fn body_out(
+pub(crate) async fn body_out(
     cx: &Cx<'_>,
     stream: &mut ClientStream,
     file: &File,
