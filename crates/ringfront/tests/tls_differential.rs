@@ -140,32 +140,30 @@ fn log_lines(path: &Path, n: usize) -> Vec<String> {
     }
 }
 
-fn config(port: u16, up: u16, log: &Path, pki: &Pki, dir: &Path) -> String {
-    let files = |name: &str, names: &[&str]| {
-        let f = pki.server(name, Key::EcdsaP256, names);
-        (f.cert.display().to_string(), f.key.display().to_string())
-    };
-    let _ = dir;
-    let (def, defk) = files("def", &["default.test"]);
-    let (a, ak) = files("a", &["a.test"]);
-    let (w, wk) = files("w", &["*.wild.test"]);
-    let (r, rk) = files("r", &["r42.test"]);
-    fill(
-        CONFIG,
-        &[
-            ("PORT", port.to_string()),
-            ("UP", up.to_string()),
-            ("LOG", log.display().to_string()),
-            ("DEF", def),
-            ("DEFK", defk),
-            ("A", a),
-            ("AK", ak),
-            ("W", w),
-            ("WK", wk),
-            ("R", r),
-            ("RK", rk),
-        ],
-    )
+/// The certificates both servers use (the same files): `(placeholder, path)` pairs.
+fn certificates(pki: &Pki) -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+    for (cert, key, file, names) in [
+        ("DEF", "DEFK", "def", &["default.test"][..]),
+        ("A", "AK", "a", &["a.test"][..]),
+        ("W", "WK", "w", &["*.wild.test"][..]),
+        ("R", "RK", "r", &["r42.test"][..]),
+    ] {
+        let f = pki.server(file, Key::EcdsaP256, names);
+        out.push((cert, f.cert.display().to_string()));
+        out.push((key, f.key.display().to_string()));
+    }
+    out
+}
+
+fn config(port: u16, up: u16, log: &Path, certs: &[(&str, String)]) -> String {
+    let mut vars = vec![
+        ("PORT", port.to_string()),
+        ("UP", up.to_string()),
+        ("LOG", log.display().to_string()),
+    ];
+    vars.extend(certs.iter().cloned());
+    fill(CONFIG, &vars)
 }
 
 /// The answers and log lines of one proxy for every case.
@@ -181,16 +179,17 @@ fn sni_status_redirects_and_ssl_variables_match_nginx() {
     let pki = Pki::new(dir.path(), "diff");
     let backend = Backend::start();
     let ca = pki.ca.cert.clone();
+    let certs = certificates(&pki);
 
     let np = port();
     let nlog = dir.path().join("nginx.log");
-    let nginx = Nginx::start(&config(np, backend.port(), &nlog, &pki, dir.path()), np);
+    let nginx = Nginx::start(&config(np, backend.port(), &nlog, &certs), np);
     let (n_answers, n_log) = session(np, &ca, &nlog);
     drop(nginx);
 
     let rp = port();
     let rlog = dir.path().join("ringfront.log");
-    let _rf = Ringfront::start(&config(rp, backend.port(), &rlog, &pki, dir.path()));
+    let _rf = Ringfront::start(&config(rp, backend.port(), &rlog, &certs));
     let (r_answers, r_log) = session(rp, &ca, &rlog);
 
     // The backend's answer names the port it was reached on, the same for both.
