@@ -47,6 +47,7 @@ mod expires;
 mod files;
 pub mod files_model;
 mod geo;
+pub mod geo_ranges;
 mod handlers;
 mod health;
 mod host;

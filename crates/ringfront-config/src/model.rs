@@ -483,8 +483,13 @@ pub struct GeoBlock {
     pub default: String,
     /// Networks and their values; the longest prefix containing the address wins.
     pub nets: Vec<(Cidr, String)>,
-    /// `ranges`: IPv4 `FROM-TO` ranges and their values (the first containing one wins).
+    /// `ranges`: IPv4 ranges cut at /16 boundaries as nginx stores them, sorted and
+    /// disjoint (`geo_ranges::find`).
     pub ranges: Vec<(u32, u32, String)>,
+    /// `proxy NET`: clients whose `X-Forwarded-For` gives the address.
+    pub proxies: Vec<Cidr>,
+    /// `proxy_recursive`: the last address in `X-Forwarded-For` that is not a proxy.
+    pub proxy_recursive: bool,
 }
 
 /// One `split_clients` block.

@@ -1,6 +1,7 @@
 //! `geo` at request time: the address (the client's, or the rendered source; one that does
-//! not parse is 255.255.255.255, as nginx), then the longest matching network, or the first
-//! matching range in `ranges` mode, or the default.
+//! not parse is 255.255.255.255, as nginx; behind a `proxy` the one `X-Forwarded-For`
+//! gives), then the longest matching network, or the range holding it in `ranges` mode,
+//! or the default.
 
 use std::net::{IpAddr, Ipv4Addr};
 
@@ -16,17 +17,28 @@ pub fn pick(g: &GeoBlock, addr: IpAddr) -> &str {
         let Some(a) = v4.map(u32::from) else {
             return &g.default;
         };
-        return g
-            .ranges
-            .iter()
-            .find(|(from, to, _)| (*from..=*to).contains(&a))
-            .map_or(&g.default, |(_, _, v)| v);
+        return ringfront_config::geo_ranges::find(&g.ranges, a).unwrap_or(&g.default);
     }
     g.nets
         .iter()
         .filter(|(n, _)| n.contains(addr))
         .max_by_key(|(n, _)| n.bits)
         .map_or(&g.default, |(_, v)| v)
+}
+
+/// The address to look up: `addr`, or behind one of the block's `proxy` networks the one
+/// the request's `X-Forwarded-For` fields give.
+pub fn real(g: &GeoBlock, addr: IpAddr, head: &ringfront_http::RequestHead, buf: &[u8]) -> IpAddr {
+    if g.proxies.is_empty() {
+        return addr;
+    }
+    let xff: Vec<&[u8]> = head
+        .headers
+        .iter()
+        .filter(|h| h.name.get(buf).eq_ignore_ascii_case(b"x-forwarded-for"))
+        .map(|h| h.value.get(buf))
+        .collect();
+    crate::forwarded::real_addr(addr, &xff, &g.proxies, g.proxy_recursive)
 }
 
 /// A source value as an address (nginx's INADDR_NONE when it is not one).
@@ -52,6 +64,8 @@ mod tests {
                 .map(|(n, v)| (Cidr::parse(n).unwrap(), v.to_string()))
                 .collect(),
             ranges,
+            proxies: Vec::new(),
+            proxy_recursive: false,
         }
     }
 

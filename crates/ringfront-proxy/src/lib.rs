@@ -10,6 +10,7 @@ mod check_rt;
 mod clock;
 mod date;
 mod dispatch;
+mod forwarded;
 mod geo;
 mod handshake;
 mod head_reader;

@@ -253,6 +253,7 @@ pub fn push_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, dash: bool) {
                     }
                     None => v.client.ip(),
                 };
+                let addr = crate::geo::real(g, addr, v.head, v.buf);
                 out.extend_from_slice(crate::geo::pick(g, addr).as_bytes());
             }
         }

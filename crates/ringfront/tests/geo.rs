@@ -1,6 +1,7 @@
 //! `geo` against real nginx: the client address and an address from a variable, the
 //! longest prefix, a bare host, `delete`, an address that does not parse, IPv6, and
-//! `ranges` mode.
+//! `ranges` mode (pieces inserted inside, before and after others, across /16 blocks,
+//! deleted), and `proxy` / `proxy_recursive` with `X-Forwarded-For`.
 
 mod common;
 
@@ -33,9 +34,34 @@ http {
         192.0.2.0-192.0.2.99 low;
         192.0.2.100-192.0.2.255 high;
     }
+    geo $arg_ip $ins {
+        ranges;
+        default                 none;
+        192.0.2.0-192.0.2.255   wide;
+        192.0.2.10-192.0.2.20   mid;
+        192.0.2.15-192.0.2.15   one;
+        192.0.2.0-192.0.2.4     front;
+        192.0.2.250-192.0.2.255 back;
+        10.10.3.0-10.11.2.255   two16;
+        10.12.3.0-10.13.2.255   other16;
+        delete                  10.12.3.0-10.13.2.255;
+    }
+    geo $xff {
+        default       def;
+        proxy         127.0.0.1;
+        127.0.0.0/8   lo;
+        192.0.2.0/24  test;
+    }
+    geo $xffr {
+        proxy_recursive;
+        default       def;
+        proxy         127.0.0.1;
+        127.0.0.0/8   lo;
+        192.0.2.0/24  test;
+    }
     server {
         listen 127.0.0.1:{PORT};
-        location / { return 200 \"$client|$net|$range\\n\"; }
+        location / { return 200 \"$client|$net|$range|$ins|$xff|$xffr\\n\"; }
     }
 }
 ",
@@ -55,16 +81,42 @@ const IPS: &[&str] = &[
     "192.0.2.5",
     "192.0.2.150",
     "198.51.100.1",
+    "192.0.2.3",
+    "192.0.2.12",
+    "192.0.2.15",
+    "192.0.2.21",
+    "192.0.2.252",
+    "10.11.2.1",
+    "10.10.2.255",
+    "10.13.2.1",
+];
+
+/// `X-Forwarded-For` fields (each request may carry several).
+const XFF: &[&[&str]] = &[
+    &["192.0.2.1"],
+    &["10.0.0.1"],
+    &["10.0.0.1, 192.0.2.1"],
+    &["192.0.2.1, 127.0.0.1"],
+    &["192.0.2.1", "127.0.0.1"],
+    &["junk"],
+    &["192.0.2.1:8080"],
 ];
 
 fn answers(p: u16) -> Vec<String> {
     let mut c = Client::connect(("127.0.0.1", p));
-    IPS.iter()
+    let mut out: Vec<String> = IPS
+        .iter()
         .map(|ip| {
             c.request("GET", &format!("/?ip={ip}"), &[("Host", "a")], b"")
                 .text()
         })
-        .collect()
+        .collect();
+    for fields in XFF {
+        let mut h = vec![("Host", "a")];
+        h.extend(fields.iter().map(|f| ("X-Forwarded-For", *f)));
+        out.push(c.request("GET", "/", &h, b"").text());
+    }
+    out
 }
 
 #[test]
@@ -72,9 +124,13 @@ fn geo_matches_nginx() {
     let (_n, _r, np, rp) = common::nginx_and_ringfront(config);
     let n = answers(np);
     let r = answers(rp);
-    for (ip, (a, b)) in IPS.iter().zip(n.iter().zip(&r)) {
-        println!("{ip:>14}: nginx {a:?} rf {b:?}");
+    for (i, (a, b)) in n.iter().zip(&r).enumerate() {
+        println!("{i:>3}: nginx {a:?} rf {b:?}");
     }
     assert_eq!(r, n);
     assert!(n[0].contains("|host|") && n[3].contains("|ten|"), "{n:?}");
+    assert!(
+        n[13].contains("|one|") && n[IPS.len()].ends_with("|test|test\n"),
+        "{n:?}"
+    );
 }
