@@ -65,7 +65,7 @@ pub(crate) fn collect_user(http: &[Directive], vars: &mut Vec<(String, Variable)
             }
         }
         for pattern in regexes(d) {
-            if let Ok(re) = regex::Regex::new(pattern) {
+            if let Ok(re) = regex::Regex::new(&crate::pcre::translate(pattern)) {
                 for name in re.capture_names().flatten() {
                     add(name, vars);
                 }

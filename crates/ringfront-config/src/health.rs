@@ -124,14 +124,8 @@ fn header_test(t: &Directive) -> Result<MatchTest, ConfigError> {
             let op = match op.as_str() {
                 "=" => HeaderOp::Equals(value),
                 "!=" => HeaderOp::NotEquals(value),
-                "~" => {
-                    check_regex(t, &value, false)?;
-                    HeaderOp::Matches(value)
-                }
-                "!~" => {
-                    check_regex(t, &value, false)?;
-                    HeaderOp::NotMatches(value)
-                }
+                "~" => HeaderOp::Matches(check_regex(t, &value, false)?),
+                "!~" => HeaderOp::NotMatches(check_regex(t, &value, false)?),
                 other => return Err(err(t, format!("invalid parameter \"{other}\""))),
             };
             (name, op)
@@ -158,11 +152,8 @@ fn body_test(t: &Directive) -> Result<MatchTest, ConfigError> {
         "!~" => true,
         other => return Err(err(t, format!("invalid parameter \"{other}\""))),
     };
-    check_regex(t, regex, false)?;
-    Ok(MatchTest::Body {
-        negate,
-        regex: regex.clone(),
-    })
+    let regex = check_regex(t, regex, false)?;
+    Ok(MatchTest::Body { negate, regex })
 }
 
 // ---------------------------------------------------------------------------------------

@@ -60,6 +60,7 @@ mod map;
 pub mod model;
 mod nginx_names;
 mod options;
+pub mod pcre;
 mod resolve;
 mod response_headers;
 mod rewrite;

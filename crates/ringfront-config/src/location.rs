@@ -74,9 +74,9 @@ fn regex(
     pattern: &str,
     case_insensitive: bool,
 ) -> Result<LocationMatch, ConfigError> {
-    check_regex(d, pattern, case_insensitive)?;
+    let pattern = check_regex(d, pattern, case_insensitive)?;
     Ok(LocationMatch::Regex {
-        pattern: pattern.to_string(),
+        pattern,
         case_insensitive,
     })
 }

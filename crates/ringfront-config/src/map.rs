@@ -52,16 +52,14 @@ pub(crate) fn map_block(d: &Directive) -> Result<MapBlock, ConfigError> {
 
 fn key(c: &Directive, key: &str, hostnames: bool) -> Result<MapKey, ConfigError> {
     if let Some(p) = key.strip_prefix("~*") {
-        check_regex(c, p, true)?;
         return Ok(MapKey::Regex {
-            pattern: p.to_string(),
+            pattern: check_regex(c, p, true)?,
             case_insensitive: true,
         });
     }
     if let Some(p) = key.strip_prefix('~') {
-        check_regex(c, p, false)?;
         return Ok(MapKey::Regex {
-            pattern: p.to_string(),
+            pattern: check_regex(c, p, false)?,
             case_insensitive: false,
         });
     }

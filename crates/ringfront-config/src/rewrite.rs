@@ -90,8 +90,7 @@ fn rewrite(d: &Directive) -> Result<Rewrite, ConfigError> {
     if written.is_empty() {
         return Err(err(d, "empty replacement"));
     }
-    let regex = d.arg(0);
-    check_regex(d, regex, false)?;
+    let regex = check_regex(d, d.arg(0), false)?;
     // The last "?" drops the original arguments.
     let (replacement, add_args) = match written.strip_suffix('?') {
         Some(r) => (r, false),
@@ -122,7 +121,7 @@ fn rewrite(d: &Directive) -> Result<Rewrite, ConfigError> {
         Some(other) => return Err(err(d, format!("invalid parameter \"{other}\""))),
     };
     Ok(Rewrite {
-        regex: regex.to_string(),
+        regex,
         replacement: template(d, replacement)?,
         flag,
         redirect,

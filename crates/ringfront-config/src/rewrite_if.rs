@@ -166,10 +166,10 @@ fn compare(d: &Directive, var: Variable, op: &str, value: &str) -> Result<Condit
         }),
         "~" | "~*" | "!~" | "!~*" => {
             let case_insensitive = op.ends_with('*');
-            check_regex(d, value, case_insensitive)?;
+            let regex = check_regex(d, value, case_insensitive)?;
             Ok(Condition::Matches {
                 var,
-                regex: value.to_string(),
+                regex,
                 case_insensitive,
                 negate: op.starts_with('!'),
             })

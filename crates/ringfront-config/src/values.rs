@@ -81,17 +81,18 @@ pub(crate) fn template(d: &Directive, text: &str) -> Result<Template, ConfigErro
 }
 
 /// A regular expression that must compile (`invalid regular expression "RE": REASON`, the
-/// reason as the `regex` crate words it).
+/// reason as the `regex` crate words it); the pattern in `regex` syntax (`pcre.rs`).
 pub(crate) fn check_regex(
     d: &Directive,
     pattern: &str,
     case_insensitive: bool,
-) -> Result<(), ConfigError> {
-    match regex::RegexBuilder::new(pattern)
+) -> Result<String, ConfigError> {
+    let translated = crate::pcre::translate(pattern);
+    match regex::RegexBuilder::new(&translated)
         .case_insensitive(case_insensitive)
         .build()
     {
-        Ok(_) => Ok(()),
+        Ok(_) => Ok(translated.into_owned()),
         Err(e) => {
             let text = e.to_string();
             let reason = text

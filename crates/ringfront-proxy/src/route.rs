@@ -7,18 +7,28 @@ use ringfront_config::LocationMatch;
 
 use crate::snapshot::{LocationRt, ServerRt, Snapshot};
 
-fn name_matches(pass: usize, name: &str, host: &str) -> bool {
-    match pass {
+/// How well `name` matches `host` in a pass (exact, leading wildcard, trailing wildcard):
+/// the length of the part that matched, so that the most specific wildcard wins, as in
+/// nginx's wildcard hashes.
+fn name_match(pass: usize, name: &str, host: &str) -> Option<usize> {
+    let hit = match pass {
         // `.example.com` is both `example.com` and `*.example.com`.
         0 => name == host || name.strip_prefix('.') == Some(host),
-        1 => name
-            .strip_prefix('*')
-            .or_else(|| name.starts_with('.').then_some(name))
-            .is_some_and(|suf| suf.starts_with('.') && host.ends_with(suf)),
-        _ => name
-            .strip_suffix('*')
-            .is_some_and(|pre| pre.ends_with('.') && host.starts_with(pre)),
-    }
+        1 => {
+            return name
+                .strip_prefix('*')
+                .or_else(|| name.starts_with('.').then_some(name))
+                .filter(|suf| suf.starts_with('.') && host.ends_with(suf))
+                .map(str::len)
+        }
+        _ => {
+            return name
+                .strip_suffix('*')
+                .filter(|pre| pre.ends_with('.') && host.starts_with(pre))
+                .map(str::len)
+        }
+    };
+    hit.then_some(host.len())
 }
 
 /// Picks the server for `host` (lower-cased, port stripped) among `candidates`: exact name,
@@ -36,12 +46,29 @@ pub fn server_by<'a>(
 ) -> Option<(&'a ServerRt, Option<usize>)> {
     let servers = candidates.iter().filter_map(|&i| snap.servers.get(i));
     let host = std::str::from_utf8(host).unwrap_or("");
-    if !host.is_empty() {
+    if host.is_empty() {
+        // nginx looks the empty name up too: `server_name ""`, or a server without names.
+        let unnamed = servers
+            .clone()
+            .find(|s| s.names.is_empty() || s.names.iter().any(|n| n.is_empty()));
+        if let Some(s) = unnamed {
+            return Some((s, None));
+        }
+    } else {
         for pass in 0..3 {
+            let mut best: Option<(&ServerRt, usize)> = None;
             for s in servers.clone() {
-                if s.names.iter().any(|n| name_matches(pass, n, host)) {
-                    return Some((s, None));
+                let len = s
+                    .names
+                    .iter()
+                    .filter_map(|n| name_match(pass, n, host))
+                    .max();
+                if let Some(len) = len.filter(|&l| best.is_none_or(|(_, b)| l > b)) {
+                    best = Some((s, len));
                 }
+            }
+            if let Some((s, _)) = best {
+                return Some((s, None));
             }
         }
         for s in servers.clone() {
@@ -116,16 +143,30 @@ pub fn location<'a>(server: &'a ServerRt, path: &str) -> &'a LocationRt {
 
 #[cfg(test)]
 mod tests {
-    use super::name_matches;
+    use super::name_match;
+
+    fn m(pass: usize, name: &str, host: &str) -> bool {
+        name_match(pass, name, host).is_some()
+    }
 
     #[test]
     fn server_name_forms() {
-        assert!(name_matches(0, "example.com", "example.com"));
-        assert!(name_matches(0, ".example.com", "example.com"));
-        assert!(name_matches(1, ".example.com", "www.example.com"));
-        assert!(name_matches(1, "*.example.com", "a.b.example.com"));
-        assert!(!name_matches(1, "*.example.com", "example.com"));
-        assert!(name_matches(2, "www.*", "www.example.org"));
-        assert!(!name_matches(2, "www.*", "mail.example.org"));
+        assert!(m(0, "example.com", "example.com"));
+        assert!(m(0, ".example.com", "example.com"));
+        assert!(m(1, ".example.com", "www.example.com"));
+        assert!(m(1, "*.example.com", "a.b.example.com"));
+        assert!(!m(1, "*.example.com", "example.com"));
+        assert!(m(2, "www.*", "www.example.org"));
+        assert!(!m(2, "www.*", "mail.example.org"));
+    }
+
+    #[test]
+    fn the_most_specific_wildcard_scores_highest() {
+        let host = "www.pref.wc.example.com";
+        assert!(
+            name_match(1, "*.pref.wc.example.com", host) > name_match(1, "*.wc.example.com", host)
+        );
+        let host = "wc2.example.com.pref";
+        assert!(name_match(2, "wc2.example.com.*", host) > name_match(2, "wc2.example.*", host));
     }
 }

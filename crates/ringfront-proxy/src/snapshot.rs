@@ -420,7 +420,9 @@ impl Snapshot {
             let fallback = b.location(None, &s.settings, &[])?;
             let mut name_regexes = Vec::new();
             let mut name_captures = Vec::new();
-            for n in s.server_names.iter().filter_map(|n| n.strip_prefix('~')) {
+            for written in s.server_names.iter().filter_map(|n| n.strip_prefix('~')) {
+                // Kept as written for `$server_name`; PCRE's `\Q..\E` read here.
+                let n = &ringfront_config::pcre::translate(written);
                 let m = crate::rewrite_rt::Matcher::build(n, true, &cfg.http.variables)?;
                 name_captures.push(m.names);
                 let re = RegexBuilder::new(n)
@@ -444,7 +446,7 @@ impl Snapshot {
                 )?,
                 tls,
                 name_regexes,
-                primary_name: s.server_names.first().cloned().unwrap_or_default(),
+                primary_name: primary_name(&s.server_names),
                 names: s
                     .server_names
                     .iter()
@@ -621,4 +623,11 @@ fn wildcard(local: SocketAddr) -> SocketAddr {
         SocketAddr::V4(_) => ([0, 0, 0, 0], local.port()).into(),
         SocketAddr::V6(_) => (std::net::Ipv6Addr::UNSPECIFIED, local.port()).into(),
     }
+}
+
+/// nginx's `$server_name`: the first name, a leading `.` dropped (`.example.com` is
+/// `example.com`); a regex keeps its `~`; none is `""`.
+fn primary_name(names: &[String]) -> String {
+    let first = names.first().map_or("", String::as_str);
+    first.strip_prefix('.').unwrap_or(first).to_string()
 }
