@@ -170,6 +170,10 @@ fn select(term: &str, suites: &[Suite]) -> Result<Vec<bool>, String> {
             match alias(word, s) {
                 Some(m) => *p &= m,
                 None if term.contains('+') => *p = false,
+                // A word that is neither a suite nor an alias (`ECCdraft`, gone from
+                // OpenSSL) selects nothing, as OpenSSL skips it; a cipher's name (with
+                // `-`) that rustls lacks stays an error rather than silently missing.
+                None if !term.contains('-') => *p = false,
                 None => {
                     return Err(format!(
                         "cipher \"{term}\" cannot be offered by ringfront (TLS 1.2 ciphers it offers: {})",
@@ -307,5 +311,8 @@ mod tests {
         );
         let e = tls12_suites("MEDIUM:!HIGH").unwrap_err();
         assert!(e.ends_with("no cipher match)"), "{e}");
+        // An alias OpenSSL no longer knows selects nothing, as OpenSSL skips it.
+        assert_eq!(names("DEFAULT:ECCdraft"), names("DEFAULT"));
+        assert!(tls12_suites("ECCdraft").unwrap_err().ends_with("no cipher match)"));
     }
 }
