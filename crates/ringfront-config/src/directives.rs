@@ -130,6 +130,12 @@ pub(crate) fn check_noop(d: &Directive, check: Check) -> Result<(), ConfigError>
         Check::Number => parse_number(value).is_some(),
         Check::Size => parse_size(value).is_some(),
         Check::TempPath => temp_path_levels_ok(&d.args[1..]),
+        Check::Templates => {
+            for a in &d.args {
+                crate::values::template(d, a)?;
+            }
+            true
+        }
     };
     match (ok, check) {
         (true, _) => Ok(()),

@@ -30,6 +30,8 @@ pub(crate) enum Check {
     Size,
     /// `PATH [LEVEL1 [LEVEL2 [LEVEL3]]]` of the `*_temp_path` directives.
     TempPath,
+    /// Strings with variables (each must name known variables).
+    Templates,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,7 +124,7 @@ pub const NOOP_DIRECTIVES: &[&str] = &[
     "client_body_temp_path", "proxy_temp_path", "fastcgi_temp_path", "uwsgi_temp_path",
     "scgi_temp_path", "proxy_max_temp_file_size", "proxy_temp_file_write_size",
     "connection_pool_size", "request_pool_size", "client_body_in_single_buffer",
-    "uninitialized_variable_warn",
+    "uninitialized_variable_warn", "proxy_cache_bypass", "proxy_no_cache",
 ];
 
 #[rustfmt::skip]
@@ -296,6 +298,10 @@ pub(crate) static TABLE: &[Spec] = &[
     noop("client_body_in_single_buffer", HSL, 1, 1, Check::Flag),
     // ringfront does not warn about variables read before a `set` gave them a value.
     noop("uninitialized_variable_warn", HSL | IF, 1, 1, Check::Flag),
+    // Without a cache (`proxy_cache` is refused) these decide nothing: the widely copied
+    // WebSocket snippet `proxy_cache_bypass $http_upgrade;` is a no-op in nginx too.
+    noop("proxy_cache_bypass", HSL, 1, MANY, Check::Templates),
+    noop("proxy_no_cache", HSL, 1, MANY, Check::Templates),
     // nginx directives not implemented yet: an error, so no configuration is half-understood
     unsupported("sticky", UPSTREAM, 1, MANY),
     unsupported("limit_except", LOCATION, 1, MANY),

@@ -745,9 +745,19 @@ fn geo_blocks() {
         "invalid range \"1.0.0.9-1.0.0.1\" in /t/conf/x.conf:3"
     );
     assert_eq!(
-        e("geo $g { proxy 10.0.0.0/8; }"),
-        "\"proxy\" in \"geo\" is not supported yet in /t/conf/x.conf:3"
+        e("geo $g { proxy 10.0.0.0/40; }"),
+        "invalid network \"10.0.0.0/40\" in /t/conf/x.conf:3"
     );
+    assert_eq!(
+        e("geo $g { ranges; 1.0.0.0-1.0.0.9 a; 1.0.0.5-1.0.0.20 b; }"),
+        "range \"1.0.0.5-1.0.0.20\" overlaps \"1.0.0.0-1.0.0.9\" in /t/conf/x.conf:3"
+    );
+    assert_eq!(
+        e("geo $g { 10.0.0.0/8 a; ranges; }"),
+        "the \"ranges\" directive must be the first directive inside \"geo\" block in /t/conf/x.conf:3"
+    );
+    let cfg = p("geo $g { proxy 10.0.0.0/8; proxy_recursive; }").unwrap();
+    assert!(cfg.http.geos[0].proxy_recursive && cfg.http.geos[0].proxies.len() == 1);
     assert_eq!(
         e("geo $g { }\nmap $host $g { }"),
         "the duplicate \"g\" variable in /t/conf/x.conf:4"
