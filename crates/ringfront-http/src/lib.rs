@@ -12,6 +12,7 @@ mod request;
 mod response;
 mod span;
 mod status;
+pub mod uri;
 
 pub use chunked::{ChunkError, ChunkProgress, ChunkedDecoder, MAX_SIZE_LINE, MAX_TRAILER_SECTION};
 pub use encode::{push_decimal, HeadWriter};

@@ -6,7 +6,9 @@
 
 use std::borrow::Cow;
 
-use ringfront_config::{FileTest, LogLevel, Return, Rewrite, RewriteFlag, Template, TemplatePart};
+use ringfront_config::{
+    FileTest, LogLevel, Return, Rewrite, RewriteFlag, Template, TemplatePart, Variable,
+};
 
 use crate::req::Req;
 use crate::rewrite_rt::{Cond, IfRt, Matcher, Op, RewriteRt};
@@ -373,6 +375,13 @@ impl<'a, 's> Run<'a, 's> {
                     out.extend_from_slice(b.as_bytes());
                 }
                 TemplatePart::Literal(s) => out.extend_from_slice(s.as_bytes()),
+                // A capture of a decoded URI goes into the arguments escaped (nginx's
+                // `ngx_http_script_copy_capture_code`).
+                TemplatePart::Var(var @ Variable::Capture(_)) if split.is_some() && rw.quoted => {
+                    let mut cap = Vec::new();
+                    vars::push_var(&mut cap, var, &v, false);
+                    crate::static_path::escape_args(&mut out, &cap);
+                }
                 TemplatePart::Var(var) => vars::push_var(&mut out, var, &v, false),
             }
         }

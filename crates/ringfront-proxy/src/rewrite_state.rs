@@ -7,8 +7,11 @@ const CAPTURES: usize = 10;
 
 #[derive(Debug, Default)]
 pub struct RwState {
-    /// The rewritten URI; `None`: the request's own.
+    /// The rewritten URI, or the request's own decoded when it differs from the target
+    /// (`ringfront_http::uri`); `None`: the target's path as it came.
     pub uri: Option<String>,
+    /// The request's URI held `%XX` escapes (nginx's `r->quoted_uri`).
+    pub quoted: bool,
     /// The rewritten arguments; `None`: the request's own, `Some(empty)`: none.
     pub args: Option<Vec<u8>>,
     /// `Variable::User(i)`'s value; `None` until something sets it.
@@ -67,6 +70,7 @@ impl RwState {
             args: self.args.clone(),
             vars: self.vars.clone(),
             internal: self.internal,
+            quoted: self.quoted,
             rebuild: self.rebuild,
             location_invalid: self.location_invalid,
             uri_changed: self.uri_changed,

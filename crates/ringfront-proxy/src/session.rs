@@ -301,6 +301,10 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         true => RwState::new(&snap.variables),
         false => RwState::default(),
     };
+    if own_uri(&buf, &head, &mut rw).is_err() {
+        reject(&mut stream, 400, &default.fallback.settings).await;
+        return None;
+    }
     let (loc, outcome) = {
         let path = request_path(&buf, &head);
         let pre = Req {
@@ -367,8 +371,9 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         head_only: head.is_head(&buf),
         pipelined: buf.get(consumed..).unwrap_or_default(),
         tls: tls.as_deref(),
-        // An index or try_files redirect changes the URI without rewrite directives.
-        rw: (snap.rewriting || rw.internal).then_some(&rw),
+        // An index or try_files redirect changes the URI without rewrite directives, and a
+        // decoded URI is not the target's.
+        rw: (snap.rewriting || rw.internal || rw.uri.is_some()).then_some(&rw),
     };
     let cx = Cx {
         w,
@@ -523,6 +528,46 @@ fn keeps_alive(s: &ringfront_config::LocationSettings, requests: u64, age_ms: u6
     !s.keepalive_timeout.is_zero()
         && requests < s.keepalive_requests
         && u128::from(age_ms) <= s.keepalive_time.as_millis()
+}
+
+/// Reads the request's URI as nginx does (`ringfront_http::uri`: decoded, `.`/`..`/`//`
+/// resolved, the fragment cut); when that is not the target's own path, `rw` holds it
+/// (and the arguments without a fragment). Err: nginx's 400. A decoded URI that is not
+/// UTF-8 is left undecoded.
+fn own_uri(buf: &[u8], head: &RequestHead, rw: &mut RwState) -> Result<(), ()> {
+    let target = path_part(head.target.get(buf));
+    let uri = ringfront_http::uri::parse(target).map_err(|_| ())?;
+    if let (Cow::Owned(path), false) = (uri.path, rw.uri.is_some()) {
+        if let Ok(path) = String::from_utf8(path) {
+            rw.uri = Some(path);
+            rw.quoted = uri.quoted;
+        }
+        // `http://h?a`: nginx's empty path; the request line upstream is built anew.
+        let empty_path = target.first() != Some(&b'/');
+        rw.rebuild |= empty_path;
+        if target.contains(&b'#') || empty_path {
+            rw.args = Some(uri.args.unwrap_or_default().to_vec());
+        }
+    }
+    Ok(())
+}
+
+/// The target from its path on: itself in origin form; after the authority in absolute
+/// form (empty, or starting with `?`, when it has no path).
+fn path_part(target: &[u8]) -> &[u8] {
+    if target.first() == Some(&b'/') {
+        return target;
+    }
+    let after = target
+        .windows(3)
+        .position(|w| w == b"://")
+        .map_or(target.len(), |i| i + 3);
+    let rest = &target[after..];
+    let start = rest
+        .iter()
+        .position(|&b| matches!(b, b'/' | b'?'))
+        .unwrap_or(rest.len());
+    &rest[start..]
 }
 
 /// The path of the request target, without arguments (borrowed when it is valid UTF-8).

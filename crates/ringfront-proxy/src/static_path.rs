@@ -1,7 +1,6 @@
-//! From a request URI to a file path as nginx's static module maps it: the URI
-//! percent-decoded and normalised first (`ngx_http_parse_complex_uri`: `%XX` decoded, `//`
-//! merged, `.` and `..` segments resolved, a `..` above `/` refused with 400), then `root`
-//! + URI, or `alias` + what follows the location's prefix.
+//! From a request URI to a file path as nginx's static module maps it: `root` + URI, or
+//! `alias` + what follows the location's prefix. The URI is nginx's `$uri`: the request's
+//! own is percent-decoded and normalised when the request is read (`ringfront_http::uri`).
 
 use std::path::Path;
 
@@ -9,54 +8,11 @@ use std::path::Path;
 #[derive(Debug, PartialEq, Eq)]
 pub struct Invalid;
 
-/// The decoded, normalised URI (bytes: a decoded URI need not be UTF-8).
-pub fn normalise(raw: &[u8]) -> Result<Vec<u8>, Invalid> {
-    let mut decoded = Vec::with_capacity(raw.len());
-    let mut i = 0;
-    while let Some(&b) = raw.get(i) {
-        if b == b'%' {
-            let hex = |j: usize| raw.get(j).and_then(|&c| (c as char).to_digit(16));
-            let (Some(h), Some(l)) = (hex(i + 1), hex(i + 2)) else {
-                return Err(Invalid);
-            };
-            decoded.push((h * 16 + l) as u8);
-            i += 3;
-        } else {
-            decoded.push(b);
-            i += 1;
-        }
-    }
-    if decoded.first() != Some(&b'/') || decoded.contains(&0) {
-        return Err(Invalid);
-    }
-    let mut out: Vec<u8> = Vec::with_capacity(decoded.len());
-    let segments: Vec<&[u8]> = decoded[1..].split(|&b| b == b'/').collect();
-    let last = segments.len() - 1;
-    for (n, seg) in segments.iter().enumerate() {
-        match *seg {
-            b"" | b"." => {}
-            b".." => {
-                if out.is_empty() {
-                    return Err(Invalid);
-                }
-                let cut = out.iter().rposition(|&b| b == b'/').unwrap_or(0);
-                out.truncate(cut);
-            }
-            s => {
-                out.push(b'/');
-                out.extend_from_slice(s);
-                continue;
-            }
-        }
-        // `/a/.`, `/a/..` and `/a/` end with a slash, as nginx leaves them.
-        if n == last {
-            out.push(b'/');
-        }
-    }
-    if out.is_empty() {
-        out.push(b'/');
-    }
-    Ok(out)
+/// The URI with `//`, `.` and `..` resolved (the request's own URI arrives decoded and
+/// resolved already — `ringfront_http::uri` —; one a rewrite made is taken as it is, as
+/// nginx does, but may not leave the root).
+pub fn normalise(uri: &[u8]) -> Result<Vec<u8>, Invalid> {
+    ringfront_http::uri::resolve_dots(uri).map_err(|_| Invalid)
 }
 
 /// The file for `uri` (normalised): `root` + URI; with `alias`, the alias + the URI after
@@ -84,6 +40,18 @@ pub fn escape_uri(out: &mut Vec<u8>, uri: &[u8]) {
     }
 }
 
+/// nginx's `NGX_ESCAPE_ARGS` (a capture of a decoded URI copied into a rewrite's
+/// arguments): controls, space, `"#%&+;<>?\^`{|}`, DEL and bytes from 0x80.
+pub fn escape_args(out: &mut Vec<u8>, text: &[u8]) {
+    for &b in text {
+        if b"\" #%&+;<>?\\^`{|}".contains(&b) || !(0x20..0x7f).contains(&b) {
+            out.extend_from_slice(format!("%{b:02X}").as_bytes());
+        } else {
+            out.push(b);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -96,16 +64,15 @@ mod tests {
     fn normalises_as_nginx() {
         assert_eq!(n("/a//b/./c").unwrap(), "/a/b/c");
         assert_eq!(n("/a/b/../c").unwrap(), "/a/c");
-        assert_eq!(n("/a/%2e%2e/c").unwrap(), "/c");
+        assert_eq!(n("/a/%2e%2e/c").unwrap(), "/a/%2e%2e/c");
         assert_eq!(n("/a/.").unwrap(), "/a/");
         assert_eq!(n("/a/b/..").unwrap(), "/a/");
         assert_eq!(n("/a/").unwrap(), "/a/");
         assert_eq!(n("/").unwrap(), "/");
-        assert_eq!(n("/x%20y").unwrap(), "/x y");
+        assert_eq!(n("/x%20y").unwrap(), "/x%20y");
         assert_eq!(n("/.."), Err(Invalid));
         assert_eq!(n("/a/../../etc/passwd"), Err(Invalid));
-        assert_eq!(n("/%zz"), Err(Invalid));
-        assert_eq!(n("/a%00"), Err(Invalid));
+        assert_eq!(n("/a\0"), Err(Invalid));
     }
 
     #[test]
@@ -120,5 +87,8 @@ mod tests {
         let mut o = Vec::new();
         escape_uri(&mut o, b"/a b/%\xff");
         assert_eq!(o, b"/a%20b/%25%FF");
+        let mut o = Vec::new();
+        escape_args(&mut o, b"a=b&c d/%+~");
+        assert_eq!(o, b"a=b%26c%20d/%25%2B~");
     }
 }

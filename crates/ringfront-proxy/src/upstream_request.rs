@@ -28,12 +28,19 @@ fn upstream_uri(cx: &Cx<'_>, out: &mut Vec<u8>) {
         return;
     };
     let args = target.iter().position(|&b| b == b'?').map(|i| &target[i..]);
+    // A fragment is not sent with the arguments (nginx's `$args` stop at `#`).
+    let args = args.map(|a| &a[..a.iter().position(|&b| b == b'#').unwrap_or(a.len())]);
     match &cx.loc.matcher {
         Some(LocationMatch::Prefix(p) | LocationMatch::PrefixNoRegex(p))
             if req.path.starts_with(p.as_str()) =>
         {
             out.extend_from_slice(uri.as_bytes());
-            out.extend_from_slice(&req.path.as_bytes()[p.len()..]);
+            let rest = &req.path.as_bytes()[p.len()..];
+            // A decoded URI goes out escaped again (nginx: `r->quoted_uri`).
+            match req.rw.is_some_and(|rw| rw.quoted) {
+                true => crate::static_path::escape_uri(out, rest),
+                false => out.extend_from_slice(rest),
+            }
         }
         _ => out.extend_from_slice(uri.as_bytes()),
     }
@@ -45,8 +52,7 @@ fn upstream_uri(cx: &Cx<'_>, out: &mut Vec<u8>) {
 /// After a rewrite or `set $args` nginx builds the request line from `$uri` and `$args`
 /// (`ngx_http_proxy_create_request`): `proxy_pass`'s URI part replaces the location's
 /// prefix, unless `rewrite ... break` (or `break` after a change) stayed in the location,
-/// when the URI goes whole. ringfront's URI is not percent-decoded, so only the bytes
-/// nginx's `NGX_ESCAPE_URI` escapes and a raw URI cannot hold are escaped (not `%`).
+/// when the URI goes whole. The URI is decoded, so it is escaped again (`NGX_ESCAPE_URI`).
 fn rewritten_uri(cx: &Cx<'_>, rw: &crate::rewrite_state::RwState, out: &mut Vec<u8>) {
     let req = cx.req;
     let mut uri = req.path.as_bytes();
@@ -67,13 +73,7 @@ fn rewritten_uri(cx: &Cx<'_>, rw: &crate::rewrite_state::RwState, out: &mut Vec<
         };
         uri = uri.get(prefix..).unwrap_or_default();
     }
-    for &b in uri {
-        if b <= b' ' || b >= 0x7f || b == b'#' || b == b'?' {
-            out.extend_from_slice(format!("%{b:02X}").as_bytes());
-        } else {
-            out.push(b);
-        }
-    }
+    crate::static_path::escape_uri(out, uri);
     let args = match &rw.args {
         Some(a) => &a[..],
         None => {
