@@ -42,6 +42,7 @@ pub(crate) struct SslLevel {
     verify_depth: Option<u32>,
     client_certificate: Option<SslFile>,
     trusted_certificate: Option<SslFile>,
+    crl: Option<SslFile>,
     reject_handshake: Option<bool>,
 }
 
@@ -51,6 +52,7 @@ pub(crate) struct ProxySslLevel {
     verify: Option<(bool, Origin)>,
     verify_depth: Option<u32>,
     trusted_certificate: Option<SslFile>,
+    crl: Option<SslFile>,
     server_name: Option<bool>,
     name: Option<crate::model::Template>,
     protocols: Option<SslProtocols>,
@@ -210,6 +212,7 @@ impl SslLevel {
             "ssl_trusted_certificate" => {
                 set_once(&mut self.trusted_certificate, file(prefix, d), d)?
             }
+            "ssl_crl" => set_once(&mut self.crl, file(prefix, d), d)?,
             "ssl_reject_handshake" => set_once(&mut self.reject_handshake, flag(d)?, d)?,
             _ => return Ok(false),
         }
@@ -234,6 +237,7 @@ impl SslLevel {
             verify_depth: pick(&self.verify_depth, &outer.verify_depth),
             client_certificate: pick(&self.client_certificate, &outer.client_certificate),
             trusted_certificate: pick(&self.trusted_certificate, &outer.trusted_certificate),
+            crl: pick(&self.crl, &outer.crl),
             reject_handshake: pick(&self.reject_handshake, &outer.reject_handshake),
         }
     }
@@ -288,6 +292,7 @@ impl SslLevel {
             verify_depth: self.verify_depth.unwrap_or(d.verify_depth),
             client_certificate: self.client_certificate,
             trusted_certificate: self.trusted_certificate,
+            crl: self.crl,
             reject_handshake: self.reject_handshake.unwrap_or(false),
         })
     }
@@ -310,6 +315,7 @@ impl ProxySslLevel {
             "proxy_ssl_trusted_certificate" => {
                 set_once(&mut self.trusted_certificate, file(prefix, d), d)?
             }
+            "proxy_ssl_crl" => set_once(&mut self.crl, file(prefix, d), d)?,
             "proxy_ssl_server_name" => set_once(&mut self.server_name, flag(d)?, d)?,
             "proxy_ssl_name" => set_once(&mut self.name, template(d, arg)?, d)?,
             "proxy_ssl_protocols" => set_once(&mut self.protocols, protocols(d)?, d)?,
@@ -333,6 +339,7 @@ impl ProxySslLevel {
             verify: pick(&self.verify, &outer.verify),
             verify_depth: pick(&self.verify_depth, &outer.verify_depth),
             trusted_certificate: pick(&self.trusted_certificate, &outer.trusted_certificate),
+            crl: pick(&self.crl, &outer.crl),
             server_name: pick(&self.server_name, &outer.server_name),
             name: pick(&self.name, &outer.name),
             protocols: pick(&self.protocols, &outer.protocols),
@@ -376,6 +383,7 @@ impl ProxySslLevel {
             verify: self.verify.is_some_and(|(v, _)| v),
             verify_depth: self.verify_depth.unwrap_or(d.verify_depth),
             trusted_certificate: self.trusted_certificate,
+            crl: self.crl,
             server_name: self.server_name.unwrap_or(d.server_name),
             name: self.name,
             protocols: self.protocols.unwrap_or(d.protocols),

@@ -90,6 +90,9 @@ pub struct ServerSsl {
     pub verify_depth: u32,
     pub client_certificate: Option<SslFile>,
     pub trusted_certificate: Option<SslFile>,
+    /// `ssl_crl`: revocation lists every certificate of a client's chain is checked
+    /// against (OpenSSL's `X509_V_FLAG_CRL_CHECK_ALL`, as nginx sets it).
+    pub crl: Option<SslFile>,
     pub reject_handshake: bool,
 }
 
@@ -112,6 +115,7 @@ impl Default for ServerSsl {
             verify_depth: 1,
             client_certificate: None,
             trusted_certificate: None,
+            crl: None,
             reject_handshake: false,
         }
     }
@@ -125,6 +129,8 @@ pub struct ProxySsl {
     /// `proxy_ssl_verify_depth`, default 1.
     pub verify_depth: u32,
     pub trusted_certificate: Option<SslFile>,
+    /// `proxy_ssl_crl`: revocation lists for the upstream's chain.
+    pub crl: Option<SslFile>,
     /// `proxy_ssl_server_name`, default off: no SNI is sent.
     pub server_name: bool,
     /// `proxy_ssl_name`, default `$proxy_host`.
@@ -144,6 +150,7 @@ impl Default for ProxySsl {
             verify: false,
             verify_depth: 1,
             trusted_certificate: None,
+            crl: None,
             server_name: false,
             name: None,
             protocols: SslProtocols::default(),

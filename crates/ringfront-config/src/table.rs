@@ -233,11 +233,13 @@ pub(crate) static TABLE: &[Spec] = &[
     d("ssl_verify_depth", HS, 1, 1),
     d("ssl_client_certificate", HS, 1, 1),
     d("ssl_trusted_certificate", HS, 1, 1),
+    d("ssl_crl", HS, 1, 1),
     d("ssl_reject_handshake", HS, 1, 1),
     // TLS to upstreams
     d("proxy_ssl_verify", HSL, 1, 1),
     d("proxy_ssl_verify_depth", HSL, 1, 1),
     d("proxy_ssl_trusted_certificate", HSL, 1, 1),
+    d("proxy_ssl_crl", HSL, 1, 1),
     d("proxy_ssl_server_name", HSL, 1, 1),
     d("proxy_ssl_name", HSL, 1, 1),
     d("proxy_ssl_protocols", HSL, 1, MANY),

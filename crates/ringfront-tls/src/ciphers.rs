@@ -313,6 +313,8 @@ mod tests {
         assert!(e.ends_with("no cipher match)"), "{e}");
         // An alias OpenSSL no longer knows selects nothing, as OpenSSL skips it.
         assert_eq!(names("DEFAULT:ECCdraft"), names("DEFAULT"));
-        assert!(tls12_suites("ECCdraft").unwrap_err().ends_with("no cipher match)"));
+        assert!(tls12_suites("ECCdraft")
+            .unwrap_err()
+            .ends_with("no cipher match)"));
     }
 }

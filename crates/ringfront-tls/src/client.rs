@@ -75,9 +75,18 @@ pub fn upstream_tls(p: &ProxySsl) -> Result<UpstreamTls, TlsError> {
         if let Some(f) = &p.trusted_certificate {
             roots = crate::pem::trust_anchors(f)?;
         }
-        WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
-            .build()
-            .map_err(|e| TlsError(format!("proxy_ssl_trusted_certificate: {e}")))?
+        let mut b = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone());
+        if let Some(f) = &p.crl {
+            b = b
+                .with_crls(crate::pem::crls(f)?)
+                .enforce_revocation_expiration();
+        }
+        b.build().map_err(|e| match (&e, &p.crl) {
+            (rustls::server::VerifierBuilderError::InvalidCrl(_), Some(f)) => {
+                crate::pem::unreadable_crl(f, &e)
+            }
+            _ => TlsError(format!("proxy_ssl_trusted_certificate: {e}")),
+        })?
     } else {
         Arc::new(AnyCertificate(provider.clone()))
     };

@@ -118,6 +118,10 @@ fn reason(e: &rustls::Error) -> String {
             C::UnknownIssuer => "unable to get local issuer certificate".into(),
             C::BadSignature => "certificate signature failure".into(),
             C::Revoked => "certificate revoked".into(),
+            C::UnknownRevocationStatus => "unable to get certificate CRL".into(),
+            C::ExpiredRevocationList | C::ExpiredRevocationListContext { .. } => {
+                "CRL has expired".into()
+            }
             other => format!("{other:?}"),
         },
         other => other.to_string(),
@@ -150,17 +154,25 @@ pub fn client_auth(
         // optional_no_ca without any CA: signatures are still checked, nothing verifies.
         None
     } else {
-        Some(
-            WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
-                .allow_unauthenticated()
-                .build()
-                .map_err(|e| {
-                    TlsError::at_origin(
-                        place.map(|f| &f.origin),
-                        format!("ssl_client_certificate: {e}"),
-                    )
-                })?,
-        )
+        let mut b = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+            .allow_unauthenticated();
+        if let Some(f) = &ssl.crl {
+            // nginx sets OpenSSL's CRL_CHECK | CRL_CHECK_ALL: every certificate of the
+            // chain needs its issuer's list, and an expired list fails.
+            b = b
+                .with_crls(crate::pem::crls(f)?)
+                .enforce_revocation_expiration();
+        }
+        let built = b.build().map_err(|e| match (&e, &ssl.crl) {
+            (rustls::server::VerifierBuilderError::InvalidCrl(_), Some(f)) => {
+                crate::pem::unreadable_crl(f, &e)
+            }
+            _ => TlsError::at_origin(
+                place.map(|f| &f.origin),
+                format!("ssl_client_certificate: {e}"),
+            ),
+        })?;
+        Some(built)
     };
     let inner = match inner {
         Some(v) => v,

@@ -33,6 +33,8 @@ impl Info {
         let refusal = match (mode, verify.as_str()) {
             (V::On, "NONE") => Some(496),
             (V::On | V::Optional, v) if v.starts_with("FAILED") => Some(495),
+            // nginx's `ngx_ssl_verify_error_optional`: only a missing issuer is let through.
+            (V::OptionalNoCa, v) if v.starts_with("FAILED") && !issuer_missing(v) => Some(495),
             _ => None,
         };
         Info {
@@ -73,4 +75,20 @@ pub fn cipher_name(s: Option<CipherSuite>) -> &'static str {
         Some(C::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256) => "ECDHE-RSA-AES128-GCM-SHA256",
         _ => "",
     }
+}
+
+/// Whether a failed verdict is one `optional_no_ca` tolerates: the issuer is not known
+/// (OpenSSL's `UNABLE_TO_GET_ISSUER_CERT[_LOCALLY]`, the self-signed ones,
+/// `UNABLE_TO_VERIFY_LEAF_SIGNATURE`).
+fn issuer_missing(verdict: &str) -> bool {
+    matches!(
+        verdict.strip_prefix("FAILED:"),
+        Some(
+            "unable to get local issuer certificate"
+                | "unable to get issuer certificate"
+                | "self-signed certificate"
+                | "self-signed certificate in certificate chain"
+                | "unable to verify the first certificate"
+        )
+    )
 }

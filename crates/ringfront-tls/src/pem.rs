@@ -7,7 +7,7 @@ use ringfront_config::SslFile;
 use rustls::crypto::CryptoProvider;
 use rustls::sign::CertifiedKey;
 use rustls_pki_types::pem::{self, PemObject};
-use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+use rustls_pki_types::{CertificateDer, CertificateRevocationListDer, PrivateKeyDer};
 
 use crate::error::TlsError;
 
@@ -26,6 +26,35 @@ fn read(f: &SslFile, what: &str, call: &str) -> Result<Vec<u8>, TlsError> {
             ),
         )
     })
+}
+
+/// The revocation lists of a PEM file (`ssl_crl`, `proxy_ssl_crl`); at least one.
+pub fn crls(f: &SslFile) -> Result<Vec<CertificateRevocationListDer<'static>>, TlsError> {
+    let bytes = read(f, "CRL", "X509_LOOKUP_load_file()")?;
+    let lists: Result<Vec<_>, pem::Error> =
+        CertificateRevocationListDer::pem_slice_iter(&bytes).collect();
+    match lists {
+        Ok(l) if !l.is_empty() => Ok(l),
+        _ => Err(TlsError::at(
+            f,
+            format!(
+                "X509_LOOKUP_load_file(\"{}\") failed (SSL: error:0480006C:PEM routines::no start line)",
+                f.path.display()
+            ),
+        )),
+    }
+}
+
+/// A list the verifier cannot use: ringfront reads X.509 v2 lists (what `openssl ca`
+/// makes with a `crlnumber`), not version 1 ones.
+pub fn unreadable_crl(f: &SslFile, e: &dyn std::fmt::Display) -> TlsError {
+    TlsError::at(
+        f,
+        format!(
+            "cannot load CRL \"{}\": {e} (ringfront reads X.509 v2 revocation lists only)",
+            f.path.display()
+        ),
+    )
 }
 
 /// The certificates of a PEM file in order (a chain: the leaf first); at least one.

@@ -7,7 +7,6 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::fill;
 use ringfront_testkit::{Backend, Client, Nginx, Recorded, Response, Ringfront, TempDir};
 
 /// One request: method, target, extra headers.
@@ -88,17 +87,12 @@ impl Run {
             .join(name);
         let text =
             std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let b = |i: usize| self.backends[i].port().to_string();
-        fill(
-            &text,
-            &[
-                ("PORT", port.to_string()),
-                ("B1", b(0)),
-                ("B2", b(1)),
-                ("B3", b(2)),
-                ("ROOT", self.root.path().display().to_string()),
-            ],
-        )
+        let mut text = text.replace("127.0.0.1:8080", &format!("127.0.0.1:{port}"));
+        for (i, b) in self.backends.iter().enumerate() {
+            let from = format!("127.0.0.1:{}", 9001 + i);
+            text = text.replace(&from, &format!("127.0.0.1:{}", b.port()));
+        }
+        text.replace("/srv/realistic", &self.root.path().display().to_string())
     }
 
     /// Which backend answered (1-based; 0: none), by the port it names.
