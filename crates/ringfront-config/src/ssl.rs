@@ -43,6 +43,7 @@ pub(crate) struct SslLevel {
     client_certificate: Option<SslFile>,
     trusted_certificate: Option<SslFile>,
     crl: Option<SslFile>,
+    password_file: Option<SslFile>,
     reject_handshake: Option<bool>,
 }
 
@@ -53,6 +54,7 @@ pub(crate) struct ProxySslLevel {
     verify_depth: Option<u32>,
     trusted_certificate: Option<SslFile>,
     crl: Option<SslFile>,
+    password_file: Option<SslFile>,
     server_name: Option<bool>,
     name: Option<crate::model::Template>,
     protocols: Option<SslProtocols>,
@@ -213,6 +215,7 @@ impl SslLevel {
                 set_once(&mut self.trusted_certificate, file(prefix, d), d)?
             }
             "ssl_crl" => set_once(&mut self.crl, file(prefix, d), d)?,
+            "ssl_password_file" => set_once(&mut self.password_file, file(prefix, d), d)?,
             "ssl_reject_handshake" => set_once(&mut self.reject_handshake, flag(d)?, d)?,
             _ => return Ok(false),
         }
@@ -238,6 +241,7 @@ impl SslLevel {
             client_certificate: pick(&self.client_certificate, &outer.client_certificate),
             trusted_certificate: pick(&self.trusted_certificate, &outer.trusted_certificate),
             crl: pick(&self.crl, &outer.crl),
+            password_file: pick(&self.password_file, &outer.password_file),
             reject_handshake: pick(&self.reject_handshake, &outer.reject_handshake),
         }
     }
@@ -261,6 +265,7 @@ impl SslLevel {
             certificates.push(CertKey {
                 cert: cert.file,
                 key: key.file.clone(),
+                passwords: self.password_file.clone(),
             });
         }
         let verify_client = self.verify_client.clone();
@@ -316,6 +321,7 @@ impl ProxySslLevel {
                 set_once(&mut self.trusted_certificate, file(prefix, d), d)?
             }
             "proxy_ssl_crl" => set_once(&mut self.crl, file(prefix, d), d)?,
+            "proxy_ssl_password_file" => set_once(&mut self.password_file, file(prefix, d), d)?,
             "proxy_ssl_server_name" => set_once(&mut self.server_name, flag(d)?, d)?,
             "proxy_ssl_name" => set_once(&mut self.name, template(d, arg)?, d)?,
             "proxy_ssl_protocols" => set_once(&mut self.protocols, protocols(d)?, d)?,
@@ -340,6 +346,7 @@ impl ProxySslLevel {
             verify_depth: pick(&self.verify_depth, &outer.verify_depth),
             trusted_certificate: pick(&self.trusted_certificate, &outer.trusted_certificate),
             crl: pick(&self.crl, &outer.crl),
+            password_file: pick(&self.password_file, &outer.password_file),
             server_name: pick(&self.server_name, &outer.server_name),
             name: pick(&self.name, &outer.name),
             protocols: pick(&self.protocols, &outer.protocols),
@@ -358,6 +365,7 @@ impl ProxySslLevel {
             (Some(cert), Some(key)) => Some(CertKey {
                 cert: cert.file,
                 key: key.file,
+                passwords: self.password_file.clone(),
             }),
             (Some(cert), None) if tls => {
                 return Err(ConfigError::at(

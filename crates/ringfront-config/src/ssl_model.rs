@@ -61,6 +61,9 @@ pub enum VerifyClient {
 pub struct CertKey {
     pub cert: SslFile,
     pub key: SslFile,
+    /// `ssl_password_file` / `proxy_ssl_password_file`: passphrases for an encrypted key,
+    /// one per line, tried in order.
+    pub passwords: Option<SslFile>,
 }
 
 /// A server's TLS settings (`http`-level values inherited). Used for every `listen ... ssl`

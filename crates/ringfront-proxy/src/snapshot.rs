@@ -434,10 +434,13 @@ impl Snapshot {
             // A TLS server without a certificate of its own (not a default one: the
             // config refuses that) hands its handshakes to the address's default server.
             let own = !s.ssl.certificates.is_empty() || s.ssl.reject_handshake;
-            let tls = match s.listens.iter().any(|l| l.ssl) && own {
+            // Certificates (and their password files) are loaded for every server that
+            // names them, as nginx does, whether or not it listens with TLS.
+            let built = match own {
                 true => Some(ringfront_tls::server_tls(&s.ssl)?),
                 false => None,
             };
+            let tls = built.filter(|_| s.listens.iter().any(|l| l.ssl));
             servers.push(ServerRt {
                 name_captures,
                 rewrite: crate::rewrite_rt::Program::build(

@@ -96,14 +96,11 @@ pub fn upstream_tls(p: &ProxySsl) -> Result<UpstreamTls, TlsError> {
         .dangerous()
         .with_custom_certificate_verifier(verifier);
     let mut config = match &p.certificate {
-        Some(ck) => {
-            let chain = crate::pem::certificates(&ck.cert)?;
-            let key = crate::pem::private_key(&ck.key)?;
-            crate::pem::certified_key(&ck.cert, &ck.key, &provider)?;
-            builder
-                .with_client_auth_cert(chain, key)
-                .map_err(|e| TlsError::at(&ck.key, format!("proxy_ssl_certificate_key: {e}")))?
-        }
+        // Checked and loaded as the server's certificates are (X.509 v1 ones and
+        // encrypted keys included), then always offered.
+        Some(ck) => builder.with_client_cert_resolver(Arc::new(OwnCertificate(
+            crate::pem::certified_key(ck, &provider)?,
+        ))),
         None => builder.with_no_client_auth(),
     };
     config.enable_sni = p.server_name;
@@ -145,4 +142,22 @@ pub async fn connect(
     let mut s = TlsStream::new(io, conn, Incoming::default());
     s.handshake().await?;
     Ok(s)
+}
+
+/// `proxy_ssl_certificate`: the one certificate offered whenever an upstream asks.
+#[derive(Debug)]
+struct OwnCertificate(Arc<rustls::sign::CertifiedKey>);
+
+impl rustls::client::ResolvesClientCert for OwnCertificate {
+    fn resolve(
+        &self,
+        _root_hint_subjects: &[&[u8]],
+        _sigschemes: &[SignatureScheme],
+    ) -> Option<Arc<rustls::sign::CertifiedKey>> {
+        Some(self.0.clone())
+    }
+
+    fn has_certs(&self) -> bool {
+        true
+    }
 }

@@ -7,6 +7,7 @@ mod accept;
 mod ciphers;
 mod client;
 mod client_verify;
+mod encrypted_key;
 mod error;
 mod info;
 mod iobuf;

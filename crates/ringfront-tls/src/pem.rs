@@ -103,9 +103,16 @@ pub fn trust_anchors(f: &SslFile) -> Result<rustls::RootCertStore, TlsError> {
     Ok(store)
 }
 
-/// The private key of a PEM file (PKCS#8, PKCS#1 RSA or SEC1 EC).
-pub fn private_key(f: &SslFile) -> Result<PrivateKeyDer<'static>, TlsError> {
+/// The private key of a PEM file (PKCS#8, PKCS#1 RSA or SEC1 EC; encrypted PKCS#8 opened
+/// with `passwords`).
+pub fn private_key(
+    f: &SslFile,
+    passwords: Option<&SslFile>,
+) -> Result<PrivateKeyDer<'static>, TlsError> {
     let bytes = read(f, "certificate key", "BIO_new_file()")?;
+    if crate::encrypted_key::is_encrypted(&bytes) {
+        return crate::encrypted_key::decrypt(f, &bytes, passwords);
+    }
     PrivateKeyDer::from_pem_slice(&bytes).map_err(|e| {
         let why = match e {
             pem::Error::NoItemsFound => "error:1E08010C:DECODER routines::unsupported".to_string(),
@@ -123,12 +130,12 @@ pub fn private_key(f: &SslFile) -> Result<PrivateKeyDer<'static>, TlsError> {
 
 /// A certificate chain with its key, checked to belong together.
 pub fn certified_key(
-    cert: &SslFile,
-    key: &SslFile,
+    ck: &ringfront_config::CertKey,
     provider: &CryptoProvider,
 ) -> Result<Arc<CertifiedKey>, TlsError> {
+    let (cert, key) = (&ck.cert, &ck.key);
     let chain = certificates(cert)?;
-    let der = private_key(key)?;
+    let der = private_key(key, ck.passwords.as_ref())?;
     let signing = provider.key_provider.load_private_key(der).map_err(|e| {
         TlsError::at(
             key,

@@ -132,7 +132,7 @@ pub fn server_tls(ssl: &ServerSsl) -> Result<ServerHandshake, TlsError> {
     }
     let mut keys = Vec::new();
     for ck in &ssl.certificates {
-        keys.push(crate::pem::certified_key(&ck.cert, &ck.key, &provider)?);
+        keys.push(crate::pem::certified_key(ck, &provider)?);
     }
     let auth = client_auth(ssl, &provider)?;
     let mut config = ServerConfig::builder_with_provider(provider.clone())
