@@ -214,7 +214,10 @@ impl Relay<'_> {
             match r {
                 Ok(0) if matches!(mode, Mode::UntilClose) => {
                     end.complete = true;
-                    return;
+                    if gz.is_none() {
+                        return;
+                    }
+                    // The end of the gzip stream still goes out (below).
                 }
                 Ok(0) => end.failure = Some(Failure::new(Phase::ReadBody, Cause::Closed)),
                 Err(IoFail::Timeout) => {
@@ -235,7 +238,7 @@ impl Relay<'_> {
                 consume_in_place(mode, &mut bufs[0], &mut end.extra)
             };
             match progress {
-                Ok(done) => end.complete = done,
+                Ok(done) => end.complete |= done,
                 Err(bad) => {
                     end.failure = Some(bad);
                     return;

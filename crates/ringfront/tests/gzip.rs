@@ -416,3 +416,55 @@ fn gzip_matches_nginx() {
     assert!(count("ETag=W/") > 2, "{lines:#?}");
     assert!(count("Vary=Accept-Encoding") > 30, "{lines:#?}");
 }
+
+/// A backend that ends every body by closing (no length, not chunked), to any version.
+fn close_delimited_backend(body: Vec<u8>) -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { continue };
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") {
+                match std::io::Read::read(&mut conn, &mut byte) {
+                    Ok(1) => head.push(byte[0]),
+                    _ => break,
+                }
+            }
+            let mut out =
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nConnection: close\r\n\r\n".to_vec();
+            out.extend_from_slice(&body);
+            let _ = std::io::Write::write_all(&mut conn, &out);
+        }
+    });
+    port
+}
+
+/// An upstream body that ends with the connection: compressed whole and chunked to an
+/// HTTP/1.1 client (the connection kept), close-delimited to HTTP/1.0, as nginx.
+#[test]
+fn close_delimited_upstream_bodies_are_compressed_whole() {
+    let body = html(90_000);
+    let backend = close_delimited_backend(body.clone());
+    let (np, rp) = (port(), port());
+    let _n = Nginx::start(&config(np, backend), np);
+    let _r = Ringfront::start(&config(rp, backend));
+    for req in ["/up/closed", "HTTP/1.0 /v10/closed"] {
+        let h = [("Accept-Encoding", "gzip".to_string())];
+        let n = answer(np, req, &h);
+        let r = answer(rp, req, &h);
+        assert_eq!(n, r, "{req}");
+        assert!(n.contains("Content-Encoding=gzip"), "{n}");
+        assert!(
+            n.contains(&format!("body={} bytes sum={}", body.len(), sum(&body))),
+            "{n}"
+        );
+    }
+    // The kept connection answers again.
+    let mut c = Client::connect(("127.0.0.1", rp));
+    for _ in 0..2 {
+        let r = c.request("GET", "/up/closed", &[("Accept-Encoding", "gzip")], b"");
+        assert_eq!(gunzip(&r.body), body);
+    }
+}
