@@ -236,10 +236,10 @@ mod tests {
             "invalid value \"yes\" in \"sendfile\" directive, it must be \"on\" or \"off\""
         );
         assert_eq!(
-            check_noop(&dir("gzip", &["on"], false), Check::OffOnly)
+            check_noop(&dir("autoindex", &["on"], false), Check::OffOnly)
                 .unwrap_err()
                 .message,
-            "\"gzip on\" is not supported yet"
+            "\"autoindex on\" is not supported yet"
         );
         assert!(check_noop(
             &dir("proxy_redirect", &["default"], false),

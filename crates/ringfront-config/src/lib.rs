@@ -33,7 +33,7 @@
 //!   `proxy_pass`/`add_header`/`root`/`access_log`/`error_page`,
 //!   `set` of a map/geo/split_clients variable, named locations,
 //!   variables in `proxy_pass`, https and unix-socket upstreams, `listen ... ssl|http2`,
-//!   `gzip on`, `proxy_redirect` rules, `error_page ... = URI`,
+//!   `gzip_static on|always`, `proxy_redirect` rules, `error_page ... = URI`,
 //!   `worker_cpu_affinity auto MASK`; `worker_processes 0` is refused.
 //! - Include cycles and nesting deeper than 100 levels are errors (nginx would recurse).
 
@@ -48,6 +48,7 @@ mod files;
 pub mod files_model;
 mod geo;
 pub mod geo_ranges;
+pub mod gzip;
 mod handlers;
 mod health;
 mod host;
@@ -83,6 +84,7 @@ use std::path::Path;
 pub use cidr::Cidr;
 pub use error::ConfigError;
 pub use files_model::{Expires, Files, IfModifiedSince, TryFiles, TryLast};
+pub use gzip::{Gzip, GzipProxied, GzipTypes};
 pub use host::{GlobError, Host, MemoryHost, OsHost};
 pub use model::*;
 pub use options::LoadOptions;

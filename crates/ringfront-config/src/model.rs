@@ -714,4 +714,6 @@ pub struct LocationSettings {
     pub internal: bool,
     /// `proxy_ssl_*`, used when `proxy_pass` is `https://`.
     pub proxy_ssl: crate::ssl_model::ProxySsl,
+    /// `gzip on` and the `gzip_*` settings; `None` where gzip is off.
+    pub gzip: Option<crate::gzip::Gzip>,
 }

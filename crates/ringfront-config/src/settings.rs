@@ -65,6 +65,8 @@ pub(crate) struct Level {
     /// `ssl_*` (http and server level; the server's merged ones are its TLS settings).
     pub ssl: crate::ssl::SslLevel,
     pub proxy_ssl: crate::ssl::ProxySslLevel,
+    /// `gzip` and `gzip_*` (gzip.rs).
+    pub gzip: crate::gzip::GzipLevel,
 }
 
 const MINUTE: Duration = Duration::from_secs(60);
@@ -111,6 +113,7 @@ impl Default for LocationSettings {
             stub_status: false,
             internal: false,
             proxy_ssl: Default::default(),
+            gzip: None,
         }
     }
 }
@@ -172,6 +175,7 @@ impl Level {
             server_tokens: pick(&self.server_tokens, &outer.server_tokens),
             ssl: self.ssl.inherit(&outer.ssl),
             proxy_ssl: self.proxy_ssl.inherit(&outer.proxy_ssl),
+            gzip: self.gzip.inherit(&outer.gzip),
         }
     }
 
@@ -235,6 +239,7 @@ impl Level {
             stub_status: false,
             internal: false,
             proxy_ssl,
+            gzip: self.gzip.finish(),
         })
     }
 }

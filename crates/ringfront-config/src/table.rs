@@ -111,7 +111,7 @@ const fn unsupported(name: &'static str, ctx: u16, min: u8, max: u8) -> Spec {
 #[rustfmt::skip]
 pub const NOOP_DIRECTIVES: &[&str] = &[
     "user", "worker_rlimit_nofile", "use", "multi_accept", "accept_mutex",
-    "sendfile", "tcp_nopush", "tcp_nodelay", "gzip",
+    "sendfile", "tcp_nopush", "tcp_nodelay", "gzip_static",
     "charset", "autoindex", "keepalive_disable", "reset_timedout_connection",
     "server_names_hash_bucket_size", "server_names_hash_max_size", "types_hash_max_size",
     "types_hash_bucket_size", "proxy_buffering", "proxy_buffer_size", "proxy_buffers",
@@ -216,6 +216,16 @@ pub(crate) static TABLE: &[Spec] = &[
     d("deny", HSL, 1, 1),
     d("add_header", HSL, 2, 3),
     d("server_tokens", HSL, 1, 1),
+    // response compression (gzip.rs)
+    d("gzip", HSL, 1, 1),
+    d("gzip_types", HSL, 1, MANY),
+    d("gzip_min_length", HSL, 1, 1),
+    d("gzip_comp_level", HSL, 1, 1),
+    d("gzip_proxied", HSL, 1, MANY),
+    d("gzip_vary", HSL, 1, 1),
+    d("gzip_disable", HSL, 1, MANY),
+    d("gzip_http_version", HSL, 1, 1),
+    d("gzip_buffers", HSL, 2, 2),
     // TLS at the edge (ssl.rs): http and server level
     d("ssl", HS, 1, 1),
     d("ssl_certificate", HS, 1, 1),
@@ -264,7 +274,8 @@ pub(crate) static TABLE: &[Spec] = &[
     noop("sendfile", HSL, 1, 1, Check::Flag),
     noop("tcp_nopush", HSL, 1, 1, Check::Flag),
     noop("tcp_nodelay", HSL, 1, 1, Check::Flag),
-    noop("gzip", HSL, 1, 1, Check::OffOnly),
+    // gzip.rs has the module; precompressed files are not looked for.
+    noop("gzip_static", HSL, 1, 1, Check::Only(&["off"])),
     noop("charset", HSL, 1, 1, Check::Any),
     noop("autoindex", HSL, 1, 1, Check::OffOnly),
     noop("keepalive_disable", HSL, 1, MANY, Check::Any),

@@ -574,7 +574,10 @@ fn locations_return_error_page() {
         in_server("if ($host) { proxy_pass http://a; }"),
         "\"proxy_pass\" directive is not allowed here in F:4"
     );
-    assert_eq!(h("gzip on;"), "\"gzip on\" is not supported yet in F:3");
+    assert_eq!(
+        h("gzip_static on;"),
+        "\"gzip_static\" with \"on\" is not supported yet in F:3"
+    );
     assert_eq!(
         h("proxy_redirect http://a/ /;"),
         "\"proxy_redirect\" with \"http://a/ /\" is not supported yet in F:3"

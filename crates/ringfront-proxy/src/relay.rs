@@ -106,8 +106,20 @@ impl Relay<'_> {
             BodyFraming::Chunked => Mode::Chunked(ChunkedDecoder::new()),
             BodyFraming::UntilClose => Mode::UntilClose,
         };
-        let keep =
-            req.keep_alive && !matches!(mode, Mode::UntilClose | Mode::Dechunk(_)) && !upgrade;
+        let mut gz = s
+            .gzip
+            .as_ref()
+            .and_then(|g| crate::gzip_relay::start(g, self.cx, self.head, &rbuf));
+        let keep = req.keep_alive
+            && !upgrade
+            && match gz.as_ref().filter(|g| g.compresses()) {
+                Some(g) => g.keeps_alive(),
+                None => !matches!(mode, Mode::UntilClose | Mode::Dechunk(_)),
+            };
+        if let (Mode::Chunked(dec), Some(true)) = (&mode, gz.as_ref().map(|g| g.compresses())) {
+            // Compressed: the upstream's chunks are decoded before zlib.
+            mode = Mode::Dechunk(dec.clone());
+        }
         out.clear();
         let mut decor = Decor::new(s, Some(req)).with_snap(self.cx.snap);
         // `expires modified` counts from the upstream's `Last-Modified`, as nginx.
@@ -118,14 +130,25 @@ impl Relay<'_> {
         {
             decor = decor.with_mtime(t);
         }
-        let head_bytes =
-            encode_head(self.head, &rbuf, upgrade, keep, &mode, &decor, &mut out) as u64;
+        let head_bytes = encode_head(
+            self.head,
+            &rbuf,
+            upgrade,
+            keep,
+            &mode,
+            &decor,
+            gz.as_ref(),
+            &mut out,
+        ) as u64;
         // Body bytes that came with the head.
         let initial = rbuf.get(self.head.head_len..).unwrap_or(&[]);
         let mut end = End::default();
         match consume(&mut mode, initial, &mut out, &mut end.extra) {
             Ok(done) => end.complete = done,
             Err(bad) => end.failure = Some(bad),
+        }
+        if let Some(g) = gz.as_mut() {
+            g.seal(&mut out, head_bytes as usize, end.complete);
         }
         end.body_sent = out.len() as u64 - head_bytes;
         let (r, o) = write_all(&mut client, out, s.send_timeout).await;
@@ -151,8 +174,15 @@ impl Relay<'_> {
         let mut upstream = upstream;
         let mut bufs = [rbuf, out];
         if !end.complete && end.failure.is_none() {
-            self.body(&mut mode, &mut upstream, &mut client, &mut bufs, &mut end)
-                .await;
+            self.body(
+                &mut mode,
+                &mut gz,
+                &mut upstream,
+                &mut client,
+                &mut bufs,
+                &mut end,
+            )
+            .await;
         }
         if let Some(f) = &end.failure {
             self.log_upstream(f);
@@ -169,6 +199,7 @@ impl Relay<'_> {
     async fn body(
         &self,
         mode: &mut Mode,
+        gz: &mut Option<crate::gzip_relay::RelayGzip>,
         upstream: &mut UpstreamStream,
         client: &mut ClientStream,
         bufs: &mut [Vec<u8>; 2],
@@ -183,7 +214,10 @@ impl Relay<'_> {
             match r {
                 Ok(0) if matches!(mode, Mode::UntilClose) => {
                     end.complete = true;
-                    return;
+                    if gz.is_none() {
+                        return;
+                    }
+                    // The end of the gzip stream still goes out (below).
                 }
                 Ok(0) => end.failure = Some(Failure::new(Phase::ReadBody, Cause::Closed)),
                 Err(IoFail::Timeout) => {
@@ -204,13 +238,16 @@ impl Relay<'_> {
                 consume_in_place(mode, &mut bufs[0], &mut end.extra)
             };
             match progress {
-                Ok(done) => end.complete = done,
+                Ok(done) => end.complete |= done,
                 Err(bad) => {
                     end.failure = Some(bad);
                     return;
                 }
             }
-            let i = usize::from(dechunk);
+            let mut i = usize::from(dechunk);
+            if let Some(g) = gz.as_mut() {
+                i = g.pass(bufs, i, end.complete);
+            }
             let chunk = std::mem::take(&mut bufs[i]);
             end.body_sent += chunk.len() as u64;
             let (r, b) = write_all(client, chunk, s.send_timeout).await;
@@ -259,7 +296,9 @@ impl Relay<'_> {
 /// The head the client gets: the upstream's status; our `Server` and `Date`; the upstream's
 /// fields minus hop-by-hop ones (an upgrade keeps `Upgrade`/`Connection`), nginx's hidden
 /// ones and any an `add_header ETag|Last-Modified` replaces; our framing and `Connection`;
-/// the location's `add_header`s. Returns its length.
+/// the location's `add_header`s; then the gzip filter's changes (gzip_relay.rs). Returns
+/// its length.
+#[allow(clippy::too_many_arguments)] // the head's inputs, each of its own kind
 fn encode_head(
     head: &ResponseHead,
     rbuf: &[u8],
@@ -267,6 +306,7 @@ fn encode_head(
     keep: bool,
     mode: &Mode,
     decor: &Decor<'_>,
+    gz: Option<&crate::gzip_relay::RelayGzip>,
     out: &mut Vec<u8>,
 ) -> usize {
     let status = head.status;
@@ -283,15 +323,21 @@ fn encode_head(
         if hidden(name) || decor.replaces(name, status) {
             continue;
         }
+        if gz.is_some_and(|g| g.field(&mut h, name, f.value.get(rbuf))) {
+            continue;
+        }
         h.header(name, f.value.get(rbuf));
     }
-    if matches!(mode, Mode::Chunked(_)) {
+    if matches!(mode, Mode::Chunked(_)) || gz.is_some_and(|g| g.chunked()) {
         h.header(b"Transfer-Encoding", b"chunked");
     }
     if !upgrade {
         h.header(b"Connection", if keep { b"keep-alive" } else { b"close" });
     }
     decor.last(&mut h, status);
+    if let Some(g) = gz {
+        g.last(&mut h);
+    }
     h.finish()
 }
 
@@ -439,7 +485,7 @@ mod tests {
         let mut head = ResponseHead::new();
         head.parse(raw).unwrap();
         let mut out = Vec::new();
-        let n = encode_head(&head, raw, false, true, mode, decor, &mut out);
+        let n = encode_head(&head, raw, false, true, mode, decor, None, &mut out);
         assert_eq!(n, out.len());
         String::from_utf8(out).unwrap()
     }

@@ -32,8 +32,19 @@ pub async fn send(
     let mut answer = Answer::of(cx);
     answer.decor = answer.decor.with_mtime(mtime);
     let last_modified = crate::date::imf_fixdate(u64::try_from(mtime).unwrap_or(0));
-    let etag = format!("\"{:x}-{:x}\"", mtime, size);
-    let plan = crate::static_cond::plan(cx.req, s.files.if_modified_since, size, mtime, &etag);
+    let mut etag = format!("\"{:x}-{:x}\"", mtime, size);
+    let mut plan = crate::static_cond::plan(cx.req, s.files.if_modified_since, size, mtime, &etag);
+    let ctype = s.files.content_type(&type_uri);
+    let gz = s
+        .gzip
+        .as_ref()
+        .and_then(|g| crate::gzip_file::start(g, cx, &mut plan, ctype, size));
+    let compress = gz.as_ref().filter(|g| g.compress);
+    if compress.is_some() {
+        etag.insert_str(0, "W/");
+        // A compressed body to an HTTP/1.0 client ends with the connection.
+        answer.keep_alive &= cx.req.head.minor_version >= 1 || cx.req.head_only;
+    }
     let (status, start, len) = (plan.status, plan.start, plan.len);
     let content_range = plan.content_range.as_deref().unwrap_or_default();
     let mut last: Vec<(&str, &[u8])> = Vec::with_capacity(1);
@@ -42,6 +53,9 @@ pub async fn send(
     }
     if plan.accept_ranges {
         last.push(("Accept-Ranges", b"bytes"));
+    }
+    if let Some(g) = &gz {
+        g.last(&mut last);
     }
     if matches!(status, 412 | 416) {
         // nginx's special response for the status (its error_page too), with the range
@@ -63,12 +77,14 @@ pub async fn send(
         true => &[("ETag", etag.as_bytes())],
         false => &[],
     };
-    let before: &[(&str, &[u8])] = match own("Last-Modified") {
-        true => &[("Last-Modified", &last_modified)],
-        false => &[],
-    };
+    let mut before: Vec<(&str, &[u8])> = Vec::with_capacity(2);
+    if own("Last-Modified") {
+        before.push(("Last-Modified", &last_modified));
+    }
+    if compress.is_some_and(|g| g.chunked) {
+        before.push(("Transfer-Encoding", b"chunked"));
+    }
     let body = status != 304;
-    let ctype = s.files.content_type(&type_uri);
     let multipart = !plan.parts.is_empty();
     let (boundary, multi_type, len) = match multipart {
         true => {
@@ -81,8 +97,8 @@ pub async fn send(
     };
     let fields = Fields {
         content_type: body.then_some(if multipart { &multi_type } else { ctype }),
-        length: body.then_some(len),
-        before,
+        length: (body && compress.is_none()).then_some(len),
+        before: &before,
         after,
         last: &last,
     };
@@ -96,12 +112,13 @@ pub async fn send(
         reply.reusable &= r.is_ok();
         return (reply, Some(stream));
     }
-    let (sent, whole, o) = match multipart {
-        true => {
+    let (sent, whole, o) = match (multipart, compress) {
+        (_, Some(g)) => crate::gzip_file::body_out(cx, &mut stream, &file, out, size, g).await,
+        (true, None) => {
             let how = (&plan.parts[..], &boundary[..], ctype, size);
             crate::static_multipart::body(cx, &mut stream, &file, out, how).await
         }
-        false => body_out(cx, &mut stream, &file, out, start, len).await,
+        (false, None) => body_out(cx, &mut stream, &file, out, start, len).await,
     };
     cx.w.give_buf(o);
     reply.body_bytes_sent = sent;

@@ -17,7 +17,7 @@ pub fn version_line() -> String {
 /// The default nginx modules ringfront does not implement, as configure spells them.
 #[rustfmt::skip]
 pub const WITHOUT: &[&str] = &[
-    "http_charset_module", "http_gzip_module", "http_ssi_module", "http_userid_module",
+    "http_charset_module", "http_ssi_module", "http_userid_module",
     "http_auth_basic_module", "http_mirror_module", "http_autoindex_module",
     "http_referer_module",
     "http_fastcgi_module", "http_uwsgi_module", "http_scgi_module",
@@ -58,7 +58,7 @@ mod tests {
         assert!(second.starts_with(
             "configure arguments: --with-http_ssl_module --with-http_stub_status_module "
         ));
-        assert!(text.contains(" --without-http_gzip_module "));
+        assert!(text.contains(" --without-http_ssi_module "));
         for present in [
             "proxy",
             "access",
@@ -69,6 +69,7 @@ mod tests {
             "geo",
             "split_clients",
             "rewrite",
+            "gzip",
         ] {
             assert!(
                 !text.contains(&format!("without-http_{present}")),
