@@ -108,6 +108,9 @@ pub struct Upstream {
     pub keepalive_timeout: Duration,
     /// Upstream `keepalive_requests`, default 1000.
     pub keepalive_requests: u64,
+    /// Upstream `keepalive_time`, default 1h: a connection older than this is not kept
+    /// after the response it carried.
+    pub keepalive_time: Duration,
     /// True for the group nginx creates implicitly for `proxy_pass http://host:port`.
     pub implicit: bool,
     /// Made by `proxy_pass https://`: `$proxy_host` leaves out `:443` as it leaves out `:80`

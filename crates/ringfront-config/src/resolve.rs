@@ -17,7 +17,7 @@ use crate::server::{ListenRaw, ServerRaw};
 use crate::settings::{Level, PassRaw};
 use crate::upstream::{
     check_primary, default_server, DEFAULT_KEEPALIVE, DEFAULT_KEEPALIVE_REQUESTS,
-    DEFAULT_KEEPALIVE_TIMEOUT,
+    DEFAULT_KEEPALIVE_TIME, DEFAULT_KEEPALIVE_TIMEOUT,
 };
 
 /// Upstream groups by name: the explicit blocks, then implicit ones in order of first use.
@@ -85,6 +85,7 @@ impl Targets<'_> {
             keepalive: DEFAULT_KEEPALIVE,
             keepalive_timeout: DEFAULT_KEEPALIVE_TIMEOUT,
             keepalive_requests: DEFAULT_KEEPALIVE_REQUESTS,
+            keepalive_time: DEFAULT_KEEPALIVE_TIME,
             implicit: true,
             implicit_tls: p.tls,
             origin: p.origin.clone(),

@@ -149,6 +149,7 @@ pub(crate) static TABLE: &[Spec] = &[
     d("keepalive", UPSTREAM, 1, 1),
     d("keepalive_timeout", UPSTREAM, 1, 1),
     d("keepalive_requests", UPSTREAM, 1, 1),
+    d("keepalive_time", UPSTREAM, 1, 1),
     d("ip_hash", UPSTREAM, 0, 0),
     d("least_conn", UPSTREAM, 0, 0),
     d("hash", UPSTREAM, 1, 2),

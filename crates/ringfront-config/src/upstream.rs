@@ -2,8 +2,8 @@
 //! [backup] [down]; ip_hash | hash KEY [consistent] | least_conn | random [two [least_conn]] |
 //! least_time header|last_byte [inflight] | fair; zone NAME [SIZE]; all_failed reject|revive;
 //! passive_health nginx|confirm; keepalive N; keepalive_timeout T; keepalive_requests N;
-//! check ...; check_http_send ...; check_http_expect_alive ...; }`, host names resolved as
-//! nginx does when it reads the `server` line.
+//! keepalive_time T; check ...; check_http_send ...; check_http_expect_alive ...; }`, host
+//! names resolved as nginx does when it reads the `server` line.
 
 use std::time::Duration;
 
@@ -21,6 +21,8 @@ use crate::values::{err, msec, number, set_once, template};
 pub(crate) const DEFAULT_KEEPALIVE: usize = 32;
 pub(crate) const DEFAULT_KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(60);
 pub(crate) const DEFAULT_KEEPALIVE_REQUESTS: u64 = 1000;
+/// nginx's upstream `keepalive_time` default (1.21.3+): one hour.
+pub(crate) const DEFAULT_KEEPALIVE_TIME: Duration = Duration::from_secs(3600);
 pub(crate) const DEFAULT_FAIL_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// nginx's smallest `zone` size: 8 pages of 4 KiB.
@@ -92,6 +94,7 @@ pub(crate) fn upstream_block(
     let mut keepalive = None;
     let mut keepalive_timeout = None;
     let mut keepalive_requests = None;
+    let mut keepalive_time = None;
     let mut balancer = Balancer::RoundRobin;
     let mut zone = None;
     let mut all_failed = None;
@@ -123,6 +126,7 @@ pub(crate) fn upstream_block(
             }
             "keepalive_timeout" => set_once(&mut keepalive_timeout, msec(c, arg)?, c)?,
             "keepalive_requests" => set_once(&mut keepalive_requests, number(c, arg)?, c)?,
+            "keepalive_time" => set_once(&mut keepalive_time, msec(c, arg)?, c)?,
             // A second method replaces the first: nginx warns ("load balancing method
             // redefined") and goes on; ringfront has no warnings, so it just goes on.
             "ip_hash" | "least_conn" | "hash" | "random" | "least_time" | "fair" => {
@@ -180,6 +184,7 @@ pub(crate) fn upstream_block(
         keepalive: keepalive.unwrap_or(DEFAULT_KEEPALIVE),
         keepalive_timeout: keepalive_timeout.unwrap_or(DEFAULT_KEEPALIVE_TIMEOUT),
         keepalive_requests: keepalive_requests.unwrap_or(DEFAULT_KEEPALIVE_REQUESTS),
+        keepalive_time: keepalive_time.unwrap_or(DEFAULT_KEEPALIVE_TIME),
         implicit: false,
         implicit_tls: false,
         origin: d.origin.clone(),

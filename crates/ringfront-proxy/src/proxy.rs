@@ -234,7 +234,7 @@ async fn relay(cx: &Cx<'_>, io: &mut Io) -> Event {
     };
     let rbuf = std::mem::take(&mut io.rbuf);
     let out = std::mem::take(&mut io.out);
-    let (requests, reused, tag) = (conn.requests, conn.reused, conn.tag);
+    let (requests, reused, tag, born) = (conn.requests, conn.reused, conn.tag, conn.born);
     let Relayed {
         event,
         reply,
@@ -250,6 +250,7 @@ async fn relay(cx: &Cx<'_>, io: &mut Io) -> Event {
         requests,
         reused,
         tag,
+        born,
     });
     io.relayed = Some(reply);
     event

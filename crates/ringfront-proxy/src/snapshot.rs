@@ -28,6 +28,9 @@ pub struct GroupConf {
     pub keepalive: usize,
     pub keepalive_timeout: std::time::Duration,
     pub keepalive_requests: u64,
+    /// Upstream `keepalive_time`: a connection older than this is closed, not pooled, after
+    /// the response it carried.
+    pub keepalive_time: std::time::Duration,
     /// `$proxy_host`: the group name, or `host:port` for an implicit group (`:80` dropped).
     pub proxy_host: String,
     /// `hash KEY`: the key evaluated per request.
@@ -384,6 +387,7 @@ impl Snapshot {
                 keepalive: up.keepalive,
                 keepalive_timeout: up.keepalive_timeout,
                 keepalive_requests: up.keepalive_requests,
+                keepalive_time: up.keepalive_time,
                 proxy_host,
             });
             group_ids.insert(up.name.clone(), i);

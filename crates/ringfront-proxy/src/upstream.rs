@@ -29,6 +29,8 @@ pub struct Conn {
     pub reused: bool,
     /// What it speaks, for the pool (0 plain, else `Handshake::tag`).
     pub tag: u64,
+    /// When it was made (`clock::now_ms`), for upstream `keepalive_time`.
+    pub born: u64,
 }
 
 /// Where and how long to wait.
@@ -57,6 +59,7 @@ pub async fn connect(pool: &RefCell<Pool>, t: &Target<'_>) -> Result<Conn, Failu
         return Ok(idle);
     }
     let start = Instant::now();
+    let born = crate::clock::now_ms();
     let tcp = match monoio::time::timeout(t.connect_timeout, TcpStream::connect_addr(t.addr)).await
     {
         Ok(Ok(tcp)) => tcp,
@@ -76,6 +79,7 @@ pub async fn connect(pool: &RefCell<Pool>, t: &Target<'_>) -> Result<Conn, Failu
         requests: 0,
         reused: false,
         tag: t.tag(),
+        born,
     })
 }
 
@@ -89,27 +93,39 @@ async fn take_pooled(pool: &RefCell<Pool>, peer: PeerId, tag: u64) -> Option<Con
         if taken.tag() != tag {
             return None;
         }
+        let born = taken.born();
         if let Some((stream, requests)) = taken.stream().await {
             return Some(Conn {
                 stream,
                 requests,
                 reused: true,
                 tag,
+                born,
             });
         }
     }
 }
 
-/// Puts a connection that finished a response cleanly back into the pool.
+/// Puts a connection that finished a response cleanly back into the pool, unless it is
+/// older than the group's `keepalive_time` (nginx checks its age when it frees the peer,
+/// so an old pooled connection still carries the request that takes it).
 pub fn pool(pool: &RefCell<Pool>, group: usize, peer: PeerId, g: &GroupConf, conn: Conn) {
+    if outlived(conn.born, crate::clock::now_ms(), g.keepalive_time) {
+        return;
+    }
     pool.borrow_mut().put_tagged(
         group,
         peer,
         (g.keepalive, g.keepalive_timeout),
         conn.stream,
         conn.requests + 1,
-        conn.tag,
+        (conn.tag, conn.born),
     );
+}
+
+/// Whether a connection made at `born` is past `keepalive_time` at `now` (milliseconds).
+fn outlived(born: u64, now: u64, keepalive_time: Duration) -> bool {
+    u128::from(now.saturating_sub(born)) > keepalive_time.as_millis()
 }
 
 /// Writes the whole request: head and body in one `writev`, the rest after a short write
@@ -169,6 +185,20 @@ mod tests {
     use super::*;
     use crate::testutil::on_both;
     use crate::upstream_request::{Outbound, Request};
+
+    /// Upstream `keepalive_time` with injected times: the age limit is inclusive, as
+    /// nginx's `ngx_current_msec - c->start_time > time`.
+    #[test]
+    fn keepalive_time_with_injected_age() {
+        let two = Duration::from_secs(2);
+        assert!(!outlived(1_000, 1_000, two));
+        assert!(!outlived(1_000, 3_000, two));
+        assert!(outlived(1_000, 3_001, two));
+        assert!(
+            !outlived(5_000, 1_000, two),
+            "a clock that went back is no age"
+        );
+    }
 
     fn target(addr: SocketAddr) -> Target<'static> {
         Target {

@@ -160,7 +160,7 @@ fn put(pool: &RefCell<Pool>, conn: upstream::Conn) {
         (8, Duration::from_secs(60)),
         conn.stream,
         conn.requests + 1,
-        conn.tag,
+        (conn.tag, conn.born),
     );
 }
 
