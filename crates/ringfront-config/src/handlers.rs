@@ -6,7 +6,7 @@ use std::path::Path;
 use crate::address::split_host_port;
 use crate::error::ConfigError;
 use crate::logs;
-use crate::model::{AccessRule, ErrorPage, LogFormat, NextUpstream};
+use crate::model::{AccessRule, ErrorPage, LogFormat, NextUpstream, TemplatePart};
 use crate::settings::{Level, PassRaw};
 use crate::tree::Directive;
 use crate::units::parse_number;
@@ -132,11 +132,25 @@ fn access_rule(d: &Directive) -> Result<AccessRule, ConfigError> {
     })
 }
 
-/// `proxy_pass http://NAME[:PORT][/URI]`.
+/// `proxy_pass http://NAME[:PORT][/URI]`, or a URL with variables, which nginx checks only
+/// when it evaluates it (no scheme check, a URI part allowed anywhere).
 fn proxy_pass(d: &Directive, scope: &Scope<'_>) -> Result<PassRaw, ConfigError> {
     let url = d.arg(0);
     if url.contains('$') {
-        return Err(err(d, "variables in \"proxy_pass\" are not supported yet"));
+        let t = template(d, url)?;
+        if t.parts.iter().any(|p| matches!(p, TemplatePart::Var(_))) {
+            return Ok(PassRaw {
+                host: String::new(),
+                port: None,
+                authority: String::new(),
+                uri: None,
+                tls: url
+                    .get(..8)
+                    .is_some_and(|s| s.eq_ignore_ascii_case("https://")),
+                vars: Some(t),
+                origin: d.origin.clone(),
+            });
+        }
     }
     let scheme = url.get(..8).unwrap_or(url).to_ascii_lowercase();
     let tls = scheme == "https://";
@@ -166,6 +180,7 @@ fn proxy_pass(d: &Directive, scope: &Scope<'_>) -> Result<PassRaw, ConfigError> 
         authority: authority.to_string(),
         uri,
         tls,
+        vars: None,
         origin: d.origin.clone(),
     })
 }

@@ -441,6 +441,8 @@ pub enum Variable {
     ConnectionId,
     ConnectionRequests,
     ProxyHost,
+    /// `$proxy_port`: the port of `$proxy_host`, 80 when it has none.
+    ProxyPort,
     ProxyAddXForwardedFor,
     UpstreamAddr,
     UpstreamStatus,
@@ -521,6 +523,9 @@ pub enum ProxyTarget {
     /// `proxy_pass http://NAME` where NAME is an `upstream` block, or the implicit upstream
     /// created for `http://host:port` (its name is `host:port` as written).
     Upstream(String),
+    /// `proxy_pass` with variables: the URL evaluated per request names an `upstream`
+    /// group (or an implicit one) or a literal address (nginx's `ngx_http_proxy_eval`).
+    Variables(Template),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

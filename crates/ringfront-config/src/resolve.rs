@@ -35,6 +35,13 @@ struct Targets<'e> {
 impl Targets<'_> {
     fn target(&mut self, p: &PassRaw) -> Result<ProxyPass, ConfigError> {
         let at = |message: String| ConfigError::at(message, &p.origin);
+        if let Some(t) = &p.vars {
+            return Ok(ProxyPass {
+                target: ProxyTarget::Variables(t.clone()),
+                uri: None,
+                tls: p.tls,
+            });
+        }
         let uri = p.uri.clone();
         if let Some(u) = self
             .explicit
@@ -172,7 +179,12 @@ impl Targets<'_> {
             );
             // nginx Plus probes a TLS upstream with its location's proxy_ssl_* settings.
             check.tls = pass.tls.then(|| settings.proxy_ssl.clone());
-            let ProxyTarget::Upstream(name) = &pass.target;
+            let ProxyTarget::Upstream(name) = &pass.target else {
+                return Err(ConfigError::at(
+                    "\"health_check\" with variables in \"proxy_pass\" is not supported by ringfront",
+                    &hc.origin,
+                ));
+            };
             let group = self
                 .explicit
                 .iter_mut()

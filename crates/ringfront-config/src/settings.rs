@@ -22,6 +22,9 @@ pub(crate) struct PassRaw {
     pub uri: Option<String>,
     /// `https://`: TLS to the upstream, default port 443.
     pub tls: bool,
+    /// The whole URL when it has variables (`host`, `port`, `uri` are then unused): it is
+    /// evaluated per request.
+    pub vars: Option<Template>,
     pub origin: Origin,
 }
 

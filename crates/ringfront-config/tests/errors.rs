@@ -415,8 +415,8 @@ fn proxy_pass() {
         "invalid port in upstream \"a:0\" in F:5"
     );
     assert_eq!(
-        h("server {\n location / {\n  proxy_pass http://$host;\n }\n}"),
-        "variables in \"proxy_pass\" are not supported yet in F:5"
+        h("server {\n location / {\n  proxy_pass http://$host;\n  health_check;\n }\n}"),
+        "\"health_check\" with variables in \"proxy_pass\" is not supported by ringfront in F:6"
     );
     assert_eq!(
         h("upstream u { server 127.0.0.1; }\nserver {\n location / {\n  proxy_pass http://u:8080;\n }\n}"),
@@ -442,6 +442,14 @@ fn listen() {
     assert_eq!(
         h("server {\n listen 127.0.0.1:99999;\n}"),
         "invalid port in \"127.0.0.1:99999\" of the \"listen\" directive in F:4"
+    );
+    assert_eq!(
+        h("server {\n listen 127.0.0.1:82-81;\n}"),
+        "invalid port range in \"127.0.0.1:82-81\" of the \"listen\" directive in F:4"
+    );
+    assert_eq!(
+        h("server {\n listen 127.0.0.1:81-0;\n}"),
+        "invalid port in \"127.0.0.1:81-0\" of the \"listen\" directive in F:4"
     );
     assert_eq!(
         h("server {\n listen 0;\n}"),

@@ -21,6 +21,8 @@ pub mod listen;
 mod local;
 pub mod logger;
 mod map;
+mod pass_url;
+mod pass_vars;
 mod pool;
 mod precontent;
 mod proxy;

@@ -33,6 +33,10 @@ pub struct GroupConf {
     pub keepalive_time: std::time::Duration,
     /// `$proxy_host`: the group name, or `host:port` for an implicit group (`:80` dropped).
     pub proxy_host: String,
+    /// What a `proxy_pass` with variables finds the group by (nginx's `uscf->host`,
+    /// `uscf->port`): the name and no port for an `upstream` block, host and port (the
+    /// scheme's when none was written) for an implicit group.
+    pub host_key: (String, Option<u16>),
     /// `hash KEY`: the key evaluated per request.
     pub hash_key: Option<Template>,
     /// `least_time`: whether the response time fed back is the last byte's (else the header's).
@@ -115,6 +119,21 @@ pub struct LocationRt {
     pub capture_names: Vec<(usize, usize)>,
     /// Its `if` blocks' configurations (`IfRt::config` indexes them).
     pub ifs: Vec<LocationRt>,
+}
+
+impl LocationRt {
+    /// It has a `proxy_pass` (static or with variables).
+    pub fn proxies(&self) -> bool {
+        self.upstream.is_some() || self.pass_vars().is_some()
+    }
+
+    /// The URL of its `proxy_pass` with variables, if it has one.
+    pub fn pass_vars(&self) -> Option<&Template> {
+        match self.settings.proxy_pass.as_ref().map(|p| &p.target) {
+            Some(ProxyTarget::Variables(t)) => Some(t),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -202,6 +221,35 @@ fn content_type(path: &Path) -> &'static str {
     }
 }
 
+/// A `proxy_pass` with variables whose evaluated scheme is not known to be `http://`.
+fn may_be_https(target: &ProxyTarget) -> bool {
+    let ProxyTarget::Variables(t) = target else {
+        return false;
+    };
+    !matches!(t.parts.first(), Some(ringfront_config::TemplatePart::Literal(s))
+        if s.get(..7).is_some_and(|p| p.eq_ignore_ascii_case("http://")))
+}
+
+/// See [`GroupConf::host_key`]; an implicit group's name is `host[:port]` as written.
+fn host_key(up: &ringfront_config::Upstream) -> (String, Option<u16>) {
+    if !up.implicit {
+        return (up.name.clone(), None);
+    }
+    let default = if up.implicit_tls { 443 } else { 80 };
+    let name = up.name.as_str();
+    let colon = match name.rfind(']') {
+        Some(close) => name[close..].find(':').map(|i| close + i),
+        None => name.find(':'),
+    };
+    match colon {
+        Some(i) => (
+            name[..i].to_string(),
+            Some(name[i + 1..].parse().unwrap_or(default)),
+        ),
+        None => (name.to_string(), Some(default)),
+    }
+}
+
 struct Builder<'a> {
     cfg: &'a Config,
     group_ids: HashMap<String, UpstreamId>,
@@ -228,20 +276,19 @@ impl Builder<'_> {
             _ => None,
         };
         let upstream_tls = match &settings.proxy_pass {
-            Some(p) if p.tls => Some(self.tls.borrow_mut().location(&settings.proxy_ssl)?),
+            Some(p) if p.tls || may_be_https(&p.target) => {
+                Some(self.tls.borrow_mut().location(&settings.proxy_ssl)?)
+            }
             _ => None,
         };
-        let upstream = match &settings.proxy_pass {
-            Some(p) => {
-                let ProxyTarget::Upstream(name) = &p.target;
-                Some(
-                    *self
-                        .group_ids
-                        .get(name)
-                        .ok_or_else(|| BuildError::NoUpstream(name.clone()))?,
-                )
-            }
-            None => None,
+        let upstream = match settings.proxy_pass.as_ref().map(|p| &p.target) {
+            Some(ProxyTarget::Upstream(name)) => Some(
+                *self
+                    .group_ids
+                    .get(name)
+                    .ok_or_else(|| BuildError::NoUpstream(name.clone()))?,
+            ),
+            _ => None,
         };
         let error_pages = settings
             .error_pages
@@ -388,6 +435,7 @@ impl Snapshot {
                 keepalive_timeout: up.keepalive_timeout,
                 keepalive_requests: up.keepalive_requests,
                 keepalive_time: up.keepalive_time,
+                host_key: host_key(up),
                 proxy_host,
             });
             group_ids.insert(up.name.clone(), i);
