@@ -82,6 +82,19 @@ pub(crate) fn split_host_port(text: &str) -> Result<HostPort, AddrError> {
     })
 }
 
+/// nginx's `ngx_parse_addr_port` (`proxy_bind`): `IP`, `IP:PORT`, `[V6]:PORT` or a bare
+/// IPv6 address; port 0 (the kernel's choice) when none is written.
+pub fn parse_addr_port(text: &str) -> Option<SocketAddr> {
+    if let Ok(addr) = text.parse::<SocketAddr>() {
+        return Some(addr);
+    }
+    let ip = text
+        .strip_prefix('[')
+        .and_then(|t| t.strip_suffix(']'))
+        .unwrap_or(text);
+    ip.parse::<IpAddr>().ok().map(|ip| SocketAddr::new(ip, 0))
+}
+
 /// Resolves a host; literal addresses never reach the resolver. Every address is kept, once,
 /// IPv4 ones first (nginx's `ngx_inet_resolve_host` order), otherwise in the resolver's order.
 pub(crate) fn resolve(host: &str, port: u16, sys: &dyn Host) -> Result<Vec<SocketAddr>, AddrError> {
@@ -189,6 +202,18 @@ mod tests {
         assert_eq!(split_host_port("::1"), Err(AddrError::InvalidHost));
         assert_eq!(split_host_port("[zz]:1"), Err(AddrError::InvalidHost));
         assert_eq!(split_host_port("a/b"), Err(AddrError::InvalidHost));
+    }
+
+    #[test]
+    fn addr_port_as_proxy_bind_reads_it() {
+        let a = |s: &str| parse_addr_port(s).map(|a| a.to_string());
+        assert_eq!(a("127.0.0.2"), Some("127.0.0.2:0".into()));
+        assert_eq!(a("127.0.0.2:81"), Some("127.0.0.2:81".into()));
+        assert_eq!(a("::1"), Some("[::1]:0".into()));
+        assert_eq!(a("[::1]"), Some("[::1]:0".into()));
+        assert_eq!(a("[::1]:81"), Some("[::1]:81".into()));
+        assert_eq!(a("localhost"), None);
+        assert_eq!(a("127.0.0.2:x"), None);
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::path::Path;
 use crate::address::split_host_port;
 use crate::error::ConfigError;
 use crate::logs;
-use crate::model::{AccessRule, ErrorPage, LogFormat, NextUpstream, TemplatePart};
+use crate::model::{AccessRule, ErrorPage, LogFormat, NextUpstream, ProxyBind, TemplatePart};
 use crate::settings::{Level, PassRaw};
 use crate::tree::Directive;
 use crate::units::parse_number;
@@ -42,6 +42,7 @@ pub(crate) fn apply(
             headers.push((arg.to_string(), value));
         }
         "proxy_method" => set_once(&mut level.proxy_method, template(d, arg)?, d)?,
+        "proxy_bind" => set_once(&mut level.proxy_bind, proxy_bind(d)?, d)?,
         "proxy_pass_request_headers" => {
             set_once(&mut level.proxy_pass_request_headers, flag(d)?, d)?
         }
@@ -183,6 +184,32 @@ fn proxy_pass(d: &Directive, scope: &Scope<'_>) -> Result<PassRaw, ConfigError> 
         vars: None,
         origin: d.origin.clone(),
     })
+}
+
+/// `proxy_bind ADDR[:PORT] | off` (variables allowed); `transparent` needs privileges and
+/// routing ringfront does not set up.
+fn proxy_bind(d: &Directive) -> Result<Option<ProxyBind>, ConfigError> {
+    let arg = d.arg(0);
+    match d.args.get(1).map(String::as_str) {
+        None => {}
+        Some("transparent") => {
+            return Err(err(
+                d,
+                "\"transparent\" parameter of the \"proxy_bind\" directive is not supported by ringfront",
+            ));
+        }
+        Some(p) => return Err(err(d, format!("invalid parameter \"{p}\""))),
+    }
+    if d.args.len() == 1 && arg == "off" {
+        return Ok(None);
+    }
+    let t = template(d, arg)?;
+    if t.parts.iter().any(|p| matches!(p, TemplatePart::Var(_))) {
+        return Ok(Some(ProxyBind::Vars(t)));
+    }
+    crate::address::parse_addr_port(arg)
+        .map(|a| Some(ProxyBind::Addr(a)))
+        .ok_or_else(|| err(d, format!("invalid address \"{arg}\"")))
 }
 
 /// `proxy_next_upstream FLAG...`; flags are case-insensitive, several lines at one level add

@@ -78,6 +78,7 @@ mod values;
 
 use std::path::Path;
 
+pub use address::parse_addr_port;
 pub use cidr::Cidr;
 pub use error::ConfigError;
 pub use files_model::{Expires, Files, IfModifiedSince, TryFiles, TryLast};

@@ -537,6 +537,14 @@ pub struct ProxyPass {
     pub tls: bool,
 }
 
+/// `proxy_bind ADDR[:PORT]`: an address read at load, or one with variables evaluated per
+/// connection (an empty value binds nothing; an invalid one is logged and binds nothing).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProxyBind {
+    Addr(std::net::SocketAddr),
+    Vars(Template),
+}
+
 /// `proxy_next_upstream` as flags; nginx's default is `error timeout`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NextUpstream {
@@ -660,6 +668,9 @@ pub struct LocationSettings {
     pub proxy_set_header: Vec<(String, Template)>,
     /// `proxy_method` (variables allowed): the method sent upstream instead of the client's.
     pub proxy_method: Option<Template>,
+    /// `proxy_bind`: the local address upstream connections are made from; `None`: `off`
+    /// (the kernel chooses).
+    pub proxy_bind: Option<ProxyBind>,
     /// `proxy_pass_request_headers` (default on): the client's header fields are passed.
     pub proxy_pass_request_headers: bool,
     /// `proxy_pass_request_body` (default on): the client's body is passed.

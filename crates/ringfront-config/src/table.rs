@@ -179,6 +179,7 @@ pub(crate) static TABLE: &[Spec] = &[
     d("proxy_pass_request_headers", HSL, 1, 1),
     d("proxy_pass_request_body", HSL, 1, 1),
     d("proxy_set_body", HSL, 1, 1),
+    d("proxy_bind", HSL, 1, 2),
     d("proxy_connect_timeout", HSL, 1, 1),
     d("proxy_read_timeout", HSL, 1, 1),
     d("proxy_send_timeout", HSL, 1, 1),

@@ -415,6 +415,22 @@ fn proxy_pass() {
         "invalid port in upstream \"a:0\" in F:5"
     );
     assert_eq!(
+        h("server {\n location / {\n  proxy_bind 127.0.0.1 transparent;\n }\n}"),
+        "\"transparent\" parameter of the \"proxy_bind\" directive is not supported by ringfront in F:5"
+    );
+    assert_eq!(
+        h("server {\n location / {\n  proxy_bind 127.0.0.1 x;\n }\n}"),
+        "invalid parameter \"x\" in F:5"
+    );
+    assert_eq!(
+        h("server {\n location / {\n  proxy_bind localhost;\n }\n}"),
+        "invalid address \"localhost\" in F:5"
+    );
+    assert_eq!(
+        h("server {\n proxy_bind off;\n proxy_bind off;\n}"),
+        "\"proxy_bind\" directive is duplicate in F:5"
+    );
+    assert_eq!(
         h("server {\n location / {\n  proxy_pass http://$host;\n  health_check;\n }\n}"),
         "\"health_check\" with variables in \"proxy_pass\" is not supported by ringfront in F:6"
     );

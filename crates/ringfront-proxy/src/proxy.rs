@@ -202,6 +202,7 @@ async fn connect(cx: &Cx<'_>, g: &Group<'_>, peer: usize, io: &mut Io) -> Event 
         peer,
         connect_timeout: cx.settings().proxy_connect_timeout,
         tls: io.tls.as_ref(),
+        local: crate::bind::local(cx),
     };
     match upstream::connect(&g.state.pool, &target).await {
         Ok(c) => {

@@ -41,11 +41,25 @@ pub struct Target<'a> {
     pub connect_timeout: Duration,
     /// `proxy_pass https://`: the handshake after the connect.
     pub tls: Option<&'a Handshake>,
+    /// `proxy_bind`: the local address to connect from.
+    pub local: Option<SocketAddr>,
 }
 
 impl Target<'_> {
+    /// What a pooled connection must have been made with to serve this try: its TLS
+    /// settings and, with `proxy_bind`, its local address (a request bound elsewhere gets a
+    /// new connection rather than one from another address).
     fn tag(&self) -> u64 {
-        self.tls.map_or(0, |h| h.tag)
+        let tls = self.tls.map_or(0, |h| h.tag);
+        match self.local {
+            None => tls,
+            Some(local) => {
+                use std::hash::{Hash, Hasher};
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                (tls, local).hash(&mut h);
+                h.finish() | 1
+            }
+        }
     }
 }
 
@@ -60,8 +74,13 @@ pub async fn connect(pool: &RefCell<Pool>, t: &Target<'_>) -> Result<Conn, Failu
     }
     let start = Instant::now();
     let born = crate::clock::now_ms();
-    let tcp = match monoio::time::timeout(t.connect_timeout, TcpStream::connect_addr(t.addr)).await
-    {
+    let connecting = async {
+        match t.local {
+            None => TcpStream::connect_addr(t.addr).await,
+            Some(local) => crate::bind::connect_from(t.addr, local).await,
+        }
+    };
+    let tcp = match monoio::time::timeout(t.connect_timeout, connecting).await {
         Ok(Ok(tcp)) => tcp,
         Ok(Err(e)) => return Err(Failure::io(Phase::Connect, &e)),
         Err(_) => return Err(timed_out(Phase::Connect)),
@@ -205,6 +224,7 @@ mod tests {
             addr,
             peer: 0,
             connect_timeout: Duration::from_secs(5),
+            local: None,
             tls: None,
         }
     }

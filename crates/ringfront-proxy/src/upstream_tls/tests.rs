@@ -136,6 +136,7 @@ fn target<'a>(addr: SocketAddr, hs: &'a Handshake, limit: Duration) -> Target<'a
         peer: 0,
         connect_timeout: limit,
         tls: Some(hs),
+        local: None,
     }
 }
 
