@@ -61,6 +61,9 @@ pub struct MainConf {
     pub error_log: Vec<ErrorLog>,
     /// `events { worker_connections N; }`, default 512 as nginx.
     pub worker_connections: usize,
+    /// `worker_shutdown_timeout T`: on a graceful stop, and on a reload for the connections
+    /// accepted before it, whatever is still open T later is closed. `None`: wait.
+    pub worker_shutdown_timeout: Option<std::time::Duration>,
 }
 
 #[derive(Debug, Clone)]

@@ -133,6 +133,7 @@ pub(crate) static TABLE: &[Spec] = &[
     d("daemon", MAIN, 1, 1),
     d("master_process", MAIN, 1, 1),
     d("pid", MAIN, 1, 1),
+    d("worker_shutdown_timeout", MAIN, 1, 1),
     d("error_log", MAIN | HSL, 1, MANY),
     b("events", MAIN, 0, 0),
     b("http", MAIN, 0, 0),

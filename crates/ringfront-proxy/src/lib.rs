@@ -32,6 +32,7 @@ mod relay;
 mod req;
 mod respond;
 mod response_headers;
+mod retire;
 mod rewrite;
 mod rewrite_file;
 mod rewrite_rt;

@@ -183,6 +183,9 @@ pub struct Snapshot {
     pub error_logs: Vec<Sink>,
     pub error_level: LogLevel,
     pub worker_connections: usize,
+    /// `worker_shutdown_timeout`: connections still open this long after a graceful stop,
+    /// or after a reload for those accepted before it, are closed.
+    pub shutdown_timeout: Option<std::time::Duration>,
     /// The rewrite module's variables (`set`, named captures): each request's slots start
     /// as these (empty for a `set` variable, not found for a named capture's).
     pub variables: Vec<Option<Vec<u8>>>,
@@ -584,6 +587,7 @@ impl Snapshot {
             error_logs,
             error_level,
             worker_connections: cfg.main.worker_connections.max(1),
+            shutdown_timeout: cfg.main.worker_shutdown_timeout,
         })
     }
 
