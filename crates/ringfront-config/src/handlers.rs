@@ -162,12 +162,23 @@ fn proxy_pass(d: &Directive, scope: &Scope<'_>) -> Result<PassRaw, ConfigError> 
     } else {
         return Err(err(d, "invalid URL prefix"));
     };
-    let (authority, uri) = match rest.find('/') {
-        Some(i) => (&rest[..i], Some(rest[i..].to_string())),
-        None => (rest, None),
+    let (authority, uri) = split_authority(rest);
+    let hp = match crate::upstream::unix_path(authority) {
+        Some(path) if !path.is_empty() => {
+            if tls {
+                return Err(err(
+                    d,
+                    "\"proxy_pass https://unix:\" is not supported by ringfront",
+                ));
+            }
+            crate::address::HostPort {
+                host: path.to_string(),
+                port: None,
+            }
+        }
+        _ => split_host_port(authority)
+            .map_err(|e| err(d, format!("{} in upstream \"{authority}\"", e.as_str())))?,
     };
-    let hp = split_host_port(authority)
-        .map_err(|e| err(d, format!("{} in upstream \"{authority}\"", e.as_str())))?;
     if uri.is_some() && scope.regex_location {
         return Err(err(
             d,
@@ -184,6 +195,21 @@ fn proxy_pass(d: &Directive, scope: &Scope<'_>) -> Result<PassRaw, ConfigError> 
         vars: None,
         origin: d.origin.clone(),
     })
+}
+
+/// `HOST[:PORT][/URI]` -> (authority, URI); `unix:PATH[:URI]` splits at the first `:` after
+/// the path's start, as nginx's `ngx_parse_unix_domain_url`.
+fn split_authority(rest: &str) -> (&str, Option<String>) {
+    if let Some(path) = crate::upstream::unix_path(rest) {
+        return match path.find(':') {
+            Some(i) => (&rest[..5 + i], Some(path[i + 1..].to_string())),
+            None => (rest, None),
+        };
+    }
+    match rest.find('/') {
+        Some(i) => (&rest[..i], Some(rest[i..].to_string())),
+        None => (rest, None),
+    }
 }
 
 /// `proxy_bind ADDR[:PORT] | off` (variables allowed); `transparent` needs privileges and

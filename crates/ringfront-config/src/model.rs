@@ -298,6 +298,9 @@ pub struct UpstreamServer {
     pub text: String,
     /// All resolved addresses; each becomes one peer with the parameters below.
     pub addrs: Vec<SocketAddr>,
+    /// `server unix:/path`: the socket's path (`addrs` is then empty; one peer, named
+    /// `unix:/path` as nginx names it).
+    pub unix: Option<std::path::PathBuf>,
     pub weight: u32,
     pub max_fails: u32,
     pub fail_timeout: Duration,

@@ -43,6 +43,9 @@ impl Targets<'_> {
             });
         }
         let uri = p.uri.clone();
+        if let Some(path) = crate::upstream::unix_path(&p.authority) {
+            return self.unix_target(p, path, uri);
+        }
         if let Some(u) = self
             .explicit
             .iter()
@@ -106,6 +109,54 @@ impl Targets<'_> {
             target: ProxyTarget::Upstream(p.authority.clone()),
             uri,
             tls: p.tls,
+        })
+    }
+
+    /// `proxy_pass http://unix:PATH[:URI]`: the implicit group of that socket, shared by
+    /// every `proxy_pass` naming it (nginx's host is the path, its port 0).
+    fn unix_target(
+        &mut self,
+        p: &PassRaw,
+        path: &str,
+        uri: Option<String>,
+    ) -> Result<ProxyPass, ConfigError> {
+        let key = (path.to_string(), 0);
+        if !self.implicit_keys.contains(&key) {
+            let server =
+                crate::upstream::unix_server(&p.authority, path, &p.origin).map_err(|e| {
+                    ConfigError::at(
+                        format!("{} in upstream \"{}\"", e.as_str(), p.authority),
+                        &p.origin,
+                    )
+                })?;
+            self.implicit_keys.push(key);
+            self.implicit.push(Upstream {
+                name: p.authority.clone(),
+                servers: vec![server],
+                keepalive: DEFAULT_KEEPALIVE,
+                keepalive_timeout: DEFAULT_KEEPALIVE_TIMEOUT,
+                keepalive_requests: DEFAULT_KEEPALIVE_REQUESTS,
+                keepalive_time: DEFAULT_KEEPALIVE_TIME,
+                implicit: true,
+                implicit_tls: false,
+                origin: p.origin.clone(),
+                balancer: Balancer::RoundRobin,
+                zone: None,
+                all_failed: AllFailed::Reject,
+                passive_health: PassiveHealth::Nginx,
+                checks: Vec::new(),
+            });
+        }
+        let name = self
+            .implicit
+            .iter()
+            .find(|u| crate::upstream::unix_path(&u.name) == Some(path))
+            .map(|u| u.name.clone())
+            .unwrap_or_default();
+        Ok(ProxyPass {
+            target: ProxyTarget::Upstream(name),
+            uri,
+            tls: false,
         })
     }
 
@@ -191,6 +242,9 @@ impl Targets<'_> {
                 .chain(self.implicit.iter_mut())
                 .find(|u| u.name == *name);
             match group {
+                Some(u) if u.servers.iter().any(|s| s.unix.is_some()) => {
+                    return Err(ConfigError::at(crate::upstream::UNIX_CHECKS, &hc.origin));
+                }
                 Some(u) => u.checks.push(check),
                 None => {
                     return Err(ConfigError::at(

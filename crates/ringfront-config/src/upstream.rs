@@ -25,6 +25,10 @@ pub(crate) const DEFAULT_KEEPALIVE_REQUESTS: u64 = 1000;
 pub(crate) const DEFAULT_KEEPALIVE_TIME: Duration = Duration::from_secs(3600);
 pub(crate) const DEFAULT_FAIL_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Health probes connect by IP address; a unix-domain server has none.
+pub(crate) const UNIX_CHECKS: &str =
+    "health checks of unix-domain socket servers are not supported by ringfront";
+
 /// nginx's smallest `zone` size: 8 pages of 4 KiB.
 const MIN_ZONE_SIZE: u64 = 8 * 4096;
 
@@ -177,7 +181,10 @@ pub(crate) fn upstream_block(
     if servers.is_empty() {
         return Err(ConfigError::at("no servers are inside upstream", &d.end()));
     }
-    let checks = tengine.finish()?.into_iter().collect();
+    let checks: Vec<_> = tengine.finish()?.into_iter().collect();
+    if !checks.is_empty() && servers.iter().any(|s| s.unix.is_some()) {
+        return Err(err(d, UNIX_CHECKS));
+    }
     Ok(Upstream {
         name: d.arg(0).to_string(),
         servers,
@@ -301,6 +308,7 @@ pub(crate) fn default_server(
     UpstreamServer {
         text: text.to_string(),
         addrs,
+        unix: None,
         weight: 1,
         max_fails: 1,
         fail_timeout: DEFAULT_FAIL_TIMEOUT,
@@ -310,6 +318,28 @@ pub(crate) fn default_server(
         slow_start: Duration::ZERO,
         origin: origin.clone(),
     }
+}
+
+/// The path of `unix:PATH` (`unix:` in any case, as nginx's `ngx_parse_url`).
+pub(crate) fn unix_path(text: &str) -> Option<&str> {
+    text.get(..5)
+        .filter(|p| p.eq_ignore_ascii_case("unix:"))
+        .map(|_| &text[5..])
+}
+
+/// A server on a unix-domain socket (`server unix:/path`, or the implicit group of
+/// `proxy_pass http://unix:/path`).
+pub(crate) fn unix_server(
+    text: &str,
+    path: &str,
+    origin: &Origin,
+) -> Result<UpstreamServer, crate::address::AddrError> {
+    if path.is_empty() {
+        return Err(crate::address::AddrError::NoPath);
+    }
+    let mut s = default_server(text, Vec::new(), origin);
+    s.unix = Some(path.into());
+    Ok(s)
 }
 
 /// `server ADDR [params]`; the address defaults to port 80. `balancer`: the balancing method
@@ -325,9 +355,14 @@ fn server(
     let text = d.arg(0);
     let addr_err =
         |e: crate::address::AddrError| err(d, format!("{} in upstream \"{text}\"", e.as_str()));
-    let hp = split_host_port(text).map_err(addr_err)?;
-    let addrs = resolve(&hp.host, hp.port.unwrap_or(80), host).map_err(addr_err)?;
-    let mut s = default_server(text, addrs, &d.origin);
+    let mut s = match unix_path(text) {
+        Some(path) => unix_server(text, path, &d.origin).map_err(addr_err)?,
+        None => {
+            let hp = split_host_port(text).map_err(addr_err)?;
+            let addrs = resolve(&hp.host, hp.port.unwrap_or(80), host).map_err(addr_err)?;
+            default_server(text, addrs, &d.origin)
+        }
+    };
     for param in d.args.iter().skip(1) {
         let invalid = || err(d, format!("invalid parameter \"{param}\""));
         let (key, value) = match param.split_once('=') {

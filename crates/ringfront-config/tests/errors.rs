@@ -191,8 +191,8 @@ fn upstream_servers() {
         "invalid port in upstream \"127.0.0.1:99999\" in F:4"
     );
     assert_eq!(
-        h("upstream u {\n server unix:/tmp/s;\n}"),
-        "unix domain sockets are not supported in upstream \"unix:/tmp/s\" in F:4"
+        h("server {\n listen unix:/tmp/s;\n}"),
+        "unix domain sockets are not supported in \"unix:/tmp/s\" of the \"listen\" directive in F:4"
     );
     assert_eq!(
         h("upstream u {\n server 127.0.0.1 drain;\n}"),
@@ -413,6 +413,14 @@ fn proxy_pass() {
     assert_eq!(
         h("server {\n location / {\n  proxy_pass http://a:0;\n }\n}"),
         "invalid port in upstream \"a:0\" in F:5"
+    );
+    assert_eq!(
+        h("upstream u {\n server unix:;\n}"),
+        "no path in the unix domain socket in upstream \"unix:\" in F:4"
+    );
+    assert_eq!(
+        h("server {\n location / {\n  proxy_pass https://unix:/tmp/s;\n }\n}"),
+        "\"proxy_pass https://unix:\" is not supported by ringfront in F:5"
     );
     assert_eq!(
         h("server {\n location / {\n  proxy_bind 127.0.0.1 transparent;\n }\n}"),

@@ -25,6 +25,9 @@ pub struct PassUrl<'a> {
     pub uri: Vec<u8>,
     /// The host is a literal address.
     pub addr: Option<SocketAddr>,
+    /// `http://unix:PATH[:URI]`: the socket's path (`host` is the path too, the port 0 and
+    /// the `Host` sent `localhost`, as nginx).
+    pub unix: Option<&'a str>,
 }
 
 /// Why an evaluated URL cannot be used; nginx logs these words and answers 500.
@@ -64,9 +67,7 @@ pub fn parse(url: &[u8]) -> Result<PassUrl<'_>, UrlError> {
     };
     let rest = std::str::from_utf8(rest).map_err(|_| UrlError::Invalid("invalid host"))?;
     if rest.len() >= 5 && rest[..5].eq_ignore_ascii_case("unix:") {
-        return Err(UrlError::Invalid(
-            "unix domain sockets are not supported by ringfront",
-        ));
+        return unix(tls, &rest[5..]);
     }
     let default_port = if tls { 443 } else { 80 };
     let (host, port_text, uri) = if rest.starts_with('[') {
@@ -98,6 +99,30 @@ pub fn parse(url: &[u8]) -> Result<PassUrl<'_>, UrlError> {
         host_header,
         uri: uri_part,
         addr: literal(host).map(|ip| SocketAddr::new(ip, port)),
+        unix: None,
+    })
+}
+
+/// `unix:PATH[:URI]`: the first `:` ends the path (nginx's `ngx_parse_unix_domain_url`).
+fn unix(tls: bool, rest: &str) -> Result<PassUrl<'_>, UrlError> {
+    let (path, uri) = rest.split_once(':').unwrap_or((rest, ""));
+    if path.is_empty() {
+        return Err(UrlError::Invalid("no path in the unix domain socket"));
+    }
+    if tls {
+        return Err(UrlError::Invalid(
+            "https to a unix domain socket is not supported by ringfront",
+        ));
+    }
+    Ok(PassUrl {
+        tls,
+        host: path,
+        port: 0,
+        no_port: false,
+        host_header: "localhost",
+        uri: uri.as_bytes().to_vec(),
+        addr: None,
+        unix: Some(path),
     })
 }
 
@@ -212,6 +237,23 @@ mod tests {
         assert_eq!(port_of("[::1]"), b"80");
         assert_eq!(port_of("[::1]:81"), b"81");
         assert_eq!(port_of(""), b"");
+    }
+
+    #[test]
+    fn a_unix_socket_with_and_without_uri() {
+        let u = ok("http://unix:/tmp/s.sock:/x?a");
+        assert_eq!(
+            (u.unix, u.host, u.port),
+            (Some("/tmp/s.sock"), "/tmp/s.sock", 0)
+        );
+        assert_eq!(
+            (u.host_header, u.uri.as_slice()),
+            ("localhost", &b"/x?a"[..])
+        );
+        assert!(!u.no_port && u.addr.is_none());
+        assert_eq!(ok("http://unix:/tmp/s.sock").uri, b"");
+        let e = parse(b"http://unix::/x").unwrap_err();
+        assert_eq!(e, UrlError::Invalid("no path in the unix domain socket"));
     }
 
     #[test]

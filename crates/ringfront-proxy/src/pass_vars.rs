@@ -5,6 +5,7 @@
 //! ringfront does not have: 502 with nginx's `no resolver defined to resolve NAME`.
 
 use std::cell::RefCell;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::rc::Rc;
 
 use ringfront_config::{LogLevel, Template};
@@ -47,14 +48,23 @@ pub async fn run(
             tls: parsed.tls,
             adhoc: false,
             uri,
+            unix: &cx.snap.unix_paths,
         };
         return proxy::run_in(cx, &group, body, client, out).await;
     }
-    let Some(addr) = parsed.addr else {
-        let line = format!("no resolver defined to resolve {}", parsed.host);
-        return refuse(cx, 502, &line, client, out).await;
+    let (spec, unix) = match (parsed.addr, parsed.unix) {
+        (Some(addr), _) => (one_peer(addr.to_string(), addr), None),
+        (None, Some(path)) => (
+            one_peer(format!("unix:{path}"), UNSPECIFIED),
+            Some(path.into()),
+        ),
+        (None, None) => {
+            let line = format!("no resolver defined to resolve {}", parsed.host);
+            return refuse(cx, 502, &line, client, out).await;
+        }
     };
-    let topo = Topology::new(vec![one_peer(addr)]);
+    let unix = [unix];
+    let topo = Topology::new(vec![spec]);
     let board = Board::new(1);
     let conf = adhoc_conf();
     let group = Group {
@@ -71,6 +81,7 @@ pub async fn run(
         tls: parsed.tls,
         adhoc: true,
         uri,
+        unix: &unix,
     };
     proxy::run_in(cx, &group, body, client, out).await
 }
@@ -88,13 +99,16 @@ pub fn find_group(groups: &[GroupConf], url: &PassUrl<'_>) -> Option<usize> {
     })
 }
 
-/// A group of one peer at `addr` (nginx's `ngx_http_upstream_create_round_robin_peer`:
+/// The address of a unix-domain peer, never connected to.
+const UNSPECIFIED: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0);
+
+/// A group of one peer named `name` at `addr` (nginx's `ngx_http_upstream_create_round_robin_peer`:
 /// weight 1, `max_fails=1`, `fail_timeout=10s`; a single peer is never failed out).
-fn one_peer(addr: std::net::SocketAddr) -> UpstreamSpec {
+fn one_peer(name: String, addr: SocketAddr) -> UpstreamSpec {
     UpstreamSpec {
-        name: addr.to_string(),
+        name: name.clone(),
         primary: vec![PeerSpec {
-            name: addr.to_string(),
+            name,
             server: String::new(),
             addr,
             weight: 1,

@@ -90,6 +90,8 @@ pub struct Group<'a> {
     pub adhoc: bool,
     /// The evaluated URI part of a `proxy_pass` with variables: the whole URI sent.
     pub uri: Option<&'a [u8]>,
+    /// The socket path of each unix-domain peer, by peer id.
+    pub unix: &'a [Option<std::path::PathBuf>],
 }
 
 /// Proxies one request to group `up`. Returns the reply and the client stream unless it
@@ -114,6 +116,7 @@ pub async fn run(
         tls: cx.loc.upstream_tls.is_some(),
         adhoc: false,
         uri: None,
+        unix: &cx.snap.unix_paths,
     };
     run_in(cx, &group, body, client, out).await
 }
@@ -203,6 +206,7 @@ async fn connect(cx: &Cx<'_>, g: &Group<'_>, peer: usize, io: &mut Io) -> Event 
         connect_timeout: cx.settings().proxy_connect_timeout,
         tls: io.tls.as_ref(),
         local: crate::bind::local(cx),
+        unix: g.unix.get(peer).and_then(Option::as_deref),
     };
     match upstream::connect(&g.state.pool, &target).await {
         Ok(c) => {

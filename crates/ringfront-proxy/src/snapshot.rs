@@ -183,6 +183,8 @@ pub struct Snapshot {
     pub error_logs: Vec<Sink>,
     pub error_level: LogLevel,
     pub worker_connections: usize,
+    /// The socket path of each unix-domain peer (`server unix:/path`), by peer id.
+    pub unix_paths: Vec<Option<std::path::PathBuf>>,
     /// `worker_shutdown_timeout`: connections still open this long after a graceful stop,
     /// or after a reload for those accepted before it, are closed.
     pub shutdown_timeout: Option<std::time::Duration>,
@@ -224,6 +226,28 @@ fn content_type(path: &Path) -> &'static str {
     }
 }
 
+/// The path of an implicit group named `unix:PATH`.
+fn unix_path(name: &str) -> Option<&str> {
+    name.get(..5)
+        .filter(|p| p.eq_ignore_ascii_case("unix:"))
+        .map(|_| &name[5..])
+}
+
+/// Where one `server` line's peers are: (name, address, socket path). A unix-domain server
+/// is one peer named as written (`unix:/path`), its address unused.
+fn peer_targets(
+    s: &ringfront_config::UpstreamServer,
+) -> Vec<(String, SocketAddr, Option<std::path::PathBuf>)> {
+    match &s.unix {
+        Some(path) => vec![(s.text.clone(), UNIX_PEER_ADDR, Some(path.clone()))],
+        None => s.addrs.iter().map(|a| (a.to_string(), *a, None)).collect(),
+    }
+}
+
+/// The `PeerSpec::addr` of a unix-domain peer, which is never connected to.
+const UNIX_PEER_ADDR: SocketAddr =
+    SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), 0);
+
 /// A `proxy_pass` with variables whose evaluated scheme is not known to be `http://`.
 fn may_be_https(target: &ProxyTarget) -> bool {
     let ProxyTarget::Variables(t) = target else {
@@ -237,6 +261,9 @@ fn may_be_https(target: &ProxyTarget) -> bool {
 fn host_key(up: &ringfront_config::Upstream) -> (String, Option<u16>) {
     if !up.implicit {
         return (up.name.clone(), None);
+    }
+    if let Some(path) = unix_path(&up.name) {
+        return (path.to_string(), Some(0));
     }
     let default = if up.implicit_tls { 443 } else { 80 };
     let name = up.name.as_str();
@@ -379,14 +406,17 @@ impl Snapshot {
         let mut groups = Vec::new();
         let mut group_ids = HashMap::new();
         let mut tls = TlsCache::default();
+        let mut unix_paths = Vec::new();
         for (i, up) in cfg.http.upstreams.iter().enumerate() {
             let mut primary = Vec::new();
             let mut backup = Vec::new();
+            // The socket paths of the group's peers, in the topology's order of ids.
+            let (mut primary_unix, mut backup_unix) = (Vec::new(), Vec::new());
             for s in &up.servers {
-                for addr in &s.addrs {
+                for (name, addr, unix) in peer_targets(s) {
                     let p = PeerSpec {
-                        name: addr.to_string(),
-                        addr: *addr,
+                        name,
+                        addr,
                         weight: s.weight.max(1),
                         max_fails: s.max_fails,
                         fail_timeout: s.fail_timeout.as_secs(),
@@ -397,11 +427,15 @@ impl Snapshot {
                     };
                     if s.backup {
                         backup.push(p);
+                        backup_unix.push(unix);
                     } else {
                         primary.push(p);
+                        primary_unix.push(unix);
                     }
                 }
             }
+            unix_paths.extend(primary_unix);
+            unix_paths.extend(backup_unix);
             specs.push(UpstreamSpec {
                 name: up.name.clone(),
                 primary,
@@ -411,6 +445,8 @@ impl Snapshot {
             });
             let default_port = if up.implicit_tls { ":443" } else { ":80" };
             let proxy_host = match up.name.strip_suffix(default_port) {
+                // nginx sends `Host: localhost` to a unix-domain socket.
+                _ if up.implicit && unix_path(&up.name).is_some() => "localhost".to_string(),
                 Some(h) if up.implicit => h.to_string(),
                 _ => up.name.clone(),
             };
@@ -587,6 +623,7 @@ impl Snapshot {
             error_logs,
             error_level,
             worker_connections: cfg.main.worker_connections.max(1),
+            unix_paths,
             shutdown_timeout: cfg.main.worker_shutdown_timeout,
         })
     }

@@ -43,6 +43,8 @@ pub struct Target<'a> {
     pub tls: Option<&'a Handshake>,
     /// `proxy_bind`: the local address to connect from.
     pub local: Option<SocketAddr>,
+    /// A unix-domain peer's socket (`addr` is then unused).
+    pub unix: Option<&'a std::path::Path>,
 }
 
 impl Target<'_> {
@@ -72,6 +74,9 @@ pub async fn connect(pool: &RefCell<Pool>, t: &Target<'_>) -> Result<Conn, Failu
     if let Some(idle) = take_pooled(pool, t.peer, t.tag()).await {
         return Ok(idle);
     }
+    if let Some(path) = t.unix {
+        return connect_unix(path, t).await;
+    }
     let start = Instant::now();
     let born = crate::clock::now_ms();
     let connecting = async {
@@ -100,6 +105,23 @@ pub async fn connect(pool: &RefCell<Pool>, t: &Target<'_>) -> Result<Conn, Failu
         tag: t.tag(),
         born,
     })
+}
+
+/// A new connection to a unix-domain peer (`proxy_connect_timeout` bounds it).
+async fn connect_unix(path: &std::path::Path, t: &Target<'_>) -> Result<Conn, Failure> {
+    let born = crate::clock::now_ms();
+    let connecting = monoio::net::UnixStream::connect(path);
+    match monoio::time::timeout(t.connect_timeout, connecting).await {
+        Ok(Ok(s)) => Ok(Conn {
+            stream: UpstreamStream::Unix(s),
+            requests: 0,
+            reused: false,
+            tag: t.tag(),
+            born,
+        }),
+        Ok(Err(e)) => Err(Failure::io(Phase::Connect, &e)),
+        Err(_) => Err(timed_out(Phase::Connect)),
+    }
 }
 
 /// The peer's most recently used idle connection that is still alive (the pool watches
@@ -225,6 +247,7 @@ mod tests {
             peer: 0,
             connect_timeout: Duration::from_secs(5),
             local: None,
+            unix: None,
             tls: None,
         }
     }

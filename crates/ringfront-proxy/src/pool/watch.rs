@@ -172,7 +172,7 @@ fn watcher(
 ) -> impl Future<Output = ()> {
     async move {
         let gone = is_idle(&shared, id) && {
-            let mut ready = pin!(stream.tcp().readable(false));
+            let mut ready = pin!(stream.socket_readable());
             poll_fn(|cx| {
                 if ready.as_mut().poll(cx).is_ready() {
                     return Poll::Ready(true);
