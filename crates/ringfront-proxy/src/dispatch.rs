@@ -116,7 +116,10 @@ pub(crate) async fn answer(
         (None, Outcome::Continue) => match cx.loc.upstream {
             Some(up) => return crate::proxy::run(cx, up, body, stream, out).await,
             None => match cx.loc.pass_vars() {
-                Some(url) => return crate::pass_vars::run(cx, url, body, stream, out).await,
+                // Boxed: the plain path's future does not grow by it.
+                Some(url) => {
+                    return Box::pin(crate::pass_vars::run(cx, url, body, stream, out)).await
+                }
                 None => return crate::static_file::serve(cx, stream, out).await,
             },
         },

@@ -74,15 +74,16 @@ pub async fn connect(pool: &RefCell<Pool>, t: &Target<'_>) -> Result<Conn, Failu
     if let Some(idle) = take_pooled(pool, t.peer, t.tag()).await {
         return Ok(idle);
     }
+    // Boxed, as the bound connect below: rare paths do not grow every request's future.
     if let Some(path) = t.unix {
-        return connect_unix(path, t).await;
+        return Box::pin(connect_unix(path, t)).await;
     }
     let start = Instant::now();
     let born = crate::clock::now_ms();
     let connecting = async {
         match t.local {
             None => TcpStream::connect_addr(t.addr).await,
-            Some(local) => crate::bind::connect_from(t.addr, local).await,
+            Some(local) => Box::pin(crate::bind::connect_from(t.addr, local)).await,
         }
     };
     let tcp = match monoio::time::timeout(t.connect_timeout, connecting).await {
