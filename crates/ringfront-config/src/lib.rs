@@ -17,7 +17,7 @@
 //! - Variables are checked where they are written, with a place, even if unused.
 //! - Accepted and checked, then ignored: [`NOOP_DIRECTIVES`], `error_log` below the main
 //!   level, `log_format ... escape=`, `access_log ... buffer= flush=`, the second argument of
-//!   `keepalive_timeout`, `listen ... bind deferred ipv6only=on`, `proxy_next_upstream
+//!   `keepalive_timeout`, `listen ... bind deferred`, `proxy_next_upstream
 //!   updating`.
 //! - Beyond nginx 1.22: `least_time` (nginx Plus), `fair` (third-party, read as `least_time
 //!   header`), `all_failed reject|revive` and `passive_health nginx|confirm` (ringfront's

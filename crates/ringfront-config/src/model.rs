@@ -349,6 +349,10 @@ pub struct SocketOptions {
     pub rcvbuf: Option<u64>,
     pub sndbuf: Option<u64>,
     pub keepalive: Option<KeepAlive>,
+    /// `ipv6only=on|off` for an IPv6 address; `None` is nginx's default, on.
+    pub ipv6only: Option<bool>,
+    /// `fastopen=N`: the TCP Fast Open queue length (`TCP_FASTOPEN`).
+    pub fastopen: Option<u32>,
 }
 
 /// `so_keepalive=on|off|[keepidle]:[keepintvl]:[keepcnt]`.

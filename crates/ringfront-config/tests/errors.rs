@@ -468,6 +468,14 @@ fn listen() {
         "invalid port in \"127.0.0.1:99999\" of the \"listen\" directive in F:4"
     );
     assert_eq!(
+        h("server {\n listen [::]:80 ipv6only=of;\n}"),
+        "invalid ipv6only flags \"of\" in F:4"
+    );
+    assert_eq!(
+        h("server {\n listen 80 fastopen=x;\n}"),
+        "invalid fastopen \"fastopen=x\" in F:4"
+    );
+    assert_eq!(
         h("server {\n listen 127.0.0.1:82-81;\n}"),
         "invalid port range in \"127.0.0.1:82-81\" of the \"listen\" directive in F:4"
     );
@@ -679,8 +687,12 @@ fn listen_socket_options() {
             rcvbuf: Some(65536),
             sndbuf: Some(1 << 20),
             keepalive: Some(KeepAlive::On),
+            ipv6only: None,
+            fastopen: None,
         }
     );
+    let o = l("fastopen=256 ipv6only=off").unwrap();
+    assert_eq!((o.fastopen, o.ipv6only), (Some(256), Some(false)));
     assert_eq!(
         l("so_keepalive=30m::10").unwrap().keepalive,
         Some(KeepAlive::Tuned {

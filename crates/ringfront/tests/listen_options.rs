@@ -80,3 +80,41 @@ fn a_backward_range_is_refused_as_nginx() {
     let err = ringfront_config::parse_str(cfg, path, &host).unwrap_err();
     assert_eq!(err.to_string(), format!("{want} in /c/x.conf:4"));
 }
+
+/// `listen PORT; listen [::]:PORT;` — the usual dual-stack pair — works as in nginx: the
+/// IPv6 listener is v6-only by default, so the two do not clash, and each family reaches
+/// its own.
+#[test]
+fn ipv4_and_ipv6_wildcards_side_by_side_as_nginx() {
+    let config = |p: u16| {
+        fill(
+            r#"worker_processes 1;
+events { worker_connections 64; }
+http {
+    access_log off;
+    server {
+        listen {PORT};
+        listen [::]:{PORT};
+        location / {
+            return 200 "$server_addr";
+        }
+    }
+}
+"#,
+            &[("PORT", p.to_string())],
+        )
+    };
+    let ask = |p: u16| {
+        ["127.0.0.1", "::1"]
+            .iter()
+            .map(|ip| {
+                let mut c = Client::connect((*ip, p));
+                c.request("GET", "/", &[], b"").text()
+            })
+            .collect::<Vec<_>>()
+    };
+    let (_n, _r, np, rp) = common::nginx_and_ringfront(config);
+    let (n, r) = (ask(np), ask(rp));
+    assert_eq!(r, n);
+    assert_eq!(n, ["127.0.0.1", "::1"]);
+}
