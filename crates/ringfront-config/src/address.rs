@@ -9,7 +9,9 @@ use crate::host::Host;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum AddrError {
     InvalidPort,
+    InvalidPortRange,
     NoHost,
+    NoPath,
     InvalidHost,
     Unix,
     HostNotFound,
@@ -19,7 +21,9 @@ impl AddrError {
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             AddrError::InvalidPort => "invalid port",
+            AddrError::InvalidPortRange => "invalid port range",
             AddrError::NoHost => "no host",
+            AddrError::NoPath => "no path in the unix domain socket",
             AddrError::InvalidHost => "invalid host",
             AddrError::Unix => "unix domain sockets are not supported",
             AddrError::HostNotFound => "host not found",
@@ -80,6 +84,19 @@ pub(crate) fn split_host_port(text: &str) -> Result<HostPort, AddrError> {
     })
 }
 
+/// nginx's `ngx_parse_addr_port` (`proxy_bind`): `IP`, `IP:PORT`, `[V6]:PORT` or a bare
+/// IPv6 address; port 0 (the kernel's choice) when none is written.
+pub fn parse_addr_port(text: &str) -> Option<SocketAddr> {
+    if let Ok(addr) = text.parse::<SocketAddr>() {
+        return Some(addr);
+    }
+    let ip = text
+        .strip_prefix('[')
+        .and_then(|t| t.strip_suffix(']'))
+        .unwrap_or(text);
+    ip.parse::<IpAddr>().ok().map(|ip| SocketAddr::new(ip, 0))
+}
+
 /// Resolves a host; literal addresses never reach the resolver. Every address is kept, once,
 /// IPv4 ones first (nginx's `ngx_inet_resolve_host` order), otherwise in the resolver's order.
 pub(crate) fn resolve(host: &str, port: u16, sys: &dyn Host) -> Result<Vec<SocketAddr>, AddrError> {
@@ -102,8 +119,41 @@ pub(crate) fn resolve(host: &str, port: u16, sys: &dyn Host) -> Result<Vec<Socke
 }
 
 /// A `listen` address: `8080` (all IPv4 addresses), `*:8080`, `127.0.0.1` (port 80),
-/// `127.0.0.1:8080`, `[::]:8080`, `localhost:8080`.
+/// `127.0.0.1:8080`, `[::]:8080`, `localhost:8080`; a port may be a range `8182-8183`
+/// (nginx 1.15.10+), one address per port.
 pub(crate) fn listen_addrs(text: &str, sys: &dyn Host) -> Result<Vec<SocketAddr>, AddrError> {
+    let (text, last) = split_range(text)?;
+    let first = listen_addrs_one(&text, sys)?;
+    let Some(last) = last else {
+        return Ok(first);
+    };
+    let mut all = Vec::new();
+    for port in first.first().map_or(last, SocketAddr::port)..=last {
+        all.extend(first.iter().map(|a| SocketAddr::new(a.ip(), port)));
+    }
+    Ok(all)
+}
+
+/// `ADDR:FIRST-LAST` -> (`ADDR:FIRST`, `Some(LAST)`), as nginx's `ngx_parse_inet_url` for
+/// `listen`: both ports valid, `FIRST <= LAST`.
+fn split_range(text: &str) -> Result<(String, Option<u16>), AddrError> {
+    let port_start = match text.rfind(']') {
+        Some(close) => text[close..]
+            .find(':')
+            .map_or(text.len(), |i| close + i + 1),
+        None => text.rfind(':').map_or(0, |i| i + 1),
+    };
+    let Some((first, last)) = text[port_start..].split_once('-') else {
+        return Ok((text.to_string(), None));
+    };
+    let last = parse_port(last)?;
+    if parse_port(first)? > last {
+        return Err(AddrError::InvalidPortRange);
+    }
+    Ok((format!("{}{first}", &text[..port_start]), Some(last)))
+}
+
+fn listen_addrs_one(text: &str, sys: &dyn Host) -> Result<Vec<SocketAddr>, AddrError> {
     let any = IpAddr::V4(Ipv4Addr::UNSPECIFIED);
     if text.bytes().all(|b| b.is_ascii_digit()) {
         return Ok(vec![SocketAddr::new(any, parse_port(text)?)]);
@@ -157,6 +207,18 @@ mod tests {
     }
 
     #[test]
+    fn addr_port_as_proxy_bind_reads_it() {
+        let a = |s: &str| parse_addr_port(s).map(|a| a.to_string());
+        assert_eq!(a("127.0.0.2"), Some("127.0.0.2:0".into()));
+        assert_eq!(a("127.0.0.2:81"), Some("127.0.0.2:81".into()));
+        assert_eq!(a("::1"), Some("[::1]:0".into()));
+        assert_eq!(a("[::1]"), Some("[::1]:0".into()));
+        assert_eq!(a("[::1]:81"), Some("[::1]:81".into()));
+        assert_eq!(a("localhost"), None);
+        assert_eq!(a("127.0.0.2:x"), None);
+    }
+
+    #[test]
     fn listen_forms() {
         let no_dns = MemoryHost::new();
         let one = |s: &str| listen_addrs(s, &no_dns).map(|v| v[0].to_string());
@@ -167,6 +229,34 @@ mod tests {
         assert_eq!(one("[::]:8080"), Ok("[::]:8080".into()));
         assert_eq!(one("70000"), Err(AddrError::InvalidPort));
         assert_eq!(one("bad:80"), Err(AddrError::HostNotFound));
+    }
+
+    #[test]
+    fn listen_port_ranges() {
+        let no_dns = MemoryHost::new();
+        let all = |s: &str| {
+            listen_addrs(s, &no_dns).map(|v| v.iter().map(|a| a.to_string()).collect::<Vec<_>>())
+        };
+        assert_eq!(
+            all("127.0.0.1:8182-8184"),
+            Ok(vec![
+                "127.0.0.1:8182".to_string(),
+                "127.0.0.1:8183".into(),
+                "127.0.0.1:8184".into()
+            ])
+        );
+        assert_eq!(
+            all("[::1]:81-82"),
+            Ok(vec!["[::1]:81".to_string(), "[::1]:82".into()])
+        );
+        assert_eq!(
+            all("81-82"),
+            Ok(vec!["0.0.0.0:81".to_string(), "0.0.0.0:82".into()])
+        );
+        assert_eq!(all("*:81-81"), Ok(vec!["0.0.0.0:81".to_string()]));
+        assert_eq!(all("127.0.0.1:82-81"), Err(AddrError::InvalidPortRange));
+        assert_eq!(all("127.0.0.1:81-0"), Err(AddrError::InvalidPort));
+        assert_eq!(all("127.0.0.1:81-x"), Err(AddrError::InvalidPort));
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::path::Path;
 use crate::address::split_host_port;
 use crate::error::ConfigError;
 use crate::logs;
-use crate::model::{AccessRule, ErrorPage, LogFormat, NextUpstream};
+use crate::model::{AccessRule, ErrorPage, LogFormat, NextUpstream, ProxyBind, TemplatePart};
 use crate::settings::{Level, PassRaw};
 use crate::tree::Directive;
 use crate::units::parse_number;
@@ -42,6 +42,7 @@ pub(crate) fn apply(
             headers.push((arg.to_string(), value));
         }
         "proxy_method" => set_once(&mut level.proxy_method, template(d, arg)?, d)?,
+        "proxy_bind" => set_once(&mut level.proxy_bind, proxy_bind(d)?, d)?,
         "proxy_pass_request_headers" => {
             set_once(&mut level.proxy_pass_request_headers, flag(d)?, d)?
         }
@@ -133,11 +134,25 @@ fn access_rule(d: &Directive) -> Result<AccessRule, ConfigError> {
     })
 }
 
-/// `proxy_pass http://NAME[:PORT][/URI]`.
+/// `proxy_pass http://NAME[:PORT][/URI]`, or a URL with variables, which nginx checks only
+/// when it evaluates it (no scheme check, a URI part allowed anywhere).
 fn proxy_pass(d: &Directive, scope: &Scope<'_>) -> Result<PassRaw, ConfigError> {
     let url = d.arg(0);
     if url.contains('$') {
-        return Err(err(d, "variables in \"proxy_pass\" are not supported yet"));
+        let t = template(d, url)?;
+        if t.parts.iter().any(|p| matches!(p, TemplatePart::Var(_))) {
+            return Ok(PassRaw {
+                host: String::new(),
+                port: None,
+                authority: String::new(),
+                uri: None,
+                tls: url
+                    .get(..8)
+                    .is_some_and(|s| s.eq_ignore_ascii_case("https://")),
+                vars: Some(t),
+                origin: d.origin.clone(),
+            });
+        }
     }
     let scheme = url.get(..8).unwrap_or(url).to_ascii_lowercase();
     let tls = scheme == "https://";
@@ -148,12 +163,23 @@ fn proxy_pass(d: &Directive, scope: &Scope<'_>) -> Result<PassRaw, ConfigError> 
     } else {
         return Err(err(d, "invalid URL prefix"));
     };
-    let (authority, uri) = match rest.find('/') {
-        Some(i) => (&rest[..i], Some(rest[i..].to_string())),
-        None => (rest, None),
+    let (authority, uri) = split_authority(rest);
+    let hp = match crate::upstream::unix_path(authority) {
+        Some(path) if !path.is_empty() => {
+            if tls {
+                return Err(err(
+                    d,
+                    "\"proxy_pass https://unix:\" is not supported by ringfront",
+                ));
+            }
+            crate::address::HostPort {
+                host: path.to_string(),
+                port: None,
+            }
+        }
+        _ => split_host_port(authority)
+            .map_err(|e| err(d, format!("{} in upstream \"{authority}\"", e.as_str())))?,
     };
-    let hp = split_host_port(authority)
-        .map_err(|e| err(d, format!("{} in upstream \"{authority}\"", e.as_str())))?;
     if uri.is_some() && scope.regex_location {
         return Err(err(
             d,
@@ -167,8 +193,50 @@ fn proxy_pass(d: &Directive, scope: &Scope<'_>) -> Result<PassRaw, ConfigError> 
         authority: authority.to_string(),
         uri,
         tls,
+        vars: None,
         origin: d.origin.clone(),
     })
+}
+
+/// `HOST[:PORT][/URI]` -> (authority, URI); `unix:PATH[:URI]` splits at the first `:` after
+/// the path's start, as nginx's `ngx_parse_unix_domain_url`.
+fn split_authority(rest: &str) -> (&str, Option<String>) {
+    if let Some(path) = crate::upstream::unix_path(rest) {
+        return match path.find(':') {
+            Some(i) => (&rest[..5 + i], Some(path[i + 1..].to_string())),
+            None => (rest, None),
+        };
+    }
+    match rest.find('/') {
+        Some(i) => (&rest[..i], Some(rest[i..].to_string())),
+        None => (rest, None),
+    }
+}
+
+/// `proxy_bind ADDR[:PORT] | off` (variables allowed); `transparent` needs privileges and
+/// routing ringfront does not set up.
+fn proxy_bind(d: &Directive) -> Result<Option<ProxyBind>, ConfigError> {
+    let arg = d.arg(0);
+    match d.args.get(1).map(String::as_str) {
+        None => {}
+        Some("transparent") => {
+            return Err(err(
+                d,
+                "\"transparent\" parameter of the \"proxy_bind\" directive is not supported by ringfront",
+            ));
+        }
+        Some(p) => return Err(err(d, format!("invalid parameter \"{p}\""))),
+    }
+    if d.args.len() == 1 && arg == "off" {
+        return Ok(None);
+    }
+    let t = template(d, arg)?;
+    if t.parts.iter().any(|p| matches!(p, TemplatePart::Var(_))) {
+        return Ok(Some(ProxyBind::Vars(t)));
+    }
+    crate::address::parse_addr_port(arg)
+        .map(|a| Some(ProxyBind::Addr(a)))
+        .ok_or_else(|| err(d, format!("invalid address \"{arg}\"")))
 }
 
 /// `proxy_next_upstream FLAG...`; flags are case-insensitive, several lines at one level add

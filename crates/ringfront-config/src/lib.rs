@@ -17,7 +17,7 @@
 //! - Variables are checked where they are written, with a place, even if unused.
 //! - Accepted and checked, then ignored: [`NOOP_DIRECTIVES`], `error_log` below the main
 //!   level, `log_format ... escape=`, `access_log ... buffer= flush=`, the second argument of
-//!   `keepalive_timeout`, `listen ... bind deferred ipv6only=on`, `proxy_next_upstream
+//!   `keepalive_timeout`, `listen ... bind deferred`, `proxy_next_upstream
 //!   updating`.
 //! - Beyond nginx 1.22: `least_time` (nginx Plus), `fair` (third-party, read as `least_time
 //!   header`), `all_failed reject|revive` and `passive_health nginx|confirm` (ringfront's
@@ -31,10 +31,9 @@
 //!   parameters and forms): `sticky`,
 //!   `resolve`, `service=`, directives inside `if` other than the rewrite module's and
 //!   `proxy_pass`/`add_header`/`root`/`access_log`/`error_page`,
-//!   `set` of a map/geo/split_clients variable, named locations,
-//!   variables in `proxy_pass`, https and unix-socket upstreams, `listen ... ssl|http2`,
-//!   `gzip_static on|always`, `proxy_redirect` rules, `error_page ... = URI`,
-//!   `worker_cpu_affinity auto MASK`; `worker_processes 0` is refused.
+//!   `set` of a map/geo/split_clients variable, `listen unix:` and `listen ... http2`,
+//!   `gzip_static on|always`, `worker_cpu_affinity auto MASK`; `worker_processes 0` is
+//!   refused.
 //! - Include cycles and nesting deeper than 100 levels are errors (nginx would recurse).
 
 mod address;
@@ -81,6 +80,7 @@ mod values;
 
 use std::path::Path;
 
+pub use address::parse_addr_port;
 pub use cidr::Cidr;
 pub use error::ConfigError;
 pub use files_model::{Expires, Files, IfModifiedSince, TryFiles, TryLast};

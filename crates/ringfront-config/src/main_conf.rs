@@ -1,5 +1,5 @@
 //! The main (top) level and `events`: worker processes and pinning, daemon/master flags, pid,
-//! error logs, `worker_connections`.
+//! error logs, `worker_connections`, `worker_shutdown_timeout`.
 
 use std::path::Path;
 
@@ -11,7 +11,7 @@ use crate::logs::error_log;
 use crate::model::{CpuAffinity, ErrorLog, LogLevel, MainConf, WorkerProcesses};
 use crate::tree::Directive;
 use crate::units::parse_number;
-use crate::values::{directive_err, err, flag, path, set_once};
+use crate::values::{directive_err, err, flag, msec, path, set_once};
 
 /// nginx's defaults: one worker, no pinning, daemon and master on, 512 connections, errors
 /// to stderr at `error` level.
@@ -28,6 +28,7 @@ impl Default for MainConf {
                 level: LogLevel::Error,
             }],
             worker_connections: 512,
+            worker_shutdown_timeout: None,
         }
     }
 }
@@ -48,6 +49,7 @@ struct Written {
     master_process: Option<bool>,
     pid: Option<std::path::PathBuf>,
     worker_connections: Option<usize>,
+    worker_shutdown_timeout: Option<std::time::Duration>,
     error_log: Vec<ErrorLog>,
 }
 
@@ -62,6 +64,9 @@ pub(crate) fn main_block(tree: &[Directive], env: &Env<'_>) -> Result<MainRaw, C
             "daemon" => set_once(&mut w.daemon, flag(d)?, d)?,
             "master_process" => set_once(&mut w.master_process, flag(d)?, d)?,
             "pid" => set_once(&mut w.pid, path(env.prefix, d.arg(0)), d)?,
+            "worker_shutdown_timeout" => {
+                set_once(&mut w.worker_shutdown_timeout, msec(d, d.arg(0))?, d)?
+            }
             "error_log" => w.error_log.push(error_log(d, env.prefix)?),
             "events" => {
                 if events {
@@ -96,6 +101,7 @@ pub(crate) fn main_block(tree: &[Directive], env: &Env<'_>) -> Result<MainRaw, C
             w.error_log
         },
         worker_connections: w.worker_connections.unwrap_or(defaults.worker_connections),
+        worker_shutdown_timeout: w.worker_shutdown_timeout,
     };
     Ok(MainRaw { conf, http, events })
 }

@@ -61,6 +61,9 @@ pub struct MainConf {
     pub error_log: Vec<ErrorLog>,
     /// `events { worker_connections N; }`, default 512 as nginx.
     pub worker_connections: usize,
+    /// `worker_shutdown_timeout T`: on a graceful stop, and on a reload for the connections
+    /// accepted before it, whatever is still open T later is closed. `None`: wait.
+    pub worker_shutdown_timeout: Option<std::time::Duration>,
 }
 
 #[derive(Debug, Clone)]
@@ -108,6 +111,9 @@ pub struct Upstream {
     pub keepalive_timeout: Duration,
     /// Upstream `keepalive_requests`, default 1000.
     pub keepalive_requests: u64,
+    /// Upstream `keepalive_time`, default 1h: a connection older than this is not kept
+    /// after the response it carried.
+    pub keepalive_time: Duration,
     /// True for the group nginx creates implicitly for `proxy_pass http://host:port`.
     pub implicit: bool,
     /// Made by `proxy_pass https://`: `$proxy_host` leaves out `:443` as it leaves out `:80`
@@ -292,6 +298,9 @@ pub struct UpstreamServer {
     pub text: String,
     /// All resolved addresses; each becomes one peer with the parameters below.
     pub addrs: Vec<SocketAddr>,
+    /// `server unix:/path`: the socket's path (`addrs` is then empty; one peer, named
+    /// `unix:/path` as nginx names it).
+    pub unix: Option<std::path::PathBuf>,
     pub weight: u32,
     pub max_fails: u32,
     pub fail_timeout: Duration,
@@ -340,6 +349,10 @@ pub struct SocketOptions {
     pub rcvbuf: Option<u64>,
     pub sndbuf: Option<u64>,
     pub keepalive: Option<KeepAlive>,
+    /// `ipv6only=on|off` for an IPv6 address; `None` is nginx's default, on.
+    pub ipv6only: Option<bool>,
+    /// `fastopen=N`: the TCP Fast Open queue length (`TCP_FASTOPEN`).
+    pub fastopen: Option<u32>,
 }
 
 /// `so_keepalive=on|off|[keepidle]:[keepintvl]:[keepcnt]`.
@@ -438,6 +451,8 @@ pub enum Variable {
     ConnectionId,
     ConnectionRequests,
     ProxyHost,
+    /// `$proxy_port`: the port of `$proxy_host`, 80 when it has none.
+    ProxyPort,
     ProxyAddXForwardedFor,
     UpstreamAddr,
     UpstreamStatus,
@@ -523,6 +538,9 @@ pub enum ProxyTarget {
     /// `proxy_pass http://NAME` where NAME is an `upstream` block, or the implicit upstream
     /// created for `http://host:port` (its name is `host:port` as written).
     Upstream(String),
+    /// `proxy_pass` with variables: the URL evaluated per request names an `upstream`
+    /// group (or an implicit one) or a literal address (nginx's `ngx_http_proxy_eval`).
+    Variables(Template),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -532,6 +550,14 @@ pub struct ProxyPass {
     pub uri: Option<String>,
     /// `https://`: the upstream is spoken to over TLS (`proxy_ssl_*`).
     pub tls: bool,
+}
+
+/// `proxy_bind ADDR[:PORT]`: an address read at load, or one with variables evaluated per
+/// connection (an empty value binds nothing; an invalid one is logged and binds nothing).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProxyBind {
+    Addr(std::net::SocketAddr),
+    Vars(Template),
 }
 
 /// `proxy_next_upstream` as flags; nginx's default is `error timeout`.
@@ -657,6 +683,9 @@ pub struct LocationSettings {
     pub proxy_set_header: Vec<(String, Template)>,
     /// `proxy_method` (variables allowed): the method sent upstream instead of the client's.
     pub proxy_method: Option<Template>,
+    /// `proxy_bind`: the local address upstream connections are made from; `None`: `off`
+    /// (the kernel chooses).
+    pub proxy_bind: Option<ProxyBind>,
     /// `proxy_pass_request_headers` (default on): the client's header fields are passed.
     pub proxy_pass_request_headers: bool,
     /// `proxy_pass_request_body` (default on): the client's body is passed.

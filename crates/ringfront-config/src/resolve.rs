@@ -17,7 +17,7 @@ use crate::server::{ListenRaw, ServerRaw};
 use crate::settings::{Level, PassRaw};
 use crate::upstream::{
     check_primary, default_server, DEFAULT_KEEPALIVE, DEFAULT_KEEPALIVE_REQUESTS,
-    DEFAULT_KEEPALIVE_TIMEOUT,
+    DEFAULT_KEEPALIVE_TIME, DEFAULT_KEEPALIVE_TIMEOUT,
 };
 
 /// Upstream groups by name: the explicit blocks, then implicit ones in order of first use.
@@ -35,7 +35,17 @@ struct Targets<'e> {
 impl Targets<'_> {
     fn target(&mut self, p: &PassRaw) -> Result<ProxyPass, ConfigError> {
         let at = |message: String| ConfigError::at(message, &p.origin);
+        if let Some(t) = &p.vars {
+            return Ok(ProxyPass {
+                target: ProxyTarget::Variables(t.clone()),
+                uri: None,
+                tls: p.tls,
+            });
+        }
         let uri = p.uri.clone();
+        if let Some(path) = crate::upstream::unix_path(&p.authority) {
+            return self.unix_target(p, path, uri);
+        }
         if let Some(u) = self
             .explicit
             .iter()
@@ -85,6 +95,7 @@ impl Targets<'_> {
             keepalive: DEFAULT_KEEPALIVE,
             keepalive_timeout: DEFAULT_KEEPALIVE_TIMEOUT,
             keepalive_requests: DEFAULT_KEEPALIVE_REQUESTS,
+            keepalive_time: DEFAULT_KEEPALIVE_TIME,
             implicit: true,
             implicit_tls: p.tls,
             origin: p.origin.clone(),
@@ -98,6 +109,54 @@ impl Targets<'_> {
             target: ProxyTarget::Upstream(p.authority.clone()),
             uri,
             tls: p.tls,
+        })
+    }
+
+    /// `proxy_pass http://unix:PATH[:URI]`: the implicit group of that socket, shared by
+    /// every `proxy_pass` naming it (nginx's host is the path, its port 0).
+    fn unix_target(
+        &mut self,
+        p: &PassRaw,
+        path: &str,
+        uri: Option<String>,
+    ) -> Result<ProxyPass, ConfigError> {
+        let key = (path.to_string(), 0);
+        if !self.implicit_keys.contains(&key) {
+            let server =
+                crate::upstream::unix_server(&p.authority, path, &p.origin).map_err(|e| {
+                    ConfigError::at(
+                        format!("{} in upstream \"{}\"", e.as_str(), p.authority),
+                        &p.origin,
+                    )
+                })?;
+            self.implicit_keys.push(key);
+            self.implicit.push(Upstream {
+                name: p.authority.clone(),
+                servers: vec![server],
+                keepalive: DEFAULT_KEEPALIVE,
+                keepalive_timeout: DEFAULT_KEEPALIVE_TIMEOUT,
+                keepalive_requests: DEFAULT_KEEPALIVE_REQUESTS,
+                keepalive_time: DEFAULT_KEEPALIVE_TIME,
+                implicit: true,
+                implicit_tls: false,
+                origin: p.origin.clone(),
+                balancer: Balancer::RoundRobin,
+                zone: None,
+                all_failed: AllFailed::Reject,
+                passive_health: PassiveHealth::Nginx,
+                checks: Vec::new(),
+            });
+        }
+        let name = self
+            .implicit
+            .iter()
+            .find(|u| crate::upstream::unix_path(&u.name) == Some(path))
+            .map(|u| u.name.clone())
+            .unwrap_or_default();
+        Ok(ProxyPass {
+            target: ProxyTarget::Upstream(name),
+            uri,
+            tls: false,
         })
     }
 
@@ -171,13 +230,21 @@ impl Targets<'_> {
             );
             // nginx Plus probes a TLS upstream with its location's proxy_ssl_* settings.
             check.tls = pass.tls.then(|| settings.proxy_ssl.clone());
-            let ProxyTarget::Upstream(name) = &pass.target;
+            let ProxyTarget::Upstream(name) = &pass.target else {
+                return Err(ConfigError::at(
+                    "\"health_check\" with variables in \"proxy_pass\" is not supported by ringfront",
+                    &hc.origin,
+                ));
+            };
             let group = self
                 .explicit
                 .iter_mut()
                 .chain(self.implicit.iter_mut())
                 .find(|u| u.name == *name);
             match group {
+                Some(u) if u.servers.iter().any(|s| s.unix.is_some()) => {
+                    return Err(ConfigError::at(crate::upstream::UNIX_CHECKS, &hc.origin));
+                }
                 Some(u) => u.checks.push(check),
                 None => {
                     return Err(ConfigError::at(

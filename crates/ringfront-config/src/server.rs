@@ -44,8 +44,6 @@ const NOT_YET: &[&str] = &[
     "quic",
     "spdy",
     "proxy_protocol",
-    "ipv6only=off",
-    "fastopen",
     "accept_filter",
     "setfib",
 ];
@@ -76,7 +74,25 @@ fn listen(d: &Directive, host: &dyn Host) -> Result<Vec<ListenRaw>, ConfigError>
                 sockopts = true;
             }
             // ringfront binds every address it listens on, and defers nothing.
-            "bind" | "deferred" | "ipv6only=on" => sockopts = true,
+            "bind" | "deferred" => sockopts = true,
+            p if p.starts_with("ipv6only=o") => {
+                options.ipv6only = Some(match &p[10..] {
+                    "n" => true,
+                    "ff" => false,
+                    _ => {
+                        let flags = &p[9..];
+                        return Err(err(d, format!("invalid ipv6only flags \"{flags}\"")));
+                    }
+                });
+                sockopts = true;
+            }
+            p if p.starts_with("fastopen=") => {
+                let n = parse_number(&p[9..])
+                    .and_then(|n| u32::try_from(n).ok())
+                    .ok_or_else(|| err(d, format!("invalid fastopen \"{p}\"")))?;
+                options.fastopen = Some(n);
+                sockopts = true;
+            }
             p if p.starts_with("backlog=") => {
                 let v = &p["backlog=".len()..];
                 backlog = parse_number(v)

@@ -22,6 +22,9 @@ pub(crate) struct PassRaw {
     pub uri: Option<String>,
     /// `https://`: TLS to the upstream, default port 443.
     pub tls: bool,
+    /// The whole URL when it has variables (`host`, `port`, `uri` are then unused): it is
+    /// evaluated per request.
+    pub vars: Option<Template>,
     pub origin: Origin,
 }
 
@@ -32,6 +35,8 @@ pub(crate) struct Level {
     pub proxy_set_header: Option<Vec<(String, Template)>>,
     pub proxy_http_version: Option<String>,
     pub proxy_method: Option<Template>,
+    /// `proxy_bind`; `Some(None)` is `off`.
+    pub proxy_bind: Option<Option<crate::model::ProxyBind>>,
     pub proxy_pass_request_headers: Option<bool>,
     pub proxy_pass_request_body: Option<bool>,
     pub proxy_set_body: Option<Template>,
@@ -81,6 +86,7 @@ impl Default for LocationSettings {
             proxy_set_header: Vec::new(),
             proxy_http_version: "1.1".to_string(),
             proxy_method: None,
+            proxy_bind: None,
             proxy_pass_request_headers: true,
             proxy_pass_request_body: true,
             proxy_set_body: None,
@@ -131,6 +137,7 @@ impl Level {
             proxy_set_header: pick(&self.proxy_set_header, &outer.proxy_set_header),
             proxy_http_version: pick(&self.proxy_http_version, &outer.proxy_http_version),
             proxy_method: pick(&self.proxy_method, &outer.proxy_method),
+            proxy_bind: pick(&self.proxy_bind, &outer.proxy_bind),
             proxy_pass_request_headers: pick(
                 &self.proxy_pass_request_headers,
                 &outer.proxy_pass_request_headers,
@@ -193,6 +200,7 @@ impl Level {
             proxy_set_header: self.proxy_set_header.unwrap_or(d.proxy_set_header),
             proxy_http_version: self.proxy_http_version.unwrap_or(d.proxy_http_version),
             proxy_method: self.proxy_method.or(d.proxy_method),
+            proxy_bind: self.proxy_bind.unwrap_or(d.proxy_bind),
             proxy_pass_request_headers: self
                 .proxy_pass_request_headers
                 .unwrap_or(d.proxy_pass_request_headers),

@@ -2,8 +2,8 @@
 //! [backup] [down]; ip_hash | hash KEY [consistent] | least_conn | random [two [least_conn]] |
 //! least_time header|last_byte [inflight] | fair; zone NAME [SIZE]; all_failed reject|revive;
 //! passive_health nginx|confirm; keepalive N; keepalive_timeout T; keepalive_requests N;
-//! check ...; check_http_send ...; check_http_expect_alive ...; }`, host names resolved as
-//! nginx does when it reads the `server` line.
+//! keepalive_time T; check ...; check_http_send ...; check_http_expect_alive ...; }`, host
+//! names resolved as nginx does when it reads the `server` line.
 
 use std::time::Duration;
 
@@ -21,7 +21,13 @@ use crate::values::{err, msec, number, set_once, template};
 pub(crate) const DEFAULT_KEEPALIVE: usize = 32;
 pub(crate) const DEFAULT_KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(60);
 pub(crate) const DEFAULT_KEEPALIVE_REQUESTS: u64 = 1000;
+/// nginx's upstream `keepalive_time` default (1.21.3+): one hour.
+pub(crate) const DEFAULT_KEEPALIVE_TIME: Duration = Duration::from_secs(3600);
 pub(crate) const DEFAULT_FAIL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Health probes connect by IP address; a unix-domain server has none.
+pub(crate) const UNIX_CHECKS: &str =
+    "health checks of unix-domain socket servers are not supported by ringfront";
 
 /// nginx's smallest `zone` size: 8 pages of 4 KiB.
 const MIN_ZONE_SIZE: u64 = 8 * 4096;
@@ -92,6 +98,7 @@ pub(crate) fn upstream_block(
     let mut keepalive = None;
     let mut keepalive_timeout = None;
     let mut keepalive_requests = None;
+    let mut keepalive_time = None;
     let mut balancer = Balancer::RoundRobin;
     let mut zone = None;
     let mut all_failed = None;
@@ -123,6 +130,7 @@ pub(crate) fn upstream_block(
             }
             "keepalive_timeout" => set_once(&mut keepalive_timeout, msec(c, arg)?, c)?,
             "keepalive_requests" => set_once(&mut keepalive_requests, number(c, arg)?, c)?,
+            "keepalive_time" => set_once(&mut keepalive_time, msec(c, arg)?, c)?,
             // A second method replaces the first: nginx warns ("load balancing method
             // redefined") and goes on; ringfront has no warnings, so it just goes on.
             "ip_hash" | "least_conn" | "hash" | "random" | "least_time" | "fair" => {
@@ -173,13 +181,17 @@ pub(crate) fn upstream_block(
     if servers.is_empty() {
         return Err(ConfigError::at("no servers are inside upstream", &d.end()));
     }
-    let checks = tengine.finish()?.into_iter().collect();
+    let checks: Vec<_> = tengine.finish()?.into_iter().collect();
+    if !checks.is_empty() && servers.iter().any(|s| s.unix.is_some()) {
+        return Err(err(d, UNIX_CHECKS));
+    }
     Ok(Upstream {
         name: d.arg(0).to_string(),
         servers,
         keepalive: keepalive.unwrap_or(DEFAULT_KEEPALIVE),
         keepalive_timeout: keepalive_timeout.unwrap_or(DEFAULT_KEEPALIVE_TIMEOUT),
         keepalive_requests: keepalive_requests.unwrap_or(DEFAULT_KEEPALIVE_REQUESTS),
+        keepalive_time: keepalive_time.unwrap_or(DEFAULT_KEEPALIVE_TIME),
         implicit: false,
         implicit_tls: false,
         origin: d.origin.clone(),
@@ -296,6 +308,7 @@ pub(crate) fn default_server(
     UpstreamServer {
         text: text.to_string(),
         addrs,
+        unix: None,
         weight: 1,
         max_fails: 1,
         fail_timeout: DEFAULT_FAIL_TIMEOUT,
@@ -305,6 +318,28 @@ pub(crate) fn default_server(
         slow_start: Duration::ZERO,
         origin: origin.clone(),
     }
+}
+
+/// The path of `unix:PATH` (`unix:` in any case, as nginx's `ngx_parse_url`).
+pub(crate) fn unix_path(text: &str) -> Option<&str> {
+    text.get(..5)
+        .filter(|p| p.eq_ignore_ascii_case("unix:"))
+        .map(|_| &text[5..])
+}
+
+/// A server on a unix-domain socket (`server unix:/path`, or the implicit group of
+/// `proxy_pass http://unix:/path`).
+pub(crate) fn unix_server(
+    text: &str,
+    path: &str,
+    origin: &Origin,
+) -> Result<UpstreamServer, crate::address::AddrError> {
+    if path.is_empty() {
+        return Err(crate::address::AddrError::NoPath);
+    }
+    let mut s = default_server(text, Vec::new(), origin);
+    s.unix = Some(path.into());
+    Ok(s)
 }
 
 /// `server ADDR [params]`; the address defaults to port 80. `balancer`: the balancing method
@@ -320,9 +355,14 @@ fn server(
     let text = d.arg(0);
     let addr_err =
         |e: crate::address::AddrError| err(d, format!("{} in upstream \"{text}\"", e.as_str()));
-    let hp = split_host_port(text).map_err(addr_err)?;
-    let addrs = resolve(&hp.host, hp.port.unwrap_or(80), host).map_err(addr_err)?;
-    let mut s = default_server(text, addrs, &d.origin);
+    let mut s = match unix_path(text) {
+        Some(path) => unix_server(text, path, &d.origin).map_err(addr_err)?,
+        None => {
+            let hp = split_host_port(text).map_err(addr_err)?;
+            let addrs = resolve(&hp.host, hp.port.unwrap_or(80), host).map_err(addr_err)?;
+            default_server(text, addrs, &d.origin)
+        }
+    };
     for param in d.args.iter().skip(1) {
         let invalid = || err(d, format!("invalid parameter \"{param}\""));
         let (key, value) = match param.split_once('=') {

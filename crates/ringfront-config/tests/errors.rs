@@ -191,8 +191,8 @@ fn upstream_servers() {
         "invalid port in upstream \"127.0.0.1:99999\" in F:4"
     );
     assert_eq!(
-        h("upstream u {\n server unix:/tmp/s;\n}"),
-        "unix domain sockets are not supported in upstream \"unix:/tmp/s\" in F:4"
+        h("server {\n listen unix:/tmp/s;\n}"),
+        "unix domain sockets are not supported in \"unix:/tmp/s\" of the \"listen\" directive in F:4"
     );
     assert_eq!(
         h("upstream u {\n server 127.0.0.1 drain;\n}"),
@@ -415,8 +415,32 @@ fn proxy_pass() {
         "invalid port in upstream \"a:0\" in F:5"
     );
     assert_eq!(
-        h("server {\n location / {\n  proxy_pass http://$host;\n }\n}"),
-        "variables in \"proxy_pass\" are not supported yet in F:5"
+        h("upstream u {\n server unix:;\n}"),
+        "no path in the unix domain socket in upstream \"unix:\" in F:4"
+    );
+    assert_eq!(
+        h("server {\n location / {\n  proxy_pass https://unix:/tmp/s;\n }\n}"),
+        "\"proxy_pass https://unix:\" is not supported by ringfront in F:5"
+    );
+    assert_eq!(
+        h("server {\n location / {\n  proxy_bind 127.0.0.1 transparent;\n }\n}"),
+        "\"transparent\" parameter of the \"proxy_bind\" directive is not supported by ringfront in F:5"
+    );
+    assert_eq!(
+        h("server {\n location / {\n  proxy_bind 127.0.0.1 x;\n }\n}"),
+        "invalid parameter \"x\" in F:5"
+    );
+    assert_eq!(
+        h("server {\n location / {\n  proxy_bind localhost;\n }\n}"),
+        "invalid address \"localhost\" in F:5"
+    );
+    assert_eq!(
+        h("server {\n proxy_bind off;\n proxy_bind off;\n}"),
+        "\"proxy_bind\" directive is duplicate in F:5"
+    );
+    assert_eq!(
+        h("server {\n location / {\n  proxy_pass http://$host;\n  health_check;\n }\n}"),
+        "\"health_check\" with variables in \"proxy_pass\" is not supported by ringfront in F:6"
     );
     assert_eq!(
         h("upstream u { server 127.0.0.1; }\nserver {\n location / {\n  proxy_pass http://u:8080;\n }\n}"),
@@ -442,6 +466,22 @@ fn listen() {
     assert_eq!(
         h("server {\n listen 127.0.0.1:99999;\n}"),
         "invalid port in \"127.0.0.1:99999\" of the \"listen\" directive in F:4"
+    );
+    assert_eq!(
+        h("server {\n listen [::]:80 ipv6only=of;\n}"),
+        "invalid ipv6only flags \"of\" in F:4"
+    );
+    assert_eq!(
+        h("server {\n listen 80 fastopen=x;\n}"),
+        "invalid fastopen \"fastopen=x\" in F:4"
+    );
+    assert_eq!(
+        h("server {\n listen 127.0.0.1:82-81;\n}"),
+        "invalid port range in \"127.0.0.1:82-81\" of the \"listen\" directive in F:4"
+    );
+    assert_eq!(
+        h("server {\n listen 127.0.0.1:81-0;\n}"),
+        "invalid port in \"127.0.0.1:81-0\" of the \"listen\" directive in F:4"
     );
     assert_eq!(
         h("server {\n listen 0;\n}"),
@@ -650,8 +690,12 @@ fn listen_socket_options() {
             rcvbuf: Some(65536),
             sndbuf: Some(1 << 20),
             keepalive: Some(KeepAlive::On),
+            ipv6only: None,
+            fastopen: None,
         }
     );
+    let o = l("fastopen=256 ipv6only=off").unwrap();
+    assert_eq!((o.fastopen, o.ipv6only), (Some(256), Some(false)));
     assert_eq!(
         l("so_keepalive=30m::10").unwrap().keepalive,
         Some(KeepAlive::Tuned {

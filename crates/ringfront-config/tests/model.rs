@@ -294,6 +294,7 @@ fn upstreams_explicit_later_and_implicit() {
             keepalive 8;
             keepalive_timeout 5s;
             keepalive_requests 50;
+            keepalive_time 10s;
         }",
     );
     let target = |i: usize| {
@@ -326,6 +327,9 @@ fn upstreams_explicit_later_and_implicit() {
         (b.keepalive, b.keepalive_timeout, b.keepalive_requests),
         (8, secs(5), 50)
     );
+    assert_eq!(b.keepalive_time, secs(10));
+    let implicit = cfg.upstream("127.0.0.1:9009").unwrap();
+    assert_eq!(implicit.keepalive_time, secs(3600), "nginx's default: 1h");
     let s = &b.servers;
     assert_eq!(
         (s[0].weight, s[0].max_fails, s[0].fail_timeout),
@@ -556,4 +560,24 @@ fn no_http_block_is_an_empty_http() {
     let cfg = parse("events {}").unwrap();
     assert!(cfg.http.servers.is_empty() && cfg.http.upstreams.is_empty());
     assert_eq!(cfg.http.log_formats.len(), 1);
+}
+
+/// `proxy_pass` with variables is kept whole for the proxy to evaluate; nginx checks its
+/// scheme and URI part only then, so a regex location may give it one.
+#[test]
+fn proxy_pass_with_variables() {
+    let cfg = http(
+        "server {
+            location ~ ^/re { proxy_pass http://$arg_b/x; }
+            location /s { proxy_pass https://$host; }
+        }",
+    );
+    let pass = |i: usize| loc(&cfg, 0, &[i]).settings.proxy_pass.clone().unwrap();
+    let ProxyTarget::Variables(t) = pass(0).target else {
+        panic!("not a template: {:?}", pass(0));
+    };
+    assert_eq!(t.parts.len(), 3);
+    assert_eq!((pass(0).uri, pass(0).tls), (None, false));
+    assert!(pass(1).tls, "https:// written before the variable");
+    assert!(cfg.http.upstreams.is_empty(), "no implicit group");
 }

@@ -115,7 +115,13 @@ pub(crate) async fn answer(
         }
         (None, Outcome::Continue) => match cx.loc.upstream {
             Some(up) => return crate::proxy::run(cx, up, body, stream, out).await,
-            None => return crate::static_file::serve(cx, stream, out).await,
+            None => match cx.loc.pass_vars() {
+                // Boxed: the plain path's future does not grow by it.
+                Some(url) => {
+                    return Box::pin(crate::pass_vars::run(cx, url, body, stream, out)).await
+                }
+                None => return crate::static_file::serve(cx, stream, out).await,
+            },
         },
     };
     let reply = local::error(&mut stream, &mut out, cx, local).await;

@@ -20,7 +20,7 @@ pub async fn run(mut conn: Conn) -> Option<Conn> {
     let limit = default.fallback.settings.client_header_timeout;
     let tcp = match conn.stream {
         Stream::Plain(t) => t,
-        Stream::Tls(_) => return None,
+        Stream::Tls(_) | Stream::Unix(_) => return None,
     };
     let choose = |sni: Option<&str>| {
         let host = sni.unwrap_or("").as_bytes();

@@ -4,6 +4,7 @@
 //! reloads swap a new snapshot in; `quit`/`stop` end the workers.
 
 mod access_log;
+mod bind;
 mod body;
 mod build_error;
 mod check_rt;
@@ -26,6 +27,8 @@ pub mod listen;
 mod local;
 pub mod logger;
 mod map;
+mod pass_url;
+mod pass_vars;
 mod pool;
 mod precontent;
 mod proxy;
@@ -34,6 +37,7 @@ mod relay;
 mod req;
 mod respond;
 mod response_headers;
+mod retire;
 mod rewrite;
 mod rewrite_file;
 mod rewrite_rt;

@@ -56,6 +56,10 @@ fn probe(addr: SocketAddr) -> io::Result<()> {
     use socket2::{Domain, Socket, Type};
     let sock = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
     sock.set_reuse_address(true)?;
+    // As the listener will be (nginx's default): `[::]:80` beside `0.0.0.0:80` is no clash.
+    if addr.is_ipv6() {
+        sock.set_only_v6(true)?;
+    }
     sock.bind(&addr.into())
 }
 
@@ -92,6 +96,10 @@ pub fn bind_std(l: &crate::snapshot::ListenRt) -> std::io::Result<std::net::TcpL
     sock.set_reuse_address(true)?;
     sock.set_reuse_port(true)?;
     sock.set_nonblocking(true)?;
+    if addr.is_ipv6() {
+        // nginx sets IPV6_V6ONLY on every IPv6 listener, on unless `ipv6only=off`.
+        sock.set_only_v6(l.options.ipv6only.unwrap_or(true))?;
+    }
     set_options(&sock, &l.options)?;
     sock.bind(&addr.into())
         .map_err(|e| crate::listen::bind_failed(addr, &e))?;
@@ -99,8 +107,8 @@ pub fn bind_std(l: &crate::snapshot::ListenRt) -> std::io::Result<std::net::TcpL
     Ok(sock.into())
 }
 
-/// `rcvbuf=`, `sndbuf=`, `so_keepalive=` on the listening socket; accepted connections
-/// inherit them (as nginx sets them on its listening sockets).
+/// `rcvbuf=`, `sndbuf=`, `so_keepalive=`, `fastopen=` on the listening socket; accepted
+/// connections inherit them (as nginx sets them on its listening sockets).
 fn set_options(sock: &socket2::Socket, o: &ringfront_config::SocketOptions) -> std::io::Result<()> {
     use ringfront_config::KeepAlive;
     if let Some(n) = o.rcvbuf {
@@ -108,6 +116,9 @@ fn set_options(sock: &socket2::Socket, o: &ringfront_config::SocketOptions) -> s
     }
     if let Some(n) = o.sndbuf {
         sock.set_send_buffer_size(usize::try_from(n).unwrap_or(usize::MAX))?;
+    }
+    if let Some(n) = o.fastopen {
+        set_fastopen(sock, n)?;
     }
     match o.keepalive {
         None => {}
@@ -134,6 +145,29 @@ fn set_options(sock: &socket2::Socket, o: &ringfront_config::SocketOptions) -> s
     Ok(())
 }
 
+/// `TCP_FASTOPEN` with the queue length `n` (socket2 has no setter for it).
+#[allow(unsafe_code)]
+fn set_fastopen(sock: &socket2::Socket, n: u32) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let value = libc::c_int::try_from(n).unwrap_or(libc::c_int::MAX);
+    // SAFETY: the descriptor is the open socket `sock` owns; the option value is a live
+    // `c_int` whose size is passed with it, as setsockopt(2) requires.
+    let rc = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_FASTOPEN,
+            std::ptr::addr_of!(value).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -141,6 +175,51 @@ mod tests {
     fn free() -> SocketAddr {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap()
+    }
+
+    /// `fastopen=` and `ipv6only=` reach the listening socket, as nginx sets them (on the
+    /// wildcard address: Linux makes a socket bound to one IPv6 address v6-only anyway).
+    #[test]
+    #[allow(unsafe_code)]
+    fn fastopen_and_ipv6only_are_set_on_the_listener() {
+        use std::os::fd::AsRawFd;
+        let get = |fd: i32, level: i32, name: i32| {
+            let mut v: libc::c_int = -1;
+            let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+            // SAFETY: `fd` is an open socket; `v` and `len` are live and sized for it.
+            let rc = unsafe {
+                libc::getsockopt(fd, level, name, std::ptr::addr_of_mut!(v).cast(), &mut len)
+            };
+            assert_eq!(rc, 0);
+            v
+        };
+        let rt = |addr: &str, options| crate::snapshot::ListenRt {
+            addr: addr.parse().unwrap(),
+            ssl: false,
+            backlog: 16,
+            options,
+        };
+        let options = ringfront_config::SocketOptions {
+            fastopen: Some(7),
+            ..Default::default()
+        };
+        let l = bind_std(&rt("127.0.0.1:0", options)).unwrap();
+        assert_eq!(get(l.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_FASTOPEN), 7);
+        let v6 = bind_std(&rt("[::]:0", Default::default())).unwrap();
+        assert_eq!(
+            get(v6.as_raw_fd(), libc::IPPROTO_IPV6, libc::IPV6_V6ONLY),
+            1,
+            "nginx's default"
+        );
+        let off = ringfront_config::SocketOptions {
+            ipv6only: Some(false),
+            ..Default::default()
+        };
+        let v6 = bind_std(&rt("[::]:0", off)).unwrap();
+        assert_eq!(
+            get(v6.as_raw_fd(), libc::IPPROTO_IPV6, libc::IPV6_V6ONLY),
+            0
+        );
     }
 
     #[test]

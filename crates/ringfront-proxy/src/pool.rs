@@ -57,12 +57,14 @@ impl Pool {
         requests: u64,
     ) {
         let tag = u64::from(matches!(stream, UpstreamStream::Tls(_)));
-        self.put_tagged(group, peer, (cap, timeout), stream, requests, tag);
+        let born = crate::clock::now_ms();
+        self.put_tagged(group, peer, (cap, timeout), stream, requests, (tag, born));
     }
 
     /// Keeps `stream` idle for reuse; when `group` already holds `cap` idle connections, its
     /// least recently used one is closed to make room (`cap` 0: `stream` is closed). `tag`
-    /// says what it speaks (0 plain, else its TLS settings'; `Pooled::tag` gives it back).
+    /// says what it speaks (0 plain, else its TLS settings'; `Pooled::tag` gives it back),
+    /// `born` when it was made (`clock::now_ms`; `Pooled::born`).
     /// A TLS connection gives back its buffers while idle; one with records left unread (a
     /// close_notify) is closed instead.
     pub fn put_tagged(
@@ -72,7 +74,7 @@ impl Pool {
         (cap, timeout): (usize, Duration),
         mut stream: UpstreamStream,
         requests: u64,
-        tag: u64,
+        (tag, born): (u64, u64),
     ) {
         if !stream.settled() {
             return;
@@ -91,7 +93,7 @@ impl Pool {
         }
         set_timeout(st, group, timeout);
         let id = st.alloc();
-        st.set_tag(id, tag);
+        st.set_tag(id, tag, born);
         let key = st.lru.push(group, peer, crate::clock::now_ms(), id);
         st.set_key(id, key);
         drop(guard);

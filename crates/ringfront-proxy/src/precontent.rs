@@ -31,8 +31,7 @@ pub async fn run<'s>(
             Tried::Redirect => return None,
         }
     }
-    let serves_files =
-        loc.upstream.is_none() && s.check_status.is_none() && !s.api && !s.stub_status;
+    let serves_files = !loc.proxies() && s.check_status.is_none() && !s.api && !s.stub_status;
     let method = req.head.method.get(req.buf);
     let uri = rw.uri.as_deref().unwrap_or(req.path);
     if !serves_files || !matches!(method, b"GET" | b"HEAD" | b"POST") || !uri.ends_with('/') {

@@ -12,7 +12,7 @@ use ringfront_upstream::exchange::{
     Action, Cause, Event, Exchange, Failure, Freed, Head, NextUpstream, Peers, Phase, Policy,
     SslFault, TryRecord,
 };
-use ringfront_upstream::{RequestKey, UpstreamId, CHECKING, UP};
+use ringfront_upstream::{Board, RequestKey, Topology, UpstreamId, CHECKING, UP};
 
 use crate::clock::mono;
 use crate::health;
@@ -70,6 +70,30 @@ struct Io {
     tls: Option<crate::upstream_tls::Handshake>,
 }
 
+/// The group a request is proxied to and the state it is chosen in: one of the snapshot's,
+/// or one made for this request alone (a `proxy_pass` with variables naming an address,
+/// nginx's `ngx_http_upstream_create_round_robin_peer`), which pools nothing and tells the
+/// health checker nothing.
+pub struct Group<'a> {
+    pub id: UpstreamId,
+    pub topo: &'a Topology,
+    pub board: &'a Board,
+    pub conf: &'a GroupConf,
+    /// The peer state this request started with: it is freed and pooled into the same one
+    /// even if a reload publishes another meanwhile.
+    pub state: Rc<PeerState>,
+    /// `$proxy_host`, the `Host` sent.
+    pub proxy_host: &'a str,
+    /// `proxy_pass https://` (with variables: the evaluated scheme).
+    pub tls: bool,
+    /// Made for this request (not in the snapshot).
+    pub adhoc: bool,
+    /// The evaluated URI part of a `proxy_pass` with variables: the whole URI sent.
+    pub uri: Option<&'a [u8]>,
+    /// The socket path of each unix-domain peer, by peer id.
+    pub unix: &'a [Option<std::path::PathBuf>],
+}
+
 /// Proxies one request to group `up`. Returns the reply and the client stream unless it
 /// was consumed (upgrade tunnel) or must be dropped.
 pub async fn run(
@@ -79,19 +103,41 @@ pub async fn run(
     client: ClientStream,
     out: Vec<u8>,
 ) -> (Reply, Option<ClientStream>) {
-    let Some(group) = cx.snap.groups.get(up) else {
+    let Some(conf) = cx.snap.groups.get(up) else {
         return respond_error(cx, 502, client, out, Vec::new()).await;
     };
-    // The peer state this request started with: it is freed and pooled into the same one
-    // even if a reload publishes another meanwhile.
-    let state = cx.w.peer_state(cx.snap);
-    let outbound = upstream_request::build(cx, &group.proxy_host, group.keepalive > 0, body);
+    let group = Group {
+        id: up,
+        topo: &cx.snap.topology,
+        board: &cx.snap.board,
+        conf,
+        state: cx.w.peer_state(cx.snap),
+        proxy_host: &conf.proxy_host,
+        tls: cx.loc.upstream_tls.is_some(),
+        adhoc: false,
+        uri: None,
+        unix: &cx.snap.unix_paths,
+    };
+    run_in(cx, &group, body, client, out).await
+}
+
+/// Proxies one request to `g`.
+pub async fn run_in(
+    cx: &Cx<'_>,
+    g: &Group<'_>,
+    body: Vec<u8>,
+    client: ClientStream,
+    out: Vec<u8>,
+) -> (Reply, Option<ClientStream>) {
+    let (up, group, state) = (g.id, g.conf, &g.state);
+    let keepalive = group.keepalive > 0;
+    let outbound = upstream_request::build(cx, g.proxy_host, keepalive, body, g.uri);
     let mut hash_key = Vec::new();
     if let Some(t) = &group.hash_key {
         vars::render(
             &mut hash_key,
             t,
-            &cx.req.vars(&group.proxy_host, None, Some(cx.snap)),
+            &cx.req.vars(g.proxy_host, None, Some(cx.snap)),
             false,
         );
     }
@@ -100,8 +146,8 @@ pub async fn run(
         hash: &hash_key,
     };
     let peers = Peers {
-        topo: &cx.snap.topology,
-        board: &cx.snap.board,
+        topo: g.topo,
+        board: g.board,
         worker: &state.peers,
     };
     let mut ex = Exchange::new(peers, up, policy(cx, group), key);
@@ -109,7 +155,8 @@ pub async fn run(
         .loc
         .upstream_tls
         .as_ref()
-        .map(|t| t.handshake(&cx.req.vars(&group.proxy_host, None, Some(cx.snap))));
+        .filter(|_| g.tls)
+        .map(|t| t.handshake(&cx.req.vars(g.proxy_host, None, Some(cx.snap))));
     let mut io = Io {
         tls,
         request: Request(Rc::new(outbound)),
@@ -124,33 +171,33 @@ pub async fn run(
     let mut step = ex.start(mono());
     loop {
         if let Some(f) = step.freed {
-            report(cx, up, &io, f);
+            report(cx, g, &io, f);
         }
         let ev = match step.action {
-            Action::Connect(peer) => connect(cx, &state, peer, &mut io).await,
+            Action::Connect(peer) => connect(cx, g, peer, &mut io).await,
             Action::Send => send(cx, &mut io).await,
             Action::ReadHead => read_head(cx, &mut io).await,
-            Action::Relay => relay(cx, &mut io).await,
+            Action::Relay => relay(cx, g.topo, &mut io).await,
             Action::NoLive => {
-                let name = &cx.snap.topology.upstreams[up].name;
+                let name = g.topo.upstreams.get(up).map_or("", |u| u.name.as_str());
                 cx.log(
                     LogLevel::Error,
                     format_args!("no live upstreams while connecting to upstream"),
                     Some(&cx.upstream_url(name, &io.request.0.uri())),
                 );
-                return finish_error(cx, 502, io, ex).await;
+                return finish_error(cx, g, 502, io, ex).await;
             }
-            Action::Respond(status) => return finish_error(cx, status, io, ex).await,
-            Action::Finish { pool } => return finish(cx, group, &state, pool, io, ex),
+            Action::Respond(status) => return finish_error(cx, g, status, io, ex).await,
+            Action::Finish { pool } => return finish(cx, g, pool, io, ex),
         };
         step = ex.on(ev, mono());
     }
 }
 
-async fn connect(cx: &Cx<'_>, state: &PeerState, peer: usize, io: &mut Io) -> Event {
+async fn connect(cx: &Cx<'_>, g: &Group<'_>, peer: usize, io: &mut Io) -> Event {
     io.conn = None;
     io.peer = Some(peer);
-    let Some(spec) = cx.snap.topology.peer(peer) else {
+    let Some(spec) = g.topo.peer(peer) else {
         return Event::Failed(Failure::new(Phase::Connect, Cause::Closed));
     };
     let target = Target {
@@ -158,8 +205,10 @@ async fn connect(cx: &Cx<'_>, state: &PeerState, peer: usize, io: &mut Io) -> Ev
         peer,
         connect_timeout: cx.settings().proxy_connect_timeout,
         tls: io.tls.as_ref(),
+        local: crate::bind::local(cx),
+        unix: g.unix.get(peer).and_then(Option::as_deref),
     };
-    match upstream::connect(&state.pool, &target).await {
+    match upstream::connect(&g.state.pool, &target).await {
         Ok(c) => {
             let ev = Event::Connected {
                 reused: c.reused,
@@ -212,7 +261,7 @@ async fn read_head(cx: &Cx<'_>, io: &mut Io) -> Event {
     }
 }
 
-async fn relay(cx: &Cx<'_>, io: &mut Io) -> Event {
+async fn relay(cx: &Cx<'_>, topo: &Topology, io: &mut Io) -> Event {
     let (Some(conn), Some(head), Some(client)) = (io.conn.take(), io.head.take(), io.client.take())
     else {
         return Event::Relayed {
@@ -222,7 +271,7 @@ async fn relay(cx: &Cx<'_>, io: &mut Io) -> Event {
     };
     let name = io
         .peer
-        .and_then(|p| cx.snap.topology.peer(p))
+        .and_then(|p| topo.peer(p))
         .map_or("", |p| p.name.as_str());
     let request = io.request.clone();
     let uri = request.0.uri();
@@ -234,7 +283,7 @@ async fn relay(cx: &Cx<'_>, io: &mut Io) -> Event {
     };
     let rbuf = std::mem::take(&mut io.rbuf);
     let out = std::mem::take(&mut io.out);
-    let (requests, reused, tag) = (conn.requests, conn.reused, conn.tag);
+    let (requests, reused, tag, born) = (conn.requests, conn.reused, conn.tag, conn.born);
     let Relayed {
         event,
         reply,
@@ -250,19 +299,16 @@ async fn relay(cx: &Cx<'_>, io: &mut Io) -> Event {
         requests,
         reused,
         tag,
+        born,
     });
     io.relayed = Some(reply);
     event
 }
 
 /// Logs a try that ended in failure and tells the health checker what `free` saw.
-fn report(cx: &Cx<'_>, up: UpstreamId, io: &Io, f: Freed) {
+fn report(cx: &Cx<'_>, g: &Group<'_>, io: &Io, f: Freed) {
     if let Some(failure) = f.failure {
-        let name = cx
-            .snap
-            .topology
-            .peer(f.peer)
-            .map_or("", |p| p.name.as_str());
+        let name = g.topo.peer(f.peer).map_or("", |p| p.name.as_str());
         let url = cx.upstream_url(name, &io.request.0.uri());
         match (failure.cause, &io.tls) {
             // nginx names the name the certificate was checked against.
@@ -288,7 +334,9 @@ fn report(cx: &Cx<'_>, up: UpstreamId, io: &Io, f: Freed) {
             );
         }
     }
-    notify_checker(cx, up, f);
+    if !g.adhoc {
+        notify_checker(cx, g.id, f);
+    }
 }
 
 /// Tells the health checker what `free` saw: a peer that reached `max_fails` (in
@@ -322,15 +370,14 @@ fn notify_checker(cx: &Cx<'_>, up: UpstreamId, f: Freed) {
 /// the buffers back.
 fn finish(
     cx: &Cx<'_>,
-    g: &GroupConf,
-    state: &PeerState,
+    g: &Group<'_>,
     pool: bool,
     io: Io,
     ex: Exchange<'_>,
 ) -> (Reply, Option<ClientStream>) {
-    let tries = ex.into_tries();
-    if let (true, Some(conn), Some(peer)) = (pool, io.conn, io.peer) {
-        keep(cx, g, state, peer, conn);
+    let tries = tries_of(g, ex);
+    if let (true, false, Some(conn), Some(peer)) = (pool, g.adhoc, io.conn, io.peer) {
+        keep(cx, g.conf, &g.state, peer, conn);
     }
     cx.w.give_buf(io.rbuf);
     cx.w.give_buf(io.out);
@@ -373,13 +420,23 @@ fn keep(cx: &Cx<'_>, g: &GroupConf, state: &PeerState, peer: usize, conn: Conn) 
     }
 }
 
+/// The tries for the log; a group made for this request has peers the snapshot does not
+/// know, so its tries are not logged (`$upstream_addr` and the like stay empty).
+fn tries_of(g: &Group<'_>, ex: Exchange<'_>) -> Vec<TryRecord> {
+    match g.adhoc {
+        false => ex.into_tries(),
+        true => Vec::new(),
+    }
+}
+
 async fn finish_error(
     cx: &Cx<'_>,
+    g: &Group<'_>,
     status: u16,
     io: Io,
     ex: Exchange<'_>,
 ) -> (Reply, Option<ClientStream>) {
-    let tries = ex.into_tries();
+    let tries = tries_of(g, ex);
     cx.w.give_buf(io.rbuf);
     let Some(client) = io.client else {
         return (Reply::new(status, 0, 0, false), None);

@@ -152,7 +152,7 @@ impl<'a, 's> Run<'a, 's> {
         if rw.uri_changed {
             return None;
         }
-        if proxies && answering.upstream.is_none() {
+        if proxies && !answering.proxies() {
             self.line(LogLevel::Alert, format_args!("no upstream configuration"));
             return Some((answering, Outcome::Status(500)));
         }
@@ -197,7 +197,7 @@ impl<'a, 's> Run<'a, 's> {
             // without directives of its own has the location's.
             if let Some(base) = self.base {
                 let c = i.config.and_then(|n| base.ifs.get(n)).unwrap_or(base);
-                self.proxies.set(self.proxies.get() || c.upstream.is_some());
+                self.proxies.set(self.proxies.get() || c.proxies());
                 self.switched.set(Some(c));
             }
             // Boxed: the body's directives are this same future one level down.

@@ -66,7 +66,12 @@ async fn accept_loop(w: Rc<Worker>, listener: Rc<TcpListener>, ctl: Rc<AcceptCtl
                 }
                 let _ = stream.set_nodelay(true);
                 if let Some(conn) = crate::session::Conn::new(w.clone(), stream) {
-                    monoio::spawn(crate::session::serve(conn));
+                    let serve = crate::session::serve(conn);
+                    // Only with `worker_shutdown_timeout` does a session race a reload.
+                    match snap.shutdown_timeout {
+                        None => drop(monoio::spawn(serve)),
+                        Some(_) => drop(monoio::spawn(retiring(w.clone(), snap.generation, serve))),
+                    }
                 }
             }
             Err(_) if w.stopping() || ctl.gone.get() => return,
@@ -86,6 +91,16 @@ async fn accept_loop(w: Rc<Worker>, listener: Rc<TcpListener>, ctl: Rc<AcceptCtl
     }
 }
 
+/// Serves a connection accepted under `generation` until it ends or a reload's
+/// `worker_shutdown_timeout` retires it (dropping the session closes the socket; its guards
+/// keep the worker's counts).
+async fn retiring(w: Rc<Worker>, generation: u64, serve: impl std::future::Future<Output = ()>) {
+    monoio::select! {
+        _ = serve => {}
+        _ = w.retire.wait(generation) => {}
+    }
+}
+
 fn spawn_accept(w: &Rc<Worker>, listener: TcpListener) -> Rc<AcceptCtl> {
     let ctl = Rc::new(AcceptCtl::default());
     monoio::spawn(accept_loop(w.clone(), Rc::new(listener), ctl.clone()));
@@ -101,6 +116,8 @@ async fn worker_main(w: Rc<Worker>, initial: Vec<(SocketAddr, TcpListener)>) {
         listeners.insert(addr, spawn_accept(&w, l));
     }
     let mut generation = w.snapshot().generation;
+    // The configuration's `worker_shutdown_timeout`, for the connections accepted under it.
+    let mut shutdown_timeout = w.snapshot().shutdown_timeout;
     // A second without requests or connections opening or closing: let the allocator give
     // back what the last busy period freed (once per quiet period).
     let mut quiet = w
@@ -116,6 +133,10 @@ async fn worker_main(w: Rc<Worker>, initial: Vec<(SocketAddr, TcpListener)>) {
         }
         let snap = w.snapshot();
         if snap.generation != generation {
+            if let Some(t) = shutdown_timeout {
+                w.retire.announce(snap.generation, Instant::now() + t);
+            }
+            shutdown_timeout = snap.shutdown_timeout;
             generation = snap.generation;
             rebind(&w, &mut listeners, &snap);
             let _ = w.peer_state(&snap);
@@ -142,10 +163,23 @@ async fn worker_main(w: Rc<Worker>, initial: Vec<(SocketAddr, TcpListener)>) {
     }
     // QUIT: listeners are closed (accept loops ended); finish the requests in flight (the
     // last one to end pokes this task), then drop idle keepalive connections with the
-    // runtime. STOP (which rings the bell): leave at once.
+    // runtime; with `worker_shutdown_timeout`, drop whatever is still open when it passes.
+    // STOP (which rings the bell): leave at once.
+    let deadline = shutdown_timeout.map(|t| Instant::now() + t);
     while w.shared.state.load(Ordering::SeqCst) != STOP && w.busy.get() > 0 {
         w.watch.set(true);
-        w.wake.wait().await;
+        match deadline {
+            None => w.wake.wait().await,
+            Some(at) => {
+                let passed = monoio::select! {
+                    _ = w.wake.wait() => false,
+                    _ = monoio::time::sleep_until(at.into()) => true,
+                };
+                if passed {
+                    break;
+                }
+            }
+        }
     }
     w.watch.set(false);
 }

@@ -28,8 +28,15 @@ pub struct GroupConf {
     pub keepalive: usize,
     pub keepalive_timeout: std::time::Duration,
     pub keepalive_requests: u64,
+    /// Upstream `keepalive_time`: a connection older than this is closed, not pooled, after
+    /// the response it carried.
+    pub keepalive_time: std::time::Duration,
     /// `$proxy_host`: the group name, or `host:port` for an implicit group (`:80` dropped).
     pub proxy_host: String,
+    /// What a `proxy_pass` with variables finds the group by (nginx's `uscf->host`,
+    /// `uscf->port`): the name and no port for an `upstream` block, host and port (the
+    /// scheme's when none was written) for an implicit group.
+    pub host_key: (String, Option<u16>),
     /// `hash KEY`: the key evaluated per request.
     pub hash_key: Option<Template>,
     /// `least_time`: whether the response time fed back is the last byte's (else the header's).
@@ -114,6 +121,21 @@ pub struct LocationRt {
     pub ifs: Vec<LocationRt>,
 }
 
+impl LocationRt {
+    /// It has a `proxy_pass` (static or with variables).
+    pub fn proxies(&self) -> bool {
+        self.upstream.is_some() || self.pass_vars().is_some()
+    }
+
+    /// The URL of its `proxy_pass` with variables, if it has one.
+    pub fn pass_vars(&self) -> Option<&Template> {
+        match self.settings.proxy_pass.as_ref().map(|p| &p.target) {
+            Some(ProxyTarget::Variables(t)) => Some(t),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Debug)]
 pub struct ServerRt {
     /// `$server_name`: the first `server_name` as written (a regex one too), else "".
@@ -161,6 +183,11 @@ pub struct Snapshot {
     pub error_logs: Vec<Sink>,
     pub error_level: LogLevel,
     pub worker_connections: usize,
+    /// The socket path of each unix-domain peer (`server unix:/path`), by peer id.
+    pub unix_paths: Vec<Option<std::path::PathBuf>>,
+    /// `worker_shutdown_timeout`: connections still open this long after a graceful stop,
+    /// or after a reload for those accepted before it, are closed.
+    pub shutdown_timeout: Option<std::time::Duration>,
     /// The rewrite module's variables (`set`, named captures): each request's slots start
     /// as these (empty for a `set` variable, not found for a named capture's).
     pub variables: Vec<Option<Vec<u8>>>,
@@ -199,6 +226,60 @@ fn content_type(path: &Path) -> &'static str {
     }
 }
 
+/// The path of an implicit group named `unix:PATH`.
+fn unix_path(name: &str) -> Option<&str> {
+    name.get(..5)
+        .filter(|p| p.eq_ignore_ascii_case("unix:"))
+        .map(|_| &name[5..])
+}
+
+/// Where one `server` line's peers are: (name, address, socket path). A unix-domain server
+/// is one peer named as written (`unix:/path`), its address unused.
+fn peer_targets(
+    s: &ringfront_config::UpstreamServer,
+) -> Vec<(String, SocketAddr, Option<std::path::PathBuf>)> {
+    match &s.unix {
+        Some(path) => vec![(s.text.clone(), UNIX_PEER_ADDR, Some(path.clone()))],
+        None => s.addrs.iter().map(|a| (a.to_string(), *a, None)).collect(),
+    }
+}
+
+/// The `PeerSpec::addr` of a unix-domain peer, which is never connected to.
+const UNIX_PEER_ADDR: SocketAddr =
+    SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), 0);
+
+/// A `proxy_pass` with variables whose evaluated scheme is not known to be `http://`.
+fn may_be_https(target: &ProxyTarget) -> bool {
+    let ProxyTarget::Variables(t) = target else {
+        return false;
+    };
+    !matches!(t.parts.first(), Some(ringfront_config::TemplatePart::Literal(s))
+        if s.get(..7).is_some_and(|p| p.eq_ignore_ascii_case("http://")))
+}
+
+/// See [`GroupConf::host_key`]; an implicit group's name is `host[:port]` as written.
+fn host_key(up: &ringfront_config::Upstream) -> (String, Option<u16>) {
+    if !up.implicit {
+        return (up.name.clone(), None);
+    }
+    if let Some(path) = unix_path(&up.name) {
+        return (path.to_string(), Some(0));
+    }
+    let default = if up.implicit_tls { 443 } else { 80 };
+    let name = up.name.as_str();
+    let colon = match name.rfind(']') {
+        Some(close) => name[close..].find(':').map(|i| close + i),
+        None => name.find(':'),
+    };
+    match colon {
+        Some(i) => (
+            name[..i].to_string(),
+            Some(name[i + 1..].parse().unwrap_or(default)),
+        ),
+        None => (name.to_string(), Some(default)),
+    }
+}
+
 struct Builder<'a> {
     cfg: &'a Config,
     group_ids: HashMap<String, UpstreamId>,
@@ -225,20 +306,19 @@ impl Builder<'_> {
             _ => None,
         };
         let upstream_tls = match &settings.proxy_pass {
-            Some(p) if p.tls => Some(self.tls.borrow_mut().location(&settings.proxy_ssl)?),
+            Some(p) if p.tls || may_be_https(&p.target) => {
+                Some(self.tls.borrow_mut().location(&settings.proxy_ssl)?)
+            }
             _ => None,
         };
-        let upstream = match &settings.proxy_pass {
-            Some(p) => {
-                let ProxyTarget::Upstream(name) = &p.target;
-                Some(
-                    *self
-                        .group_ids
-                        .get(name)
-                        .ok_or_else(|| BuildError::NoUpstream(name.clone()))?,
-                )
-            }
-            None => None,
+        let upstream = match settings.proxy_pass.as_ref().map(|p| &p.target) {
+            Some(ProxyTarget::Upstream(name)) => Some(
+                *self
+                    .group_ids
+                    .get(name)
+                    .ok_or_else(|| BuildError::NoUpstream(name.clone()))?,
+            ),
+            _ => None,
         };
         let error_pages = settings
             .error_pages
@@ -326,14 +406,17 @@ impl Snapshot {
         let mut groups = Vec::new();
         let mut group_ids = HashMap::new();
         let mut tls = TlsCache::default();
+        let mut unix_paths = Vec::new();
         for (i, up) in cfg.http.upstreams.iter().enumerate() {
             let mut primary = Vec::new();
             let mut backup = Vec::new();
+            // The socket paths of the group's peers, in the topology's order of ids.
+            let (mut primary_unix, mut backup_unix) = (Vec::new(), Vec::new());
             for s in &up.servers {
-                for addr in &s.addrs {
+                for (name, addr, unix) in peer_targets(s) {
                     let p = PeerSpec {
-                        name: addr.to_string(),
-                        addr: *addr,
+                        name,
+                        addr,
                         weight: s.weight.max(1),
                         max_fails: s.max_fails,
                         fail_timeout: s.fail_timeout.as_secs(),
@@ -344,11 +427,15 @@ impl Snapshot {
                     };
                     if s.backup {
                         backup.push(p);
+                        backup_unix.push(unix);
                     } else {
                         primary.push(p);
+                        primary_unix.push(unix);
                     }
                 }
             }
+            unix_paths.extend(primary_unix);
+            unix_paths.extend(backup_unix);
             specs.push(UpstreamSpec {
                 name: up.name.clone(),
                 primary,
@@ -358,6 +445,8 @@ impl Snapshot {
             });
             let default_port = if up.implicit_tls { ":443" } else { ":80" };
             let proxy_host = match up.name.strip_suffix(default_port) {
+                // nginx sends `Host: localhost` to a unix-domain socket.
+                _ if up.implicit && unix_path(&up.name).is_some() => "localhost".to_string(),
                 Some(h) if up.implicit => h.to_string(),
                 _ => up.name.clone(),
             };
@@ -384,6 +473,8 @@ impl Snapshot {
                 keepalive: up.keepalive,
                 keepalive_timeout: up.keepalive_timeout,
                 keepalive_requests: up.keepalive_requests,
+                keepalive_time: up.keepalive_time,
+                host_key: host_key(up),
                 proxy_host,
             });
             group_ids.insert(up.name.clone(), i);
@@ -537,6 +628,8 @@ impl Snapshot {
             error_logs,
             error_level,
             worker_connections: cfg.main.worker_connections.max(1),
+            unix_paths,
+            shutdown_timeout: cfg.main.worker_shutdown_timeout,
         })
     }
 

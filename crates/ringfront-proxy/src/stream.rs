@@ -1,7 +1,8 @@
 //! A connection that is plain TCP or TLS, on either side: the client's (`listen ... ssl`)
-//! or the upstream's (`proxy_pass https://`). Everything that reads or writes a connection
-//! goes through monoio's owned-buffer traits, which both variants implement; the plain
-//! variant costs one branch per I/O.
+//! or the upstream's (`proxy_pass https://`), or a unix-domain socket to an upstream
+//! (`server unix:/path`). Everything that reads or writes a connection goes through monoio's
+//! owned-buffer traits, which every variant implements; the plain variant, tested first,
+//! costs one branch per I/O.
 
 use std::io;
 use std::net::SocketAddr;
@@ -9,13 +10,15 @@ use std::ops::DerefMut;
 
 use monoio::buf::{IoBuf, IoBufMut, IoVecBuf, IoVecBufMut};
 use monoio::io::{AsyncReadRent, AsyncWriteRent, OwnedReadHalf, OwnedWriteHalf, Splitable};
-use monoio::net::TcpStream;
+use monoio::net::{TcpStream, UnixStream};
 use monoio::BufResult;
 use ringfront_tls::{ClientConnection, ServerConnection, TlsReadHalf, TlsStream, TlsWriteHalf};
 
 pub enum Stream<C> {
     Plain(TcpStream),
     Tls(Box<TlsStream<C>>),
+    /// A unix-domain socket (upstreams only).
+    Unix(UnixStream),
 }
 
 pub type ClientStream = Stream<ServerConnection>;
@@ -32,19 +35,21 @@ where
     C: DerefMut<Target = ringfront_tls::rustls::ConnectionCommon<D>>,
     D: ringfront_tls::rustls::SideData,
 {
-    pub fn tcp(&self) -> &TcpStream {
+    /// The TCP connection under it; `None` for a unix-domain socket.
+    pub fn tcp(&self) -> Option<&TcpStream> {
         match self {
-            Stream::Plain(s) => s,
-            Stream::Tls(t) => t.tcp(),
+            Stream::Plain(s) => Some(s),
+            Stream::Tls(t) => Some(t.tcp()),
+            Stream::Unix(_) => None,
         }
     }
 
     pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-        self.tcp().peer_addr()
+        self.tcp().ok_or_else(not_inet)?.peer_addr()
     }
 
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.tcp().local_addr()
+        self.tcp().ok_or_else(not_inet)?.local_addr()
     }
 
     /// Waits until a read would find bytes: at once when TLS holds some already.
@@ -57,6 +62,17 @@ where
                 }
                 t.tcp().readable(false).await
             }
+            Stream::Unix(s) => s.readable(false).await,
+        }
+    }
+
+    /// Waits until the socket itself is readable (bytes, or the peer's close), whatever
+    /// TLS holds: the pool's watch on an idle connection.
+    pub async fn socket_readable(&self) -> io::Result<()> {
+        match self {
+            Stream::Plain(s) => s.readable(false).await,
+            Stream::Tls(t) => t.tcp().readable(false).await,
+            Stream::Unix(s) => s.readable(false).await,
         }
     }
 
@@ -72,7 +88,7 @@ where
     /// unread or a close_notify, which its watcher could not see.
     pub fn settled(&mut self) -> bool {
         match self {
-            Stream::Plain(_) => true,
+            Stream::Plain(_) | Stream::Unix(_) => true,
             Stream::Tls(t) => t.settled(),
         }
     }
@@ -87,6 +103,10 @@ where
                 let (r, w) = t.into_split();
                 (ReadHalf::Tls(r), WriteHalf::Tls(w))
             }
+            Stream::Unix(s) => {
+                let (r, w) = s.into_split();
+                (ReadHalf::Unix(r), WriteHalf::Unix(w))
+            }
         }
     }
 }
@@ -100,6 +120,7 @@ where
         match self {
             Stream::Plain(s) => s.read(buf).await,
             Stream::Tls(t) => t.read(buf).await,
+            Stream::Unix(s) => s.read(buf).await,
         }
     }
 
@@ -107,6 +128,7 @@ where
         match self {
             Stream::Plain(s) => s.readv(buf).await,
             Stream::Tls(t) => t.readv(buf).await,
+            Stream::Unix(s) => s.readv(buf).await,
         }
     }
 }
@@ -120,6 +142,7 @@ where
         match self {
             Stream::Plain(s) => s.write(buf).await,
             Stream::Tls(t) => t.write(buf).await,
+            Stream::Unix(s) => s.write(buf).await,
         }
     }
 
@@ -127,6 +150,7 @@ where
         match self {
             Stream::Plain(s) => s.writev(buf).await,
             Stream::Tls(t) => t.writev(buf).await,
+            Stream::Unix(s) => s.writev(buf).await,
         }
     }
 
@@ -134,6 +158,7 @@ where
         match self {
             Stream::Plain(s) => s.flush().await,
             Stream::Tls(t) => t.flush().await,
+            Stream::Unix(s) => s.flush().await,
         }
     }
 
@@ -141,6 +166,7 @@ where
         match self {
             Stream::Plain(s) => s.shutdown().await,
             Stream::Tls(t) => t.shutdown().await,
+            Stream::Unix(s) => s.shutdown().await,
         }
     }
 }
@@ -149,12 +175,14 @@ where
 pub enum ReadHalf<C> {
     Plain(OwnedReadHalf<TcpStream>),
     Tls(TlsReadHalf<C>),
+    Unix(OwnedReadHalf<UnixStream>),
 }
 
 /// The write side of a split connection (tunnels).
 pub enum WriteHalf<C> {
     Plain(OwnedWriteHalf<TcpStream>),
     Tls(TlsWriteHalf<C>),
+    Unix(OwnedWriteHalf<UnixStream>),
 }
 
 impl<C, D> AsyncReadRent for ReadHalf<C>
@@ -166,6 +194,7 @@ where
         match self {
             ReadHalf::Plain(s) => s.read(buf).await,
             ReadHalf::Tls(t) => t.read(buf).await,
+            ReadHalf::Unix(s) => s.read(buf).await,
         }
     }
 
@@ -173,6 +202,7 @@ where
         match self {
             ReadHalf::Plain(s) => s.readv(buf).await,
             ReadHalf::Tls(t) => t.readv(buf).await,
+            ReadHalf::Unix(s) => s.readv(buf).await,
         }
     }
 }
@@ -186,6 +216,7 @@ where
         match self {
             WriteHalf::Plain(s) => s.write(buf).await,
             WriteHalf::Tls(t) => t.write(buf).await,
+            WriteHalf::Unix(s) => s.write(buf).await,
         }
     }
 
@@ -193,6 +224,7 @@ where
         match self {
             WriteHalf::Plain(s) => s.writev(buf).await,
             WriteHalf::Tls(t) => t.writev(buf).await,
+            WriteHalf::Unix(s) => s.writev(buf).await,
         }
     }
 
@@ -200,6 +232,7 @@ where
         match self {
             WriteHalf::Plain(s) => s.flush().await,
             WriteHalf::Tls(t) => t.flush().await,
+            WriteHalf::Unix(s) => s.flush().await,
         }
     }
 
@@ -207,6 +240,11 @@ where
         match self {
             WriteHalf::Plain(s) => s.shutdown().await,
             WriteHalf::Tls(t) => t.shutdown().await,
+            WriteHalf::Unix(s) => s.shutdown().await,
         }
     }
+}
+
+fn not_inet() -> io::Error {
+    io::Error::new(io::ErrorKind::Unsupported, "a unix-domain socket")
 }

@@ -29,6 +29,8 @@ pub struct Conn {
     pub reused: bool,
     /// What it speaks, for the pool (0 plain, else `Handshake::tag`).
     pub tag: u64,
+    /// When it was made (`clock::now_ms`), for upstream `keepalive_time`.
+    pub born: u64,
 }
 
 /// Where and how long to wait.
@@ -39,11 +41,27 @@ pub struct Target<'a> {
     pub connect_timeout: Duration,
     /// `proxy_pass https://`: the handshake after the connect.
     pub tls: Option<&'a Handshake>,
+    /// `proxy_bind`: the local address to connect from.
+    pub local: Option<SocketAddr>,
+    /// A unix-domain peer's socket (`addr` is then unused).
+    pub unix: Option<&'a std::path::Path>,
 }
 
 impl Target<'_> {
+    /// What a pooled connection must have been made with to serve this try: its TLS
+    /// settings and, with `proxy_bind`, its local address (a request bound elsewhere gets a
+    /// new connection rather than one from another address).
     fn tag(&self) -> u64 {
-        self.tls.map_or(0, |h| h.tag)
+        let tls = self.tls.map_or(0, |h| h.tag);
+        match self.local {
+            None => tls,
+            Some(local) => {
+                use std::hash::{Hash, Hasher};
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                (tls, local).hash(&mut h);
+                h.finish() | 1
+            }
+        }
     }
 }
 
@@ -56,9 +74,19 @@ pub async fn connect(pool: &RefCell<Pool>, t: &Target<'_>) -> Result<Conn, Failu
     if let Some(idle) = take_pooled(pool, t.peer, t.tag()).await {
         return Ok(idle);
     }
+    // Boxed, as the bound connect below: rare paths do not grow every request's future.
+    if let Some(path) = t.unix {
+        return Box::pin(connect_unix(path, t)).await;
+    }
     let start = Instant::now();
-    let tcp = match monoio::time::timeout(t.connect_timeout, TcpStream::connect_addr(t.addr)).await
-    {
+    let born = crate::clock::now_ms();
+    let connecting = async {
+        match t.local {
+            None => TcpStream::connect_addr(t.addr).await,
+            Some(local) => Box::pin(crate::bind::connect_from(t.addr, local)).await,
+        }
+    };
+    let tcp = match monoio::time::timeout(t.connect_timeout, connecting).await {
         Ok(Ok(tcp)) => tcp,
         Ok(Err(e)) => return Err(Failure::io(Phase::Connect, &e)),
         Err(_) => return Err(timed_out(Phase::Connect)),
@@ -76,7 +104,25 @@ pub async fn connect(pool: &RefCell<Pool>, t: &Target<'_>) -> Result<Conn, Failu
         requests: 0,
         reused: false,
         tag: t.tag(),
+        born,
     })
+}
+
+/// A new connection to a unix-domain peer (`proxy_connect_timeout` bounds it).
+async fn connect_unix(path: &std::path::Path, t: &Target<'_>) -> Result<Conn, Failure> {
+    let born = crate::clock::now_ms();
+    let connecting = monoio::net::UnixStream::connect(path);
+    match monoio::time::timeout(t.connect_timeout, connecting).await {
+        Ok(Ok(s)) => Ok(Conn {
+            stream: UpstreamStream::Unix(s),
+            requests: 0,
+            reused: false,
+            tag: t.tag(),
+            born,
+        }),
+        Ok(Err(e)) => Err(Failure::io(Phase::Connect, &e)),
+        Err(_) => Err(timed_out(Phase::Connect)),
+    }
 }
 
 /// The peer's most recently used idle connection that is still alive (the pool watches
@@ -89,27 +135,39 @@ async fn take_pooled(pool: &RefCell<Pool>, peer: PeerId, tag: u64) -> Option<Con
         if taken.tag() != tag {
             return None;
         }
+        let born = taken.born();
         if let Some((stream, requests)) = taken.stream().await {
             return Some(Conn {
                 stream,
                 requests,
                 reused: true,
                 tag,
+                born,
             });
         }
     }
 }
 
-/// Puts a connection that finished a response cleanly back into the pool.
+/// Puts a connection that finished a response cleanly back into the pool, unless it is
+/// older than the group's `keepalive_time` (nginx checks its age when it frees the peer,
+/// so an old pooled connection still carries the request that takes it).
 pub fn pool(pool: &RefCell<Pool>, group: usize, peer: PeerId, g: &GroupConf, conn: Conn) {
+    if outlived(conn.born, crate::clock::now_ms(), g.keepalive_time) {
+        return;
+    }
     pool.borrow_mut().put_tagged(
         group,
         peer,
         (g.keepalive, g.keepalive_timeout),
         conn.stream,
         conn.requests + 1,
-        conn.tag,
+        (conn.tag, conn.born),
     );
+}
+
+/// Whether a connection made at `born` is past `keepalive_time` at `now` (milliseconds).
+fn outlived(born: u64, now: u64, keepalive_time: Duration) -> bool {
+    u128::from(now.saturating_sub(born)) > keepalive_time.as_millis()
 }
 
 /// Writes the whole request: head and body in one `writev`, the rest after a short write
@@ -170,11 +228,27 @@ mod tests {
     use crate::testutil::on_both;
     use crate::upstream_request::{Outbound, Request};
 
+    /// Upstream `keepalive_time` with injected times: the age limit is inclusive, as
+    /// nginx's `ngx_current_msec - c->start_time > time`.
+    #[test]
+    fn keepalive_time_with_injected_age() {
+        let two = Duration::from_secs(2);
+        assert!(!outlived(1_000, 1_000, two));
+        assert!(!outlived(1_000, 3_000, two));
+        assert!(outlived(1_000, 3_001, two));
+        assert!(
+            !outlived(5_000, 1_000, two),
+            "a clock that went back is no age"
+        );
+    }
+
     fn target(addr: SocketAddr) -> Target<'static> {
         Target {
             addr,
             peer: 0,
             connect_timeout: Duration::from_secs(5),
+            local: None,
+            unix: None,
             tls: None,
         }
     }

@@ -11,8 +11,12 @@ use ringfront_http::{BodyFraming, HeadWriter};
 use crate::req::{Cx, Req};
 use crate::vars;
 
-/// The URI sent upstream: unchanged, or with the matched prefix replaced by proxy_pass's URI.
-fn upstream_uri(cx: &Cx<'_>, out: &mut Vec<u8>) {
+/// The URI sent upstream: unchanged, or with the matched prefix replaced by proxy_pass's URI;
+/// `vars_uri`, the URI part of a `proxy_pass` with variables, replaces it whole (nginx).
+fn upstream_uri(cx: &Cx<'_>, out: &mut Vec<u8>, vars_uri: Option<&[u8]>) {
+    if let Some(uri) = vars_uri {
+        return out.extend_from_slice(uri);
+    }
     let req = cx.req;
     if let Some(rw) = req.rw.filter(|rw| rw.rebuild) {
         return rewritten_uri(cx, rw, out);
@@ -203,7 +207,13 @@ unsafe impl monoio::buf::IoVecBuf for Rest {
 }
 
 /// Builds the request head; the body is kept as it is.
-pub fn build(cx: &Cx<'_>, proxy_host: &str, keepalive: bool, body: Vec<u8>) -> Outbound {
+pub fn build(
+    cx: &Cx<'_>,
+    proxy_host: &str,
+    keepalive: bool,
+    body: Vec<u8>,
+    vars_uri: Option<&[u8]>,
+) -> Outbound {
     let (s, req) = (cx.settings(), cx.req);
     let v = req.vars(proxy_host, None, Some(cx.snap));
     let (body, length) = body_sent(cx, &v, body);
@@ -220,7 +230,7 @@ pub fn build(cx: &Cx<'_>, proxy_host: &str, keepalive: bool, body: Vec<u8>) -> O
         &mut out,
         &method,
         |o| {
-            upstream_uri(cx, o);
+            upstream_uri(cx, o, vars_uri);
             uri_end = o.len();
         },
         http10,

@@ -338,6 +338,7 @@ pub fn push_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, dash: bool) {
         Variable::ConnectionId => push_num(out, v.conn_id),
         Variable::ConnectionRequests => push_num(out, v.conn_requests),
         Variable::ProxyHost => out.extend_from_slice(v.proxy_host.as_bytes()),
+        Variable::ProxyPort => out.extend_from_slice(crate::pass_url::port_of(v.proxy_host)),
         Variable::ProxyAddXForwardedFor => {
             if let Some(xff) = header_named(v, "x_forwarded_for") {
                 out.extend_from_slice(xff);

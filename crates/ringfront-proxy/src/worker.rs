@@ -52,6 +52,9 @@ pub struct Worker {
     pub sweep: Signal,
     /// The sweep waits with nothing pooled.
     pub sweep_parked: Cell<bool>,
+    /// `worker_shutdown_timeout` after a reload: when the connections accepted before it
+    /// close.
+    pub retire: crate::retire::Retire,
 }
 
 /// Adds `by` to a counter only this worker writes (a load and a store, no locked
@@ -78,6 +81,7 @@ impl Worker {
             sweep: Signal::default(),
             sweep_parked: Cell::new(false),
             watch: Cell::new(false),
+            retire: Default::default(),
         }
     }
 

@@ -44,6 +44,8 @@ struct Slot {
     /// What the connection speaks: 0 plain, else its TLS settings' tag (a take for other
     /// settings does not reuse it).
     tag: u64,
+    /// When the connection was made (`clock::now_ms`), for upstream `keepalive_time`.
+    born: u64,
 }
 
 /// The pool's state, shared by the pool, its watchers and the connections being taken.
@@ -84,6 +86,7 @@ impl State {
             phase: Phase::Close,
             waker: None,
             tag: 0,
+            born: 0,
         };
         if self.free == NO_SLOT {
             self.slots.push(slot);
@@ -102,14 +105,17 @@ impl State {
             phase: Phase::Free(self.free),
             waker: None,
             tag: 0,
+            born: 0,
         };
         self.free = id;
     }
 
-    /// Records what the connection `id` speaks (see `Slot::tag`).
-    pub fn set_tag(&mut self, id: WatchId, tag: u64) {
+    /// Records what the connection `id` speaks and when it was made (see `Slot::tag`,
+    /// `Slot::born`).
+    pub fn set_tag(&mut self, id: WatchId, tag: u64, born: u64) {
         if let Some(s) = self.slots.get_mut(id as usize) {
             s.tag = tag;
+            s.born = born;
         }
     }
 
@@ -166,7 +172,7 @@ fn watcher(
 ) -> impl Future<Output = ()> {
     async move {
         let gone = is_idle(&shared, id) && {
-            let mut ready = pin!(stream.tcp().readable(false));
+            let mut ready = pin!(stream.socket_readable());
             poll_fn(|cx| {
                 if ready.as_mut().poll(cx).is_ready() {
                     return Poll::Ready(true);
@@ -223,27 +229,35 @@ pub struct Pooled {
     id: WatchId,
     done: bool,
     tag: u64,
+    born: u64,
 }
 
 impl Pooled {
     /// Takes `id`, just removed from the cache, away from its watcher.
     pub(super) fn new(shared: Rc<Shared>, id: WatchId) -> Pooled {
-        let tag = {
+        let (tag, born) = {
             let mut st = shared.borrow_mut();
             st.signal(id, Phase::Handing);
-            st.slots[id as usize].tag
+            let slot = &st.slots[id as usize];
+            (slot.tag, slot.born)
         };
         Pooled {
             shared,
             id,
             done: false,
             tag,
+            born,
         }
     }
 
     /// What the connection speaks, as `Pool::put_tagged` recorded it.
     pub fn tag(&self) -> u64 {
         self.tag
+    }
+
+    /// When the connection was made, as `Pool::put_tagged` recorded it.
+    pub fn born(&self) -> u64 {
+        self.born
     }
 
     /// The connection and the requests it has served; `None` when it turned out closed

@@ -136,6 +136,8 @@ fn target<'a>(addr: SocketAddr, hs: &'a Handshake, limit: Duration) -> Target<'a
         peer: 0,
         connect_timeout: limit,
         tls: Some(hs),
+        local: None,
+        unix: None,
     }
 }
 
@@ -160,7 +162,7 @@ fn put(pool: &RefCell<Pool>, conn: upstream::Conn) {
         (8, Duration::from_secs(60)),
         conn.stream,
         conn.requests + 1,
-        conn.tag,
+        (conn.tag, conn.born),
     );
 }
 
@@ -178,7 +180,7 @@ fn verified_connections_are_pooled_and_reused_by_the_same_settings_only() {
         let hs = handshake(&settings(Some(&c.ca_file)), "b.test");
         let pool = RefCell::new(Pool::new(1));
         let conn = get(&pool, &target(addr, &hs, SECOND)).await;
-        assert!(!conn.reused && conn.stream.tcp().peer_addr().is_ok());
+        assert!(!conn.reused && conn.stream.peer_addr().is_ok());
         put(&pool, conn);
         settle().await;
         assert_eq!(pool.borrow().idle(), 1);
