@@ -83,6 +83,8 @@ pub struct HttpConf {
     pub variable_set: Vec<bool>,
     /// Some template uses `$1`..`$9` (so regex locations keep their captures).
     pub captures: bool,
+    /// What templates read that costs to keep (the body, response heads).
+    pub uses: crate::template::Uses,
 }
 
 #[derive(Debug, Clone)]
@@ -459,6 +461,28 @@ pub enum Variable {
     SslCipher,
     SslSessionReused,
     SslClientVerify,
+    /// `$request_body`: the body read (ringfront holds every body in memory).
+    RequestBody,
+    /// `$request_body_file`: always empty (ringfront writes no body to a file).
+    RequestBodyFile,
+    /// `$content_length`, `$content_type`: the request's fields.
+    ContentLength,
+    ContentType,
+    /// `$connection_time`: seconds (with milliseconds) since the connection was accepted.
+    ConnectionTime,
+    /// `$connections_active` and friends: stub_status's counters.
+    ConnectionsActive,
+    ConnectionsReading,
+    ConnectionsWriting,
+    ConnectionsWaiting,
+    /// `$upstream_response_length`: body bytes of each try's response.
+    UpstreamResponseLength,
+    /// `$upstream_bytes_received`, `$upstream_bytes_sent`: bytes read from / written to each
+    /// try's connection.
+    UpstreamBytesReceived,
+    UpstreamBytesSent,
+    /// `$upstream_cookie_NAME`: cookie NAME of the upstream response's `Set-Cookie`s.
+    UpstreamCookie(String),
 }
 
 /// One `map` block.

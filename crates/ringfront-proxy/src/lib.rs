@@ -54,6 +54,7 @@ mod upstream;
 mod upstream_request;
 mod upstream_tls;
 mod vars;
+mod vars_response;
 mod wake;
 mod worker;
 

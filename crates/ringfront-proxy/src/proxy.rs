@@ -68,6 +68,9 @@ struct Io {
     relayed: Option<Reply>,
     /// `proxy_pass https://`: this request's handshake settings (evaluated once).
     tls: Option<crate::upstream_tls::Handshake>,
+    /// The relayed response's head length and body bytes read, for the try's record.
+    head_len: u64,
+    body_read: u64,
 }
 
 /// Proxies one request to group `up`. Returns the reply and the client stream unless it
@@ -120,6 +123,8 @@ pub async fn run(
         out,
         client: Some(client),
         relayed: None,
+        head_len: 0,
+        body_read: 0,
     };
     let mut step = ex.start(mono());
     loop {
@@ -130,7 +135,7 @@ pub async fn run(
             Action::Connect(peer) => connect(cx, &state, peer, &mut io).await,
             Action::Send => send(cx, &mut io).await,
             Action::ReadHead => read_head(cx, &mut io).await,
-            Action::Relay => relay(cx, &mut io).await,
+            Action::Relay => relay(cx, &mut io, ex.tries()).await,
             Action::NoLive => {
                 let name = &cx.snap.topology.upstreams[up].name;
                 cx.log(
@@ -143,7 +148,25 @@ pub async fn run(
             Action::Respond(status) => return finish_error(cx, status, io, ex).await,
             Action::Finish { pool } => return finish(cx, group, &state, pool, io, ex),
         };
+        count_bytes(&mut ex, &step.action, &ev, &io);
         step = ex.on(ev, mono());
+    }
+}
+
+/// `$upstream_bytes_sent`, `$upstream_bytes_received` and `$upstream_response_length` of
+/// the current try, as its steps succeed.
+fn count_bytes(ex: &mut Exchange<'_>, action: &Action, ev: &Event, io: &Io) {
+    let Some(t) = ex.current_try() else {
+        return;
+    };
+    match (action, ev) {
+        (Action::Send, Event::Sent) => t.bytes_sent = io.request.0.len() as u64,
+        (Action::ReadHead, Event::Head(_)) => t.bytes_received = io.rbuf.len() as u64,
+        (Action::Relay, _) => {
+            t.response_length = io.body_read;
+            t.bytes_received = io.head_len + io.body_read;
+        }
+        _ => {}
     }
 }
 
@@ -212,7 +235,7 @@ async fn read_head(cx: &Cx<'_>, io: &mut Io) -> Event {
     }
 }
 
-async fn relay(cx: &Cx<'_>, io: &mut Io) -> Event {
+async fn relay(cx: &Cx<'_>, io: &mut Io, tries: &[TryRecord]) -> Event {
     let (Some(conn), Some(head), Some(client)) = (io.conn.take(), io.head.take(), io.client.take())
     else {
         return Event::Relayed {
@@ -231,7 +254,9 @@ async fn relay(cx: &Cx<'_>, io: &mut Io) -> Event {
         peer: name,
         uri: &uri,
         head: &head,
+        tries,
     };
+    io.head_len = head.head_len as u64;
     let rbuf = std::mem::take(&mut io.rbuf);
     let out = std::mem::take(&mut io.out);
     let (requests, reused, tag) = (conn.requests, conn.reused, conn.tag);
@@ -241,7 +266,9 @@ async fn relay(cx: &Cx<'_>, io: &mut Io) -> Event {
         client,
         upstream,
         bufs: [rbuf, out],
+        body_read,
     } = relay.run(rbuf, conn.stream, client, out).await;
+    io.body_read = body_read;
     io.rbuf = rbuf;
     io.out = out;
     io.client = client;

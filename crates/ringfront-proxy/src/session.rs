@@ -318,6 +318,10 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
             pipelined: &[],
             tls: tls.as_deref(),
             rw: None,
+            body: &[],
+            opened_ms,
+            stats: &w.shared.workers,
+            length: head_len as u64,
         };
         crate::dispatch::location(w, &snap, chosen, &pre, &mut rw).await
     };
@@ -353,6 +357,11 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         read?
     };
     let path = request_path(&buf, &head);
+    // `$request_body` reads a copy: the body itself goes to the upstream.
+    let kept_body = match snap.uses.request_body {
+        true => body.clone(),
+        false => Vec::new(),
+    };
     let req = Req {
         buf: &buf,
         head: &head,
@@ -369,6 +378,14 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         tls: tls.as_deref(),
         // An index or try_files redirect changes the URI without rewrite directives.
         rw: (snap.rewriting || rw.internal).then_some(&rw),
+        body: &kept_body,
+        opened_ms,
+        stats: &w.shared.workers,
+        // A sized body was read into its own buffer; a chunked one where the head was.
+        length: match head.framing {
+            ringfront_http::BodyFraming::Length(n) if refused.is_none() => head_len as u64 + n,
+            _ => consumed as u64,
+        },
     };
     let cx = Cx {
         w,

@@ -43,6 +43,19 @@ pub struct Vars<'a> {
     /// What the rewrite directives changed (`$uri`, `$args`, `set` variables, captures);
     /// `None` where nothing can have.
     pub rw: Option<&'a crate::rewrite_state::RwState>,
+    /// The relayed upstream response's head (status line and fields, raw); empty when the
+    /// request was not proxied or nothing reads it.
+    pub upstream_head: &'a [u8],
+    /// The head sent to the client (raw), for `$sent_http_*` in logs; empty when unknown.
+    pub sent_head: &'a [u8],
+    /// `$request_body`: empty unless the configuration reads it.
+    pub body: &'a [u8],
+    /// When the connection was accepted (`clock::now_ms`).
+    pub opened_ms: u64,
+    /// The workers' counters (`$connections_*`).
+    pub stats: &'a [crate::WorkerStats],
+    /// `$request_length`: head and body bytes as received.
+    pub request_length: u64,
 }
 
 /// `$uri` and `$args` as the rewrite directives left them.
@@ -194,6 +207,13 @@ fn push_upstream_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>) {
         Variable::UpstreamHeaderTime => {
             push_tries(out, v.tries, |o, t| push_opt_time(o, t.header_time))
         }
+        Variable::UpstreamResponseLength => {
+            push_tries(out, v.tries, |o, t| push_num(o, t.response_length))
+        }
+        Variable::UpstreamBytesReceived => {
+            push_tries(out, v.tries, |o, t| push_num(o, t.bytes_received))
+        }
+        Variable::UpstreamBytesSent => push_tries(out, v.tries, |o, t| push_num(o, t.bytes_sent)),
         _ => {}
     }
 }
@@ -299,13 +319,13 @@ pub fn push_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, dash: bool) {
             }
         }
         Variable::Arg(name) => {
-            let val = args.and_then(|a| {
+            // nginx's `ngx_http_arg`: `NAME=` is needed; `$arg_` finds nothing.
+            let val = args.filter(|_| !name.is_empty()).and_then(|a| {
                 a.split(|&b| b == b'&').find_map(|kv| {
-                    let (k, val) = match kv.iter().position(|&b| b == b'=') {
-                        Some(i) => (&kv[..i], &kv[i + 1..]),
-                        None => (kv, &b""[..]),
-                    };
-                    k.eq_ignore_ascii_case(name.as_bytes()).then_some(val)
+                    let i = kv.iter().position(|&b| b == b'=')?;
+                    kv[..i]
+                        .eq_ignore_ascii_case(name.as_bytes())
+                        .then_some(&kv[i + 1..])
                 })
             });
             out.extend_from_slice(val.unwrap_or(empty));
@@ -323,7 +343,7 @@ pub fn push_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, dash: bool) {
         Variable::Status => push_num(out, u64::from(v.status)),
         Variable::BodyBytesSent => push_num(out, v.body_bytes_sent),
         Variable::BytesSent => push_num(out, v.bytes_sent),
-        Variable::RequestLength => push_num(out, v.head.head_len as u64),
+        Variable::RequestLength => push_num(out, v.request_length),
         Variable::RequestTime => push_secs(out, v.start.elapsed()),
         Variable::TimeLocal => out.extend_from_slice(clock::wall().time_local().as_bytes()),
         Variable::TimeIso8601 => out.extend_from_slice(clock::wall().iso8601().as_bytes()),
@@ -348,7 +368,10 @@ pub fn push_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, dash: bool) {
         | Variable::UpstreamStatus
         | Variable::UpstreamResponseTime
         | Variable::UpstreamConnectTime
-        | Variable::UpstreamHeaderTime => push_upstream_var(out, var, v),
+        | Variable::UpstreamHeaderTime
+        | Variable::UpstreamResponseLength
+        | Variable::UpstreamBytesReceived
+        | Variable::UpstreamBytesSent => push_upstream_var(out, var, v),
         Variable::Http(name) => out.extend_from_slice(header_named(v, name).unwrap_or(empty)),
         Variable::Cookie(name) => {
             let val = header_named(v, "cookie").and_then(|c| {
@@ -360,9 +383,61 @@ pub fn push_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, dash: bool) {
             });
             out.extend_from_slice(val.unwrap_or(empty));
         }
-        // Response headers are not kept after the response is relayed (documented).
-        Variable::SentHttp(_) | Variable::UpstreamHttp(_) => out.extend_from_slice(empty),
+        Variable::SentHttp(_) | Variable::UpstreamHttp(_) | Variable::UpstreamCookie(_) => {
+            push_response_var(out, var, v, empty)
+        }
+        Variable::RequestBody => match v.body {
+            [] => out.extend_from_slice(empty),
+            b => out.extend_from_slice(b),
+        },
+        // ringfront never writes a body to a file.
+        Variable::RequestBodyFile => out.extend_from_slice(empty),
+        Variable::ContentLength => {
+            out.extend_from_slice(header_named(v, "content_length").unwrap_or(empty))
+        }
+        Variable::ContentType => {
+            out.extend_from_slice(header_named(v, "content_type").unwrap_or(empty))
+        }
+        Variable::ConnectionTime => push_secs(
+            out,
+            Duration::from_millis(clock::now_ms().saturating_sub(v.opened_ms)),
+        ),
+        Variable::ConnectionsActive
+        | Variable::ConnectionsReading
+        | Variable::ConnectionsWriting
+        | Variable::ConnectionsWaiting => push_connections(out, var, v),
     }
+}
+
+/// `$connections_*`: stub_status's numbers as they are now.
+fn push_connections(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>) {
+    let [active, reading, writing, waiting] = crate::local::connection_counts(v.stats);
+    let n = match var {
+        Variable::ConnectionsActive => active,
+        Variable::ConnectionsReading => reading,
+        Variable::ConnectionsWriting => writing,
+        _ => waiting,
+    };
+    push_num(out, n);
+}
+
+/// `$upstream_http_*`, `$upstream_cookie_*` (not found without an upstream response) and
+/// `$sent_http_*` (`Cache-Control` and `Link` joined as nginx does).
+fn push_response_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, empty: &[u8]) {
+    use crate::vars_response::{field, joined, set_cookie};
+    let found = match var {
+        Variable::UpstreamHttp(name) => field(v.upstream_head, name),
+        Variable::UpstreamCookie(name) => set_cookie(v.upstream_head, name),
+        Variable::SentHttp(name) if matches!(name.as_str(), "cache_control" | "link") => {
+            if joined(out, v.sent_head, name) {
+                return;
+            }
+            None
+        }
+        Variable::SentHttp(name) => field(v.sent_head, name),
+        _ => None,
+    };
+    out.extend_from_slice(found.unwrap_or(empty));
 }
 
 /// nginx's default log escaping of a value written from `from` on: `"`, `\\` and bytes

@@ -1,0 +1,194 @@
+//! Differential: variables against real nginx 1.22 — `$request_body`, `$content_length`,
+//! `$content_type`, `$arg_` (and `$arg_NAME` needing `NAME=`), `$upstream_*` (the lists,
+//! `$upstream_http_*`, `$upstream_cookie_*`, the byte counts) in `add_header` of proxied
+//! responses and in the access log, `$sent_http_*` (joined `Cache-Control`),
+//! `$request_length`, `$connections_*` and `$connection_time`. The same configuration runs
+//! on both; per request the status, the `X-*` fields and the body must agree, then the
+//! access logs line for line.
+
+mod common;
+
+use common::fill;
+use ringfront_testkit::{After, Client, RawBackend, Response};
+
+const CONFIG: &str = r#"worker_processes 1;
+events { worker_connections 64; }
+http {
+    log_format v '$uri|$status|$request_length|$body_bytes_sent|$request_body|'
+                 '$content_length|$content_type|$upstream_status|$upstream_response_length|'
+                 '$upstream_bytes_received|$upstream_bytes_sent|$upstream_http_x_up|'
+                 '$upstream_cookie_sid|$sent_http_cache_control|$sent_http_content_type|'
+                 '$sent_http_x_up|$arg_a';
+    access_log {LOG} v;
+    # ringfront's default is 1.1 (documented); the byte counts compare on nginx's.
+    proxy_http_version 1.0;
+    upstream up { server 127.0.0.1:{UP}; }
+    upstream two { server 127.0.0.1:{DEAD}; server 127.0.0.1:{UP}; }
+    server {
+        listen 127.0.0.1:{PORT};
+        server_name localhost;
+        location /body {
+            add_header X-Body "$request_body";
+            add_header X-CL "$content_length";
+            add_header X-CT "$content_type";
+            add_header X-File "$request_body_file";
+            proxy_pass http://up;
+        }
+        location /arg {
+            return 200 "$arg_l:$arg_:$arg_x:$arg_y";
+        }
+        location /up {
+            add_header X-IP $upstream_addr;
+            add_header X-St $upstream_status;
+            add_header X-UH $upstream_http_x_up;
+            add_header X-UC $upstream_cookie_sid;
+            add_header X-UC2 $upstream_cookie_other;
+            proxy_pass http://up;
+        }
+        location /two {
+            add_header X-IP $upstream_addr;
+            add_header X-St $upstream_status;
+            proxy_pass http://two;
+        }
+        location /cc {
+            add_header Cache-Control max-age=3600;
+            add_header Cache-Control private;
+            return 200 "cc\n";
+        }
+        location /conn {
+            return 200 "$connections_active $connections_reading $connections_writing $connections_waiting\n";
+        }
+        location /time {
+            add_header X-Time "$connection_requests:$connection_time";
+            return 204;
+        }
+    }
+}
+"#;
+
+const UPSTREAM: &str = "HTTP/1.1 200 OK\r\nX-Up: up-value\r\nSet-Cookie: sid = s1; Path=/\r\n\
+    Set-Cookie: other=o2\r\nCache-Control: no-cache\r\nContent-Type: text/x-up\r\n\
+    Content-Length: 5\r\n\r\nhello";
+
+/// (method, path, extra fields, body)
+type Case = (
+    &'static str,
+    &'static str,
+    &'static [(&'static str, &'static str)],
+    &'static [u8],
+);
+
+const CASES: &[Case] = &[
+    ("GET", "/body", &[], b""),
+    (
+        "POST",
+        "/body",
+        &[("Content-Type", "text/x-mine")],
+        b"0123456789",
+    ),
+    ("GET", "/arg?l=42&x&y=", &[], b""),
+    ("GET", "/up?a=1", &[], b""),
+    ("GET", "/two", &[], b""),
+    ("GET", "/cc", &[], b""),
+    ("GET", "/conn", &[], b""),
+];
+
+/// What is compared of one response: the status, the `X-*` fields (sorted) and the body.
+fn seen(r: &Response, port: u16, dead: u16, up: u16) -> (u16, Vec<(String, String)>, String) {
+    let norm = |s: &str| {
+        s.replace(&port.to_string(), "PORT")
+            .replace(&dead.to_string(), "DEAD")
+            .replace(&up.to_string(), "UP")
+    };
+    let mut fields: Vec<(String, String)> = r
+        .headers
+        .iter()
+        .filter(|(n, _)| n.to_ascii_lowercase().starts_with("x-"))
+        .map(|(n, v)| (n.to_ascii_lowercase(), norm(v)))
+        .collect();
+    fields.sort();
+    (r.status, fields, norm(&String::from_utf8_lossy(&r.body)))
+}
+
+#[test]
+fn variables_match_nginx() {
+    let up = RawBackend::start(UPSTREAM.as_bytes(), After::Keep);
+    let dead = ringfront_testkit::free_port();
+    let config = |p: u16| {
+        fill(
+            CONFIG,
+            &[
+                ("PORT", p.to_string()),
+                ("UP", up.port().to_string()),
+                ("DEAD", dead.to_string()),
+                ("LOG", common::access_log_path(p).display().to_string()),
+            ],
+        )
+    };
+    let (n, r, np, rp) = common::nginx_and_ringfront(config);
+    let mut answers = Vec::new();
+    for p in [np, rp] {
+        let mut c = Client::connect(("127.0.0.1", p));
+        let got: Vec<_> = CASES
+            .iter()
+            .map(|(m, path, fields, body)| {
+                seen(&c.request(m, path, fields, body), p, dead, up.port())
+            })
+            .collect();
+        // `$connection_time` moves: its shape is checked, then it is left out.
+        let t = c.request("GET", "/time", &[], b"");
+        let time = t.header("X-Time").unwrap_or_default().to_string();
+        let (reqs, secs) = time.split_once(':').unwrap_or_default();
+        assert_eq!(reqs, (CASES.len() + 1).to_string(), "{time}");
+        let (whole, ms) = secs.split_once('.').unwrap_or_default();
+        assert!(
+            whole.parse::<u64>().is_ok() && ms.len() == 3 && ms.parse::<u32>().is_ok(),
+            "{time}"
+        );
+        answers.push(got);
+    }
+    for (i, (a, b)) in answers[0].iter().zip(&answers[1]).enumerate() {
+        assert_eq!(a, b, "{:?}", CASES[i]);
+    }
+    // The cases say what they should: spot checks on nginx's answers.
+    let nginx = &answers[0];
+    assert!(
+        nginx[1].1.contains(&("x-body".into(), "0123456789".into())),
+        "{:?}",
+        nginx[1]
+    );
+    assert_eq!(nginx[2].2, "42:::");
+    assert!(
+        nginx[3].1.contains(&("x-uc".into(), "s1".into())),
+        "{:?}",
+        nginx[3]
+    );
+    assert!(
+        nginx[4].1.contains(&("x-st".into(), "502, 200".into())),
+        "{:?}",
+        nginx[4]
+    );
+    assert_eq!(nginx[6].2, "1 0 1 0\n");
+
+    drop(n);
+    r.signal(ringfront_testkit::SIGQUIT);
+    assert!(r.wait_exit(std::time::Duration::from_secs(10)).is_some());
+    let read = |p: u16| std::fs::read_to_string(common::access_log_path(p)).unwrap_or_default();
+    let (nginx, ours) = (read(np), read(rp));
+    for p in [np, rp] {
+        let _ = std::fs::remove_file(common::access_log_path(p));
+    }
+    let norm = |s: &str| s.replace(&dead.to_string(), "DEAD");
+    let (nginx, ours) = (norm(&nginx), norm(&ours));
+    for (a, b) in nginx.lines().zip(ours.lines()) {
+        assert_eq!(b, a);
+    }
+    assert_eq!(ours.lines().count(), nginx.lines().count(), "{ours}");
+    // The body counted in `$request_length`; per-try lists; joined `Cache-Control`.
+    assert!(
+        nginx.contains("/body|200|103|5|0123456789|10|text/x-mine|"),
+        "{nginx}"
+    );
+    assert!(nginx.contains("|502, 200|0, 5|0, 161|0, 51|"), "{nginx}");
+    assert!(nginx.contains("|max-age=3600, private|"), "{nginx}");
+}
