@@ -493,6 +493,8 @@ pub struct MapBlock {
     pub source: Template,
     pub default: Template,
     pub hostnames: bool,
+    /// `volatile`: evaluated at each use; otherwise a request keeps its first value.
+    pub volatile: bool,
     /// In the order written (the first matching regex wins).
     pub entries: Vec<(MapKey, Template)>,
 }

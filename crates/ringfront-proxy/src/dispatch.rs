@@ -122,7 +122,10 @@ pub(crate) async fn answer(
             None => return crate::static_file::serve(cx, stream, out).await,
         },
     };
-    let reply = local::error(&mut stream, &mut out, cx, local).await;
+    let mut reply = local::error(&mut stream, &mut out, cx, local).await;
+    if cx.snap.uses.response_heads {
+        reply.sent_head = crate::vars_response::head_of(&out).to_vec();
+    }
     w.give_buf(out);
     (reply, Some(stream))
 }

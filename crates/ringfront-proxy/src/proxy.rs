@@ -17,12 +17,12 @@ use ringfront_upstream::{RequestKey, UpstreamId, CHECKING, UP};
 use crate::clock::mono;
 use crate::health;
 use crate::relay::{Relay, Relayed};
-use crate::req::{Cx, Reply};
+use crate::req::{Cx, Reply, Req};
 use crate::snapshot::GroupConf;
 use crate::upstream::{self, Conn, Target};
 use crate::upstream_request::{self, Request};
-use crate::vars;
 use crate::worker::PeerState;
+use crate::{vars, vars_response};
 
 fn next_upstream(n: &ringfront_config::NextUpstream) -> NextUpstream {
     NextUpstream {
@@ -421,7 +421,16 @@ async fn respond_error(
     mut out: Vec<u8>,
     tries: Vec<TryRecord>,
 ) -> (Reply, Option<ClientStream>) {
-    let mut reply = crate::local::error(&mut client, &mut out, cx, status).await;
+    // The error page's `add_header`s see the tries (`$upstream_addr`), as nginx's.
+    let req = Req {
+        tries: &tries,
+        ..*cx.req
+    };
+    let with_tries = Cx { req: &req, ..*cx };
+    let mut reply = crate::local::error(&mut client, &mut out, &with_tries, status).await;
+    if cx.snap.uses.response_heads {
+        reply.sent_head = vars_response::head_of(&out).to_vec();
+    }
     cx.w.give_buf(out);
     reply.tries = tries;
     (reply, Some(client))

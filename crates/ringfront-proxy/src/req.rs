@@ -68,6 +68,9 @@ pub struct Req<'a> {
     pub stats: &'a [crate::WorkerStats],
     /// `$request_length`: the bytes of the request, head and body as they came.
     pub length: u64,
+    /// The upstream tries behind an error answered after them (`$upstream_addr` in its
+    /// `add_header`s); empty otherwise.
+    pub tries: &'a [TryRecord],
 }
 
 impl Req<'_> {
@@ -90,7 +93,7 @@ impl Req<'_> {
             status: reply.map_or(0, |r| r.status),
             body_bytes_sent: reply.map_or(0, |r| r.body_bytes_sent),
             bytes_sent: reply.map_or(0, |r| r.bytes_sent),
-            tries: reply.map_or(&[], |r| &r.tries),
+            tries: reply.map_or(self.tries, |r| &r.tries),
             upstream_head: reply.map_or(&[], |r| &r.upstream_head),
             sent_head: reply.map_or(&[], |r| &r.sent_head),
             body: self.body,

@@ -53,7 +53,7 @@ pub struct Decor<'a> {
     /// The answer's `Last-Modified` time, for `expires modified`.
     mtime: Option<i64>,
     /// A relayed response's tries and upstream head, for `$upstream_*` in values.
-    tries: &'a [ringfront_upstream::exchange::TryRecord],
+    tries: Option<&'a [ringfront_upstream::exchange::TryRecord]>,
     upstream_head: &'a [u8],
 }
 
@@ -69,7 +69,7 @@ impl<'a> Decor<'a> {
             snap: None,
             expires: &settings.files.expires,
             mtime: None,
-            tries: &[],
+            tries: None,
             upstream_head: &[],
         }
     }
@@ -80,7 +80,7 @@ impl<'a> Decor<'a> {
         tries: &'a [ringfront_upstream::exchange::TryRecord],
         upstream_head: &'a [u8],
     ) -> Self {
-        self.tries = tries;
+        self.tries = Some(tries);
         self.upstream_head = upstream_head;
         self
     }
@@ -160,8 +160,10 @@ impl<'a> Decor<'a> {
         let vars = self.req.map(|r| {
             let mut v = r.vars("", None, self.snap);
             v.status = status;
-            v.tries = self.tries;
-            v.upstream_head = self.upstream_head;
+            if let Some(tries) = self.tries {
+                v.tries = tries;
+                v.upstream_head = self.upstream_head;
+            }
             v
         });
         for a in self.adds.iter().filter(|a| Self::applies(a, status)) {

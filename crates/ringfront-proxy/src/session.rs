@@ -322,6 +322,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
             opened_ms,
             stats: &w.shared.workers,
             length: head_len as u64,
+            tries: &[],
         };
         crate::dispatch::location(w, &snap, chosen, &pre, &mut rw).await
     };
@@ -386,6 +387,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
             ringfront_http::BodyFraming::Length(n) if refused.is_none() => head_len as u64 + n,
             _ => consumed as u64,
         },
+        tries: &[],
     };
     let cx = Cx {
         w,

@@ -49,5 +49,6 @@ pub fn req<'a>(buf: &'a [u8], head: &'a ringfront_http::RequestHead) -> crate::r
         opened_ms: 0,
         stats: &[],
         length: 0,
+        tries: &[],
     }
 }

@@ -163,9 +163,29 @@ fn push_map(out: &mut Vec<u8>, i: usize, v: &Vars<'_>) {
     let (Some(m), depth) = (v.maps.get(i), v.depth.get()) else {
         return;
     };
+    let cache = v.rw.filter(|_| !m.volatile).map(|rw| &rw.map_values);
+    if let Some(c) = cache {
+        if let Some(Some(kept)) = c.borrow().get(i) {
+            out.extend_from_slice(kept);
+            return;
+        }
+    }
     if depth >= MAX_MAP_DEPTH {
         return;
     }
+    let mark = out.len();
+    push_map_value(out, m, v, depth);
+    if let Some(c) = cache {
+        let mut c = c.borrow_mut();
+        if c.len() <= i {
+            c.resize(i + 1, None);
+        }
+        c[i] = Some(out[mark..].to_vec());
+    }
+}
+
+/// A map's value for its source as it is now.
+fn push_map_value(out: &mut Vec<u8>, m: &crate::map::MapRt, v: &Vars<'_>, depth: u8) {
     v.depth.set(depth + 1);
     let mut source = Vec::new();
     render(&mut source, &m.source, v, false);

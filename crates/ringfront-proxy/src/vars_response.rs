@@ -49,6 +49,12 @@ pub fn joined(out: &mut Vec<u8>, head: &[u8], var: &str) -> bool {
     found
 }
 
+/// `s` without its leading spaces (nginx skips spaces only, not tabs).
+fn spaces(s: &[u8]) -> &[u8] {
+    let n = s.iter().take_while(|&&b| b == b' ').count();
+    &s[n..]
+}
+
 /// Cookie `name` of the first `Set-Cookie` that starts with it (case-insensitively, spaces
 /// allowed before `=`): its value up to `;` (`ngx_http_parse_set_cookie_lines`).
 pub fn set_cookie<'h>(head: &'h [u8], name: &str) -> Option<&'h [u8]> {
@@ -58,8 +64,8 @@ pub fn set_cookie<'h>(head: &'h [u8], name: &str) -> Option<&'h [u8]> {
             if name.len() >= v.len() || !v[..name.len()].eq_ignore_ascii_case(name.as_bytes()) {
                 return None;
             }
-            let rest = v[name.len()..].trim_ascii_start().strip_prefix(b"=")?;
-            let rest = rest.trim_ascii_start();
+            let rest = spaces(&v[name.len()..]).strip_prefix(b"=")?;
+            let rest = spaces(rest);
             let end = rest.iter().position(|&b| b == b';').unwrap_or(rest.len());
             Some(&rest[..end])
         })
@@ -97,5 +103,7 @@ mod tests {
             set_cookie(b"HTTP/1.1 200 OK\r\nSet-Cookie: a\r\n\r\n", "a"),
             None
         );
+        let tabbed = b"HTTP/1.1 200 OK\r\nSet-Cookie: tc\t=\tcontent ;\r\n\r\n";
+        assert_eq!(set_cookie(tabbed, "tc"), None);
     }
 }

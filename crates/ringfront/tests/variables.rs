@@ -14,7 +14,7 @@ use ringfront_testkit::{After, Client, RawBackend, Response};
 const CONFIG: &str = r#"worker_processes 1;
 events { worker_connections 64; }
 http {
-    log_format v '$uri|$status|$request_length|$body_bytes_sent|$request_body|'
+    log_format v '$uri|$status|$request_length|$request_body|'
                  '$content_length|$content_type|$upstream_status|$upstream_response_length|'
                  '$upstream_bytes_received|$upstream_bytes_sent|$upstream_http_x_up|'
                  '$upstream_cookie_sid|$sent_http_cache_control|$sent_http_content_type|'
@@ -24,6 +24,9 @@ http {
     proxy_http_version 1.0;
     upstream up { server 127.0.0.1:{UP}; }
     upstream two { server 127.0.0.1:{DEAD}; server 127.0.0.1:{UP}; }
+    upstream dead { server 127.0.0.1:{DEAD}; }
+    map $uri $kept { /m1 first; default other; }
+    map $uri $fresh { volatile; /m1 first; default other; }
     server {
         listen 127.0.0.1:{PORT};
         server_name localhost;
@@ -49,6 +52,20 @@ http {
             add_header X-IP $upstream_addr;
             add_header X-St $upstream_status;
             proxy_pass http://two;
+        }
+        location /dead {
+            add_header X-IP $upstream_addr always;
+            add_header X-St $upstream_status always;
+            proxy_pass http://dead;
+        }
+        # A map's first value is kept for the request (internal redirects too), unless
+        # `volatile`.
+        location /m1 {
+            set $a "$kept $fresh";
+            rewrite ^ /m2 last;
+        }
+        location /m2 {
+            return 200 "$a|$kept $fresh\n";
         }
         location /cc {
             add_header Cache-Control max-age=3600;
@@ -89,14 +106,18 @@ const CASES: &[Case] = &[
     ("GET", "/arg?l=42&x&y=", &[], b""),
     ("GET", "/up?a=1", &[], b""),
     ("GET", "/two", &[], b""),
+    ("GET", "/dead", &[], b""),
     ("GET", "/cc", &[], b""),
+    ("GET", "/m1", &[], b""),
     ("GET", "/conn", &[], b""),
 ];
 
 /// What is compared of one response: the status, the `X-*` fields (sorted) and the body.
 fn seen(r: &Response, port: u16, dead: u16, up: u16) -> (u16, Vec<(String, String)>, String) {
     let norm = |s: &str| {
-        s.replace(&port.to_string(), "PORT")
+        s.replace("nginx/1.22.1", "TOKEN")
+            .replace(concat!("ringfront/", env!("CARGO_PKG_VERSION")), "TOKEN")
+            .replace(&port.to_string(), "PORT")
             .replace(&dead.to_string(), "DEAD")
             .replace(&up.to_string(), "UP")
     };
@@ -168,7 +189,15 @@ fn variables_match_nginx() {
         "{:?}",
         nginx[4]
     );
-    assert_eq!(nginx[6].2, "1 0 1 0\n");
+    assert!(
+        nginx[5]
+            .1
+            .contains(&("x-ip".into(), "127.0.0.1:DEAD".into())),
+        "{:?}",
+        nginx[5]
+    );
+    assert_eq!(nginx[7].2, "first first|first other\n");
+    assert_eq!(nginx[8].2, "1 0 1 0\n");
 
     drop(n);
     r.signal(ringfront_testkit::SIGQUIT);
@@ -186,7 +215,11 @@ fn variables_match_nginx() {
     assert_eq!(ours.lines().count(), nginx.lines().count(), "{ours}");
     // The body counted in `$request_length`; per-try lists; joined `Cache-Control`.
     assert!(
-        nginx.contains("/body|200|103|5|0123456789|10|text/x-mine|"),
+        nginx.contains("/body|200|103|0123456789|10|text/x-mine|"),
+        "{nginx}"
+    );
+    assert!(
+        nginx.contains("/dead|502|45|-|-|-|502|0|0|0|-|-|-|text/html|"),
         "{nginx}"
     );
     assert!(nginx.contains("|502, 200|0, 5|0, 161|0, 51|"), "{nginx}");
