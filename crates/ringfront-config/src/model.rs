@@ -682,6 +682,9 @@ pub struct LocationSettings {
     pub proxy_pass_request_headers: bool,
     /// `proxy_pass_request_body` (default on): the client's body is passed.
     pub proxy_pass_request_body: bool,
+    /// `client_body_in_file_only on|clean`: nginx keeps the body in a file, so
+    /// `$request_body` is empty (ringfront writes no file).
+    pub client_body_in_file_only: bool,
     /// `proxy_set_body`: the body sent upstream instead of the client's.
     pub proxy_set_body: Option<Template>,
     /// "1.0" or "1.1"; ringfront's default is 1.1 (upstream keepalive on by default).

@@ -359,7 +359,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
     };
     let path = request_path(&buf, &head);
     // `$request_body` reads a copy: the body itself goes to the upstream.
-    let kept_body = match snap.uses.request_body {
+    let kept_body = match snap.uses.request_body && !s.client_body_in_file_only {
         true => body.clone(),
         false => Vec::new(),
     };
