@@ -37,6 +37,12 @@ http {
             add_header X-File "$request_body_file";
             proxy_pass http://up;
         }
+        location /file {
+            client_body_in_file_only clean;
+            add_header X-Body "$request_body";
+            add_header X-CL "$content_length";
+            proxy_pass http://up;
+        }
         location /arg {
             return 200 "$arg_l:$arg_:$arg_x:$arg_y";
         }
@@ -103,6 +109,7 @@ const CASES: &[Case] = &[
         &[("Content-Type", "text/x-mine")],
         b"0123456789",
     ),
+    ("POST", "/file", &[], b"0123456789"),
     ("GET", "/arg?l=42&x&y=", &[], b""),
     ("GET", "/up?a=1", &[], b""),
     ("GET", "/two", &[], b""),
@@ -174,30 +181,35 @@ fn variables_match_nginx() {
     // The cases say what they should: spot checks on nginx's answers.
     let nginx = &answers[0];
     assert!(
+        !nginx[2].1.iter().any(|(n, _)| n == "x-body"),
+        "{:?}",
+        nginx[2]
+    );
+    assert!(
         nginx[1].1.contains(&("x-body".into(), "0123456789".into())),
         "{:?}",
         nginx[1]
     );
-    assert_eq!(nginx[2].2, "42:::");
+    assert_eq!(nginx[3].2, "42:::");
     assert!(
-        nginx[3].1.contains(&("x-uc".into(), "s1".into())),
-        "{:?}",
-        nginx[3]
-    );
-    assert!(
-        nginx[4].1.contains(&("x-st".into(), "502, 200".into())),
+        nginx[4].1.contains(&("x-uc".into(), "s1".into())),
         "{:?}",
         nginx[4]
     );
     assert!(
-        nginx[5]
-            .1
-            .contains(&("x-ip".into(), "127.0.0.1:DEAD".into())),
+        nginx[5].1.contains(&("x-st".into(), "502, 200".into())),
         "{:?}",
         nginx[5]
     );
-    assert_eq!(nginx[7].2, "first first|first other\n");
-    assert_eq!(nginx[8].2, "1 0 1 0\n");
+    assert!(
+        nginx[6]
+            .1
+            .contains(&("x-ip".into(), "127.0.0.1:DEAD".into())),
+        "{:?}",
+        nginx[6]
+    );
+    assert_eq!(nginx[8].2, "first first|first other\n");
+    assert_eq!(nginx[9].2, "1 0 1 0\n");
 
     drop(n);
     r.signal(ringfront_testkit::SIGQUIT);
