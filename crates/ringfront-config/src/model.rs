@@ -483,6 +483,29 @@ pub enum Variable {
     UpstreamBytesSent,
     /// `$upstream_cookie_NAME`: cookie NAME of the upstream response's `Set-Cookie`s.
     UpstreamCookie(String),
+    /// `$ssl_session_id`, `$ssl_curve(s)` and the `$ssl_client_*` certificate variables.
+    Ssl(SslVar),
+}
+
+/// The TLS variables read from the handshake's facts and the client certificate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SslVar {
+    SessionId,
+    Curve,
+    Curves,
+    ClientCert,
+    ClientRawCert,
+    ClientEscapedCert,
+    Ciphers,
+    ClientSDn,
+    ClientIDn,
+    ClientSDnLegacy,
+    ClientIDnLegacy,
+    ClientSerial,
+    ClientFingerprint,
+    ClientVStart,
+    ClientVEnd,
+    ClientVRemain,
 }
 
 /// One `map` block.

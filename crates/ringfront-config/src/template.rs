@@ -2,7 +2,7 @@
 //! [`Variable`]s with nginx's rules (`ngx_http_script_compile`): `$name` or `${name}`, names of
 //! `[A-Za-z0-9_]`, case-insensitive; an unknown name is an error (`unknown "foo" variable`).
 
-use crate::model::{Template, TemplatePart, Variable};
+use crate::model::{SslVar, Template, TemplatePart, Variable};
 
 /// Variables known by their whole (lower-cased) name.
 const NAMED: &[(&str, Variable)] = &[
@@ -59,6 +59,34 @@ const NAMED: &[(&str, Variable)] = &[
     ("upstream_response_length", Variable::UpstreamResponseLength),
     ("upstream_bytes_received", Variable::UpstreamBytesReceived),
     ("upstream_bytes_sent", Variable::UpstreamBytesSent),
+    ("ssl_session_id", Variable::Ssl(SslVar::SessionId)),
+    ("ssl_curve", Variable::Ssl(SslVar::Curve)),
+    ("ssl_curves", Variable::Ssl(SslVar::Curves)),
+    ("ssl_client_cert", Variable::Ssl(SslVar::ClientCert)),
+    ("ssl_client_raw_cert", Variable::Ssl(SslVar::ClientRawCert)),
+    (
+        "ssl_client_escaped_cert",
+        Variable::Ssl(SslVar::ClientEscapedCert),
+    ),
+    ("ssl_client_s_dn", Variable::Ssl(SslVar::ClientSDn)),
+    ("ssl_client_i_dn", Variable::Ssl(SslVar::ClientIDn)),
+    ("ssl_ciphers", Variable::Ssl(SslVar::Ciphers)),
+    (
+        "ssl_client_s_dn_legacy",
+        Variable::Ssl(SslVar::ClientSDnLegacy),
+    ),
+    (
+        "ssl_client_i_dn_legacy",
+        Variable::Ssl(SslVar::ClientIDnLegacy),
+    ),
+    ("ssl_client_serial", Variable::Ssl(SslVar::ClientSerial)),
+    (
+        "ssl_client_fingerprint",
+        Variable::Ssl(SslVar::ClientFingerprint),
+    ),
+    ("ssl_client_v_start", Variable::Ssl(SslVar::ClientVStart)),
+    ("ssl_client_v_end", Variable::Ssl(SslVar::ClientVEnd)),
+    ("ssl_client_v_remain", Variable::Ssl(SslVar::ClientVRemain)),
 ];
 
 /// Variable families known by a prefix; the rest of the name is the header, argument or

@@ -426,6 +426,7 @@ pub fn push_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, dash: bool) {
         | Variable::ConnectionsReading
         | Variable::ConnectionsWriting
         | Variable::ConnectionsWaiting => push_connections(out, var, v),
+        Variable::Ssl(s) => crate::vars_tls::push(out, *s, v.tls, empty),
     }
 }
 

@@ -6,10 +6,12 @@
 mod accept;
 mod ciphers;
 mod client;
+pub mod client_cert;
 mod client_verify;
 mod error;
 mod info;
 mod iobuf;
+mod offered;
 mod pem;
 mod records;
 mod server;
