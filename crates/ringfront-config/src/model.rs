@@ -485,6 +485,14 @@ pub enum Variable {
     UpstreamCookie(String),
     /// `$ssl_session_id`, `$ssl_curve(s)` and the `$ssl_client_*` certificate variables.
     Ssl(SslVar),
+    /// `$request_id`: 16 random bytes in hex, one value per request.
+    RequestId,
+    /// `$hostname`: the machine's name, lower-cased.
+    Hostname,
+    /// `$binary_remote_addr`: the client address's 4 or 16 bytes.
+    BinaryRemoteAddr,
+    /// `$upstream_cache_status`: always empty (ringfront has no cache).
+    UpstreamCacheStatus,
 }
 
 /// The TLS variables read from the handshake's facts and the client certificate.

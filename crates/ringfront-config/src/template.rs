@@ -59,6 +59,10 @@ const NAMED: &[(&str, Variable)] = &[
     ("upstream_response_length", Variable::UpstreamResponseLength),
     ("upstream_bytes_received", Variable::UpstreamBytesReceived),
     ("upstream_bytes_sent", Variable::UpstreamBytesSent),
+    ("request_id", Variable::RequestId),
+    ("hostname", Variable::Hostname),
+    ("binary_remote_addr", Variable::BinaryRemoteAddr),
+    ("upstream_cache_status", Variable::UpstreamCacheStatus),
     ("ssl_session_id", Variable::Ssl(SslVar::SessionId)),
     ("ssl_curve", Variable::Ssl(SslVar::Curve)),
     ("ssl_curves", Variable::Ssl(SslVar::Curves)),
@@ -128,12 +132,14 @@ pub struct Uses {
     /// `$sent_http_*`, `$upstream_http_*`, `$upstream_cookie_*`: the response heads are
     /// kept for the logs.
     pub response_heads: bool,
+    /// `$request_id`: each request draws one.
+    pub request_id: bool,
 }
 
 std::thread_local! {
     /// What templates parsed since the last [`take_uses`] read.
     static USES: std::cell::Cell<Uses> = const {
-        std::cell::Cell::new(Uses { request_body: false, response_heads: false })
+        std::cell::Cell::new(Uses { request_body: false, response_heads: false, request_id: false })
     };
 }
 
@@ -148,6 +154,7 @@ fn note_use(var: &Variable) {
         let mut now = u.get();
         match var {
             Variable::RequestBody => now.request_body = true,
+            Variable::RequestId => now.request_id = true,
             Variable::SentHttp(_) | Variable::UpstreamHttp(_) | Variable::UpstreamCookie(_) => {
                 now.response_heads = true
             }

@@ -27,6 +27,7 @@ mod proxy;
 mod quiet;
 mod relay;
 mod req;
+mod request_id;
 mod respond;
 mod response_headers;
 mod rewrite;

@@ -71,6 +71,8 @@ pub struct Req<'a> {
     /// The upstream tries behind an error answered after them (`$upstream_addr` in its
     /// `add_header`s); empty otherwise.
     pub tries: &'a [TryRecord],
+    /// `$request_id`'s bytes (zero unless a template reads it).
+    pub id: [u8; 16],
 }
 
 impl Req<'_> {
@@ -100,6 +102,7 @@ impl Req<'_> {
             opened_ms: self.opened_ms,
             stats: self.stats,
             request_length: self.length,
+            request_id: self.id,
             topo: snap.map(|s| &s.topology),
             maps: snap.map_or(&[], |s| &s.maps),
             splits: snap.map_or(&[], |s| &s.splits),

@@ -301,6 +301,10 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         true => RwState::new(&snap.variables),
         false => RwState::default(),
     };
+    let request_id = match snap.uses.request_id {
+        true => crate::request_id::draw(),
+        false => [0; 16],
+    };
     let (loc, outcome) = {
         let path = request_path(&buf, &head);
         let pre = Req {
@@ -323,6 +327,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
             stats: &w.shared.workers,
             length: head_len as u64,
             tries: &[],
+            id: request_id,
         };
         crate::dispatch::location(w, &snap, chosen, &pre, &mut rw).await
     };
@@ -388,6 +393,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
             _ => consumed as u64,
         },
         tries: &[],
+        id: request_id,
     };
     let cx = Cx {
         w,

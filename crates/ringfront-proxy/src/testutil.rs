@@ -50,5 +50,6 @@ pub fn req<'a>(buf: &'a [u8], head: &'a ringfront_http::RequestHead) -> crate::r
         stats: &[],
         length: 0,
         tries: &[],
+        id: [0; 16],
     }
 }

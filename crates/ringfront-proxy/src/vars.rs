@@ -56,6 +56,8 @@ pub struct Vars<'a> {
     pub stats: &'a [crate::WorkerStats],
     /// `$request_length`: head and body bytes as received.
     pub request_length: u64,
+    /// `$request_id`'s bytes.
+    pub request_id: [u8; 16],
 }
 
 /// `$uri` and `$args` as the rewrite directives left them.
@@ -427,6 +429,17 @@ pub fn push_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, dash: bool) {
         | Variable::ConnectionsWriting
         | Variable::ConnectionsWaiting => push_connections(out, var, v),
         Variable::Ssl(s) => crate::vars_tls::push(out, *s, v.tls, empty),
+        Variable::RequestId => {
+            for b in v.request_id {
+                out.extend_from_slice(format!("{b:02x}").as_bytes());
+            }
+        }
+        Variable::Hostname => out.extend_from_slice(crate::request_id::hostname().as_bytes()),
+        Variable::BinaryRemoteAddr => match v.client.ip() {
+            std::net::IpAddr::V4(a) => out.extend_from_slice(&a.octets()),
+            std::net::IpAddr::V6(a) => out.extend_from_slice(&a.octets()),
+        },
+        Variable::UpstreamCacheStatus => out.extend_from_slice(empty),
     }
 }
 

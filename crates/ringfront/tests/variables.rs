@@ -18,7 +18,7 @@ http {
                  '$content_length|$content_type|$upstream_status|$upstream_response_length|'
                  '$upstream_bytes_received|$upstream_bytes_sent|$upstream_http_x_up|'
                  '$upstream_cookie_sid|$sent_http_cache_control|$sent_http_content_type|'
-                 '$sent_http_x_up|$arg_a';
+                 '$sent_http_x_up|$arg_a|$binary_remote_addr|$upstream_cache_status';
     access_log {LOG} v;
     # ringfront's default is 1.1 (documented); the byte counts compare on nginx's.
     proxy_http_version 1.0;
@@ -80,6 +80,10 @@ http {
         }
         location /conn {
             return 200 "$connections_active $connections_reading $connections_writing $connections_waiting\n";
+        }
+        location /id {
+            add_header X-Id $request_id;
+            return 200 "$request_id $hostname\n";
         }
         location /time {
             add_header X-Time "$connection_requests:$connection_time";
@@ -155,6 +159,7 @@ fn variables_match_nginx() {
     };
     let (n, r, np, rp) = common::nginx_and_ringfront(config);
     let mut answers = Vec::new();
+    let mut hosts = Vec::new();
     for p in [np, rp] {
         let mut c = Client::connect(("127.0.0.1", p));
         let got: Vec<_> = CASES
@@ -163,11 +168,24 @@ fn variables_match_nginx() {
                 seen(&c.request(m, path, fields, body), p, dead, up.port())
             })
             .collect();
+        // `$request_id`: one value per request, in both places; `$hostname` as nginx's.
+        let r = c.request("GET", "/id", &[], b"");
+        let body = String::from_utf8_lossy(&r.body).into_owned();
+        let (id, host) = body.trim_end().split_once(' ').unwrap_or_default();
+        assert_eq!(r.header("X-Id"), Some(id), "{body}");
+        assert!(
+            id.len() == 32
+                && id
+                    .bytes()
+                    .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()),
+            "{id}"
+        );
+        hosts.push(host.to_string());
         // `$connection_time` moves: its shape is checked, then it is left out.
         let t = c.request("GET", "/time", &[], b"");
         let time = t.header("X-Time").unwrap_or_default().to_string();
         let (reqs, secs) = time.split_once(':').unwrap_or_default();
-        assert_eq!(reqs, (CASES.len() + 1).to_string(), "{time}");
+        assert_eq!(reqs, (CASES.len() + 2).to_string(), "{time}");
         let (whole, ms) = secs.split_once('.').unwrap_or_default();
         assert!(
             whole.parse::<u64>().is_ok() && ms.len() == 3 && ms.parse::<u32>().is_ok(),
@@ -175,6 +193,7 @@ fn variables_match_nginx() {
         );
         answers.push(got);
     }
+    assert_eq!(hosts[0], hosts[1]);
     for (i, (a, b)) in answers[0].iter().zip(&answers[1]).enumerate() {
         assert_eq!(a, b, "{:?}", CASES[i]);
     }
