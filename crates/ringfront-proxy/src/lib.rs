@@ -55,6 +55,7 @@ mod upstream;
 mod upstream_request;
 mod upstream_tls;
 mod vars;
+mod vars_cookie;
 mod vars_response;
 mod vars_tls;
 mod wake;

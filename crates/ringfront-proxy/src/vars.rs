@@ -145,16 +145,48 @@ fn push_opt_time(out: &mut Vec<u8>, d: Option<Duration>) {
     }
 }
 
-fn header_named<'a>(v: &Vars<'a>, name: &str) -> Option<&'a [u8]> {
-    v.head.headers.iter().find_map(|h| {
-        let n = h.name.get(v.buf);
+/// The request's fields a variable name names (`x_forwarded_for` is `X-Forwarded-For`).
+fn headers_named<'a, 'n>(v: &Vars<'a>, name: &'n str) -> impl Iterator<Item = &'a [u8]> + 'n
+where
+    'a: 'n,
+{
+    let buf = v.buf;
+    v.head.headers.iter().filter_map(move |h| {
+        let n = h.name.get(buf);
         let same = n.len() == name.len()
             && n.iter().zip(name.bytes()).all(|(&a, b)| {
                 let a = a.to_ascii_lowercase();
                 a == b || (a == b'-' && b == b'_')
             });
-        same.then(|| h.value.get(v.buf))
+        same.then(|| h.value.get(buf))
     })
+}
+
+fn header_named<'a>(v: &Vars<'a>, name: &str) -> Option<&'a [u8]> {
+    headers_named(v, name).next()
+}
+
+/// `$http_NAME`: the first such field; all of them for `Cookie` (joined by `; `) and
+/// `X-Forwarded-For` (by `, `), as nginx 1.22.
+fn push_http(out: &mut Vec<u8>, v: &Vars<'_>, name: &str, empty: &[u8]) {
+    let sep: &[u8] = match name {
+        "cookie" => b"; ",
+        "x_forwarded_for" => b", ",
+        _ => {
+            out.extend_from_slice(header_named(v, name).unwrap_or(empty));
+            return;
+        }
+    };
+    let mark = out.len();
+    for (i, value) in headers_named(v, name).enumerate() {
+        if i > 0 {
+            out.extend_from_slice(sep);
+        }
+        out.extend_from_slice(value);
+    }
+    if out.len() == mark {
+        out.extend_from_slice(empty);
+    }
 }
 
 /// The deepest chain of maps evaluated (nginx reports a cycle; ringfront gives "").
@@ -380,7 +412,7 @@ pub fn push_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, dash: bool) {
         Variable::ConnectionRequests => push_num(out, v.conn_requests),
         Variable::ProxyHost => out.extend_from_slice(v.proxy_host.as_bytes()),
         Variable::ProxyAddXForwardedFor => {
-            if let Some(xff) = header_named(v, "x_forwarded_for") {
+            for xff in headers_named(v, "x_forwarded_for") {
                 out.extend_from_slice(xff);
                 out.extend_from_slice(b", ");
             }
@@ -394,15 +426,9 @@ pub fn push_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, dash: bool) {
         | Variable::UpstreamResponseLength
         | Variable::UpstreamBytesReceived
         | Variable::UpstreamBytesSent => push_upstream_var(out, var, v),
-        Variable::Http(name) => out.extend_from_slice(header_named(v, name).unwrap_or(empty)),
+        Variable::Http(name) => push_http(out, v, name, empty),
         Variable::Cookie(name) => {
-            let val = header_named(v, "cookie").and_then(|c| {
-                c.split(|&b| b == b';').find_map(|kv| {
-                    let kv = kv.trim_ascii_start();
-                    let i = kv.iter().position(|&b| b == b'=')?;
-                    (kv[..i] == *name.as_bytes()).then_some(&kv[i + 1..])
-                })
-            });
+            let val = headers_named(v, "cookie").find_map(|c| crate::vars_cookie::find(c, name));
             out.extend_from_slice(val.unwrap_or(empty));
         }
         Variable::SentHttp(_) | Variable::UpstreamHttp(_) | Variable::UpstreamCookie(_) => {

@@ -81,6 +81,9 @@ http {
         location /conn {
             return 200 "$connections_active $connections_reading $connections_writing $connections_waiting\n";
         }
+        location /hdr {
+            return 200 "$http_cookie|$cookie_b|$cookie_A|$cookie_c|$http_x_forwarded_for|$proxy_add_x_forwarded_for\n";
+        }
         location /id {
             add_header X-Id $request_id;
             return 200 "$request_id $hostname\n";
@@ -121,6 +124,17 @@ const CASES: &[Case] = &[
     ("GET", "/cc", &[], b""),
     ("GET", "/m1", &[], b""),
     ("GET", "/conn", &[], b""),
+    (
+        "GET",
+        "/hdr",
+        &[
+            ("Cookie", "a=1; B = 2 ;x"),
+            ("X-Forwarded-For", "10.0.0.1"),
+            ("Cookie", "c=3,d=4"),
+            ("X-Forwarded-For", "10.0.0.2"),
+        ],
+        b"",
+    ),
 ];
 
 /// What is compared of one response: the status, the `X-*` fields (sorted) and the body.
@@ -229,6 +243,10 @@ fn variables_match_nginx() {
     );
     assert_eq!(nginx[8].2, "first first|first other\n");
     assert_eq!(nginx[9].2, "1 0 1 0\n");
+    assert_eq!(
+        nginx[10].2,
+        "a=1; B = 2 ;x; c=3,d=4|2 |1|3,d=4|10.0.0.1, 10.0.0.2|10.0.0.1, 10.0.0.2, 127.0.0.1\n"
+    );
 
     drop(n);
     r.signal(ringfront_testkit::SIGQUIT);
