@@ -34,6 +34,7 @@ pub(crate) struct HttpRaw {
     pub variable_set: Vec<bool>,
     /// Some template uses `$1`..`$9`.
     pub captures: bool,
+    pub uses: crate::template::Uses,
 }
 
 impl HttpRaw {
@@ -51,6 +52,7 @@ impl HttpRaw {
             variables: Vec::new(),
             variable_set: Vec::new(),
             captures: false,
+            uses: crate::template::Uses::default(),
         }
     }
 }
@@ -69,6 +71,7 @@ pub(crate) fn http_block(d: &Directive, env: &Env<'_>) -> Result<HttpRaw, Config
     http.variable_set = http.variables.iter().map(|v| set.contains(v)).collect();
     let _vars = crate::template::with_custom(custom);
     crate::template::take_captures_used();
+    crate::template::take_uses();
     for_each(d.children(), HTTP, |c| {
         match c.name.as_str() {
             "map" => http.maps.push(crate::map::map_block(c)?),
@@ -117,5 +120,6 @@ pub(crate) fn http_block(d: &Directive, env: &Env<'_>) -> Result<HttpRaw, Config
         Ok(())
     })?;
     http.captures = crate::template::take_captures_used();
+    http.uses = crate::template::take_uses();
     Ok(http)
 }

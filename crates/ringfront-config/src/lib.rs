@@ -91,7 +91,7 @@ pub use options::LoadOptions;
 pub use rewrite_model::*;
 pub use ssl_model::*;
 pub use table::NOOP_DIRECTIVES;
-pub use template::{parse_template, variable};
+pub use template::{parse_template, variable, Uses};
 pub use units::{parse_size, parse_time};
 
 /// Loads the configuration at `path` from this machine: its files, its resolver, and its

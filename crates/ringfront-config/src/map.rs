@@ -18,6 +18,7 @@ pub(crate) fn map_block(d: &Directive) -> Result<MapBlock, ConfigError> {
         source: template(d, d.arg(0))?,
         default: Template::default(),
         hostnames: false,
+        volatile: false,
         entries: Vec::new(),
     };
     let mut default_seen = false;
@@ -30,7 +31,7 @@ pub(crate) fn map_block(d: &Directive) -> Result<MapBlock, ConfigError> {
         };
         match c.name.as_str() {
             "hostnames" if c.args.is_empty() => m.hostnames = true,
-            "volatile" if c.args.is_empty() => {}
+            "volatile" if c.args.is_empty() => m.volatile = true,
             "default" => {
                 if std::mem::replace(&mut default_seen, true) {
                     return Err(err(c, "duplicate default map parameter"));

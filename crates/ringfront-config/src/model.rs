@@ -86,6 +86,8 @@ pub struct HttpConf {
     pub variable_set: Vec<bool>,
     /// Some template uses `$1`..`$9` (so regex locations keep their captures).
     pub captures: bool,
+    /// What templates read that costs to keep (the body, response heads).
+    pub uses: crate::template::Uses,
 }
 
 #[derive(Debug, Clone)]
@@ -474,6 +476,59 @@ pub enum Variable {
     SslCipher,
     SslSessionReused,
     SslClientVerify,
+    /// `$request_body`: the body read (ringfront holds every body in memory).
+    RequestBody,
+    /// `$request_body_file`: always empty (ringfront writes no body to a file).
+    RequestBodyFile,
+    /// `$content_length`, `$content_type`: the request's fields.
+    ContentLength,
+    ContentType,
+    /// `$connection_time`: seconds (with milliseconds) since the connection was accepted.
+    ConnectionTime,
+    /// `$connections_active` and friends: stub_status's counters.
+    ConnectionsActive,
+    ConnectionsReading,
+    ConnectionsWriting,
+    ConnectionsWaiting,
+    /// `$upstream_response_length`: body bytes of each try's response.
+    UpstreamResponseLength,
+    /// `$upstream_bytes_received`, `$upstream_bytes_sent`: bytes read from / written to each
+    /// try's connection.
+    UpstreamBytesReceived,
+    UpstreamBytesSent,
+    /// `$upstream_cookie_NAME`: cookie NAME of the upstream response's `Set-Cookie`s.
+    UpstreamCookie(String),
+    /// `$ssl_session_id`, `$ssl_curve(s)` and the `$ssl_client_*` certificate variables.
+    Ssl(SslVar),
+    /// `$request_id`: 16 random bytes in hex, one value per request.
+    RequestId,
+    /// `$hostname`: the machine's name, lower-cased.
+    Hostname,
+    /// `$binary_remote_addr`: the client address's 4 or 16 bytes.
+    BinaryRemoteAddr,
+    /// `$upstream_cache_status`: always empty (ringfront has no cache).
+    UpstreamCacheStatus,
+}
+
+/// The TLS variables read from the handshake's facts and the client certificate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SslVar {
+    SessionId,
+    Curve,
+    Curves,
+    ClientCert,
+    ClientRawCert,
+    ClientEscapedCert,
+    Ciphers,
+    ClientSDn,
+    ClientIDn,
+    ClientSDnLegacy,
+    ClientIDnLegacy,
+    ClientSerial,
+    ClientFingerprint,
+    ClientVStart,
+    ClientVEnd,
+    ClientVRemain,
 }
 
 /// One `map` block.
@@ -484,6 +539,8 @@ pub struct MapBlock {
     pub source: Template,
     pub default: Template,
     pub hostnames: bool,
+    /// `volatile`: evaluated at each use; otherwise a request keeps its first value.
+    pub volatile: bool,
     /// In the order written (the first matching regex wins).
     pub entries: Vec<(MapKey, Template)>,
 }
@@ -690,6 +747,9 @@ pub struct LocationSettings {
     pub proxy_pass_request_headers: bool,
     /// `proxy_pass_request_body` (default on): the client's body is passed.
     pub proxy_pass_request_body: bool,
+    /// `client_body_in_file_only on|clean`: nginx keeps the body in a file, so
+    /// `$request_body` is empty (ringfront writes no file).
+    pub client_body_in_file_only: bool,
     /// `proxy_set_body`: the body sent upstream instead of the client's.
     pub proxy_set_body: Option<Template>,
     /// "1.0" or "1.1"; ringfront's default is 1.1 (upstream keepalive on by default).

@@ -413,5 +413,6 @@ pub(crate) fn finish_http(raw: HttpRaw, env: &Env<'_>) -> Result<HttpConf, Confi
         variables: raw.variables,
         variable_set: raw.variable_set,
         captures: raw.captures,
+        uses: raw.uses,
     })
 }

@@ -39,6 +39,7 @@ pub(crate) struct Level {
     pub proxy_bind: Option<Option<crate::model::ProxyBind>>,
     pub proxy_pass_request_headers: Option<bool>,
     pub proxy_pass_request_body: Option<bool>,
+    pub client_body_in_file_only: Option<bool>,
     pub proxy_set_body: Option<Template>,
     pub proxy_connect_timeout: Option<Duration>,
     pub proxy_read_timeout: Option<Duration>,
@@ -89,6 +90,7 @@ impl Default for LocationSettings {
             proxy_bind: None,
             proxy_pass_request_headers: true,
             proxy_pass_request_body: true,
+            client_body_in_file_only: false,
             proxy_set_body: None,
             proxy_connect_timeout: MINUTE,
             proxy_read_timeout: MINUTE,
@@ -145,6 +147,10 @@ impl Level {
             proxy_pass_request_body: pick(
                 &self.proxy_pass_request_body,
                 &outer.proxy_pass_request_body,
+            ),
+            client_body_in_file_only: pick(
+                &self.client_body_in_file_only,
+                &outer.client_body_in_file_only,
             ),
             proxy_set_body: pick(&self.proxy_set_body, &outer.proxy_set_body),
             proxy_connect_timeout: pick(&self.proxy_connect_timeout, &outer.proxy_connect_timeout),
@@ -207,6 +213,9 @@ impl Level {
             proxy_pass_request_body: self
                 .proxy_pass_request_body
                 .unwrap_or(d.proxy_pass_request_body),
+            client_body_in_file_only: self
+                .client_body_in_file_only
+                .unwrap_or(d.client_body_in_file_only),
             proxy_set_body: self.proxy_set_body.or(d.proxy_set_body),
             proxy_connect_timeout: self
                 .proxy_connect_timeout

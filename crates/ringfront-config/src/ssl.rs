@@ -269,7 +269,10 @@ impl SslLevel {
             });
         }
         let verify_client = self.verify_client.clone();
-        if let Some((v, origin)) = &verify_client {
+        // As nginx, a server with no certificate of its own (and no `ssl_reject_handshake`)
+        // has no TLS context to check: its handshakes are the default server's.
+        let has_context = !certificates.is_empty() || self.reject_handshake == Some(true);
+        if let (Some((v, origin)), true) = (&verify_client, has_context) {
             let needs_ca = matches!(v, VerifyClient::On | VerifyClient::Optional);
             if needs_ca && self.client_certificate.is_none() && self.trusted_certificate.is_none() {
                 return Err(ConfigError::at(
@@ -484,6 +487,12 @@ mod tests {
         l.apply(&dir("ssl_verify_client", &["on"]), prefix).unwrap();
         let e = l.clone().finish().unwrap_err().to_string();
         assert!(e.contains("no ssl_client_certificate for ssl_verify_client"));
+        // Without a certificate of its own the server has no TLS context: nginx checks
+        // nothing (its handshakes are the default server's).
+        let mut bare = SslLevel::default();
+        bare.apply(&dir("ssl_verify_client", &["on"]), prefix)
+            .unwrap();
+        assert!(bare.finish().is_ok());
         let mut p = ProxySslLevel::default();
         p.apply(&dir("proxy_ssl_verify", &["on"]), prefix).unwrap();
         assert!(p.clone().finish(false).is_ok(), "checked only for https");

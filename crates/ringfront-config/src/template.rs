@@ -2,7 +2,7 @@
 //! [`Variable`]s with nginx's rules (`ngx_http_script_compile`): `$name` or `${name}`, names of
 //! `[A-Za-z0-9_]`, case-insensitive; an unknown name is an error (`unknown "foo" variable`).
 
-use crate::model::{Template, TemplatePart, Variable};
+use crate::model::{SslVar, Template, TemplatePart, Variable};
 
 /// Variables known by their whole (lower-cased) name.
 const NAMED: &[(&str, Variable)] = &[
@@ -48,6 +48,50 @@ const NAMED: &[(&str, Variable)] = &[
     ("ssl_cipher", Variable::SslCipher),
     ("ssl_session_reused", Variable::SslSessionReused),
     ("ssl_client_verify", Variable::SslClientVerify),
+    ("request_body", Variable::RequestBody),
+    ("request_body_file", Variable::RequestBodyFile),
+    ("content_length", Variable::ContentLength),
+    ("content_type", Variable::ContentType),
+    ("connection_time", Variable::ConnectionTime),
+    ("connections_active", Variable::ConnectionsActive),
+    ("connections_reading", Variable::ConnectionsReading),
+    ("connections_writing", Variable::ConnectionsWriting),
+    ("connections_waiting", Variable::ConnectionsWaiting),
+    ("upstream_response_length", Variable::UpstreamResponseLength),
+    ("upstream_bytes_received", Variable::UpstreamBytesReceived),
+    ("upstream_bytes_sent", Variable::UpstreamBytesSent),
+    ("request_id", Variable::RequestId),
+    ("hostname", Variable::Hostname),
+    ("binary_remote_addr", Variable::BinaryRemoteAddr),
+    ("upstream_cache_status", Variable::UpstreamCacheStatus),
+    ("ssl_session_id", Variable::Ssl(SslVar::SessionId)),
+    ("ssl_curve", Variable::Ssl(SslVar::Curve)),
+    ("ssl_curves", Variable::Ssl(SslVar::Curves)),
+    ("ssl_client_cert", Variable::Ssl(SslVar::ClientCert)),
+    ("ssl_client_raw_cert", Variable::Ssl(SslVar::ClientRawCert)),
+    (
+        "ssl_client_escaped_cert",
+        Variable::Ssl(SslVar::ClientEscapedCert),
+    ),
+    ("ssl_client_s_dn", Variable::Ssl(SslVar::ClientSDn)),
+    ("ssl_client_i_dn", Variable::Ssl(SslVar::ClientIDn)),
+    ("ssl_ciphers", Variable::Ssl(SslVar::Ciphers)),
+    (
+        "ssl_client_s_dn_legacy",
+        Variable::Ssl(SslVar::ClientSDnLegacy),
+    ),
+    (
+        "ssl_client_i_dn_legacy",
+        Variable::Ssl(SslVar::ClientIDnLegacy),
+    ),
+    ("ssl_client_serial", Variable::Ssl(SslVar::ClientSerial)),
+    (
+        "ssl_client_fingerprint",
+        Variable::Ssl(SslVar::ClientFingerprint),
+    ),
+    ("ssl_client_v_start", Variable::Ssl(SslVar::ClientVStart)),
+    ("ssl_client_v_end", Variable::Ssl(SslVar::ClientVEnd)),
+    ("ssl_client_v_remain", Variable::Ssl(SslVar::ClientVRemain)),
 ];
 
 /// Variable families known by a prefix; the rest of the name is the header, argument or
@@ -58,6 +102,7 @@ const PREFIXED: &[(&str, MakeVariable)] = &[
     ("http_", Variable::Http),
     ("sent_http_", Variable::SentHttp),
     ("upstream_http_", Variable::UpstreamHttp),
+    ("upstream_cookie_", Variable::UpstreamCookie),
     ("cookie_", Variable::Cookie),
     ("arg_", Variable::Arg),
 ];
@@ -77,6 +122,47 @@ std::thread_local! {
 /// Whether templates parsed since the last call use regex captures; resets the flag.
 pub(crate) fn take_captures_used() -> bool {
     CAPTURES_USED.with(|c| c.replace(false))
+}
+
+/// Variables whose values cost something to keep on every request, so requests keep them
+/// only when some template reads them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Uses {
+    /// `$request_body`: the body is kept for the logs and response headers.
+    pub request_body: bool,
+    /// `$sent_http_*`, `$upstream_http_*`, `$upstream_cookie_*`: the response heads are
+    /// kept for the logs.
+    pub response_heads: bool,
+    /// `$request_id`: each request draws one.
+    pub request_id: bool,
+}
+
+std::thread_local! {
+    /// What templates parsed since the last [`take_uses`] read.
+    static USES: std::cell::Cell<Uses> = const {
+        std::cell::Cell::new(Uses { request_body: false, response_heads: false, request_id: false })
+    };
+}
+
+/// What templates parsed since the last call use; resets it.
+pub(crate) fn take_uses() -> Uses {
+    USES.with(|u| u.replace(Uses::default()))
+}
+
+/// Notes a variable that [`Uses`] tracks.
+fn note_use(var: &Variable) {
+    USES.with(|u| {
+        let mut now = u.get();
+        match var {
+            Variable::RequestBody => now.request_body = true,
+            Variable::RequestId => now.request_id = true,
+            Variable::SentHttp(_) | Variable::UpstreamHttp(_) | Variable::UpstreamCookie(_) => {
+                now.response_heads = true
+            }
+            _ => return,
+        }
+        u.set(now);
+    });
 }
 
 /// Makes the variables `vars` known to templates until the guard is dropped.
@@ -111,9 +197,10 @@ pub fn variable(name: &str) -> Option<Variable> {
     if custom.is_some() {
         return custom;
     }
+    // An empty rest is a name too (`$arg_`): it finds nothing, as in nginx.
     PREFIXED.iter().find_map(|(prefix, make)| {
         let rest = lower.strip_prefix(prefix)?;
-        (!rest.is_empty()).then(|| make(rest.to_string()))
+        Some(make(rest.to_string()))
     })
 }
 
@@ -158,6 +245,7 @@ pub fn parse_template(text: &str) -> Result<Template, String> {
         }
         let var = variable(name)
             .ok_or_else(|| format!("unknown \"{}\" variable", name.to_ascii_lowercase()))?;
+        note_use(&var);
         if !literal.is_empty() {
             parts.push(TemplatePart::Literal(std::mem::take(&mut literal)));
         }
@@ -242,9 +330,10 @@ mod tests {
             parse_template("$foo").unwrap_err(),
             "unknown \"foo\" variable"
         );
+        assert_eq!(parts("$http_"), vec![Var(Variable::Http(String::new()))]);
         assert_eq!(
-            parse_template("$http_").unwrap_err(),
-            "unknown \"http_\" variable"
+            parse_template("$http").unwrap_err(),
+            "unknown \"http\" variable"
         );
         assert_eq!(
             parse_template("a $ b").unwrap_err(),

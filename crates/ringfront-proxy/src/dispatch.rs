@@ -74,6 +74,10 @@ async fn send(
     out: Vec<u8>,
     made: Reply,
 ) -> (Reply, Option<ClientStream>) {
+    let mut made = made;
+    if cx.snap.uses.response_heads {
+        made.sent_head = crate::vars_response::head_of(&out).to_vec();
+    }
     let (r, o) = write_all(&mut stream, out, cx.settings().send_timeout).await;
     cx.w.give_buf(o);
     let reusable = made.reusable && r.is_ok();
@@ -124,7 +128,10 @@ pub(crate) async fn answer(
             },
         },
     };
-    let reply = local::error(&mut stream, &mut out, cx, local).await;
+    let mut reply = local::error(&mut stream, &mut out, cx, local).await;
+    if cx.snap.uses.response_heads {
+        reply.sent_head = crate::vars_response::head_of(&out).to_vec();
+    }
     w.give_buf(out);
     (reply, Some(stream))
 }

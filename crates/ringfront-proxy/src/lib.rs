@@ -35,6 +35,7 @@ mod proxy;
 mod quiet;
 mod relay;
 mod req;
+mod request_id;
 mod respond;
 mod response_headers;
 mod retire;
@@ -63,6 +64,9 @@ mod upstream;
 mod upstream_request;
 mod upstream_tls;
 mod vars;
+mod vars_cookie;
+mod vars_response;
+mod vars_tls;
 mod wake;
 mod worker;
 

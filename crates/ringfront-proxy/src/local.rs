@@ -150,8 +150,9 @@ pub fn stub_status(out: &mut Vec<u8>, cx: &Cx<'_>) -> Reply {
     Reply::new(200, n, out.len() as u64, req.keep_alive)
 }
 
-/// The page's text, byte for byte as nginx writes it (trailing spaces included).
-fn stub_status_text(workers: &[crate::WorkerStats]) -> String {
+/// stub_status's connection counts, all workers together: active, reading, writing and
+/// waiting (also `$connections_active` and friends).
+pub(crate) fn connection_counts(workers: &[crate::WorkerStats]) -> [u64; 4] {
     use std::sync::atomic::Ordering::Relaxed;
     let sum = |f: fn(&crate::WorkerStats) -> u64| workers.iter().map(f).sum::<u64>();
     let active = sum(|w| w.connections.load(Relaxed));
@@ -159,6 +160,14 @@ fn stub_status_text(workers: &[crate::WorkerStats]) -> String {
     let busy = sum(|w| w.busy.load(Relaxed));
     let writing = busy.saturating_sub(reading);
     let waiting = active.saturating_sub(reading + writing);
+    [active, reading, writing, waiting]
+}
+
+/// The page's text, byte for byte as nginx writes it (trailing spaces included).
+fn stub_status_text(workers: &[crate::WorkerStats]) -> String {
+    use std::sync::atomic::Ordering::Relaxed;
+    let sum = |f: fn(&crate::WorkerStats) -> u64| workers.iter().map(f).sum::<u64>();
+    let [active, reading, writing, waiting] = connection_counts(workers);
     format!(
         "Active connections: {active} \nserver accepts handled requests\n {} {} {} \nReading: {reading} Writing: {writing} Waiting: {waiting} \n",
         sum(|w| w.accepted.load(Relaxed)),

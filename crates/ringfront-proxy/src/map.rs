@@ -19,6 +19,8 @@ pub struct MapRt {
     pub source: Template,
     default: Template,
     hostnames: bool,
+    /// `volatile`: not kept per request (nginx caches other maps' values).
+    pub volatile: bool,
     exact: HashMap<Vec<u8>, Template>,
     /// (name, value, also the name itself): `*.name` / `.name`.
     domains: Vec<(Vec<u8>, Template, bool)>,
@@ -36,6 +38,7 @@ impl MapRt {
             source: m.source.clone(),
             default: m.default.clone(),
             hostnames: m.hostnames,
+            volatile: m.volatile,
             exact: HashMap::new(),
             domains: Vec::new(),
             prefixes: Vec::new(),
@@ -135,6 +138,7 @@ mod tests {
             source: lit("$host"),
             default: lit("default"),
             hostnames: true,
+            volatile: false,
             entries: vec![
                 (
                     MapKey::Regex {

@@ -17,12 +17,12 @@ use ringfront_upstream::{Board, RequestKey, Topology, UpstreamId, CHECKING, UP};
 use crate::clock::mono;
 use crate::health;
 use crate::relay::{Relay, Relayed};
-use crate::req::{Cx, Reply};
+use crate::req::{Cx, Reply, Req};
 use crate::snapshot::GroupConf;
 use crate::upstream::{self, Conn, Target};
 use crate::upstream_request::{self, Request};
-use crate::vars;
 use crate::worker::PeerState;
+use crate::{vars, vars_response};
 
 fn next_upstream(n: &ringfront_config::NextUpstream) -> NextUpstream {
     NextUpstream {
@@ -68,6 +68,9 @@ struct Io {
     relayed: Option<Reply>,
     /// `proxy_pass https://`: this request's handshake settings (evaluated once).
     tls: Option<crate::upstream_tls::Handshake>,
+    /// The relayed response's head length and body bytes read, for the try's record.
+    head_len: u64,
+    body_read: u64,
 }
 
 /// The group a request is proxied to and the state it is chosen in: one of the snapshot's,
@@ -167,6 +170,8 @@ pub async fn run_in(
         out,
         client: Some(client),
         relayed: None,
+        head_len: 0,
+        body_read: 0,
     };
     let mut step = ex.start(mono());
     loop {
@@ -177,7 +182,7 @@ pub async fn run_in(
             Action::Connect(peer) => connect(cx, g, peer, &mut io).await,
             Action::Send => send(cx, &mut io).await,
             Action::ReadHead => read_head(cx, &mut io).await,
-            Action::Relay => relay(cx, g.topo, &mut io).await,
+            Action::Relay => relay(cx, g.topo, &mut io, ex.tries()).await,
             Action::NoLive => {
                 let name = g.topo.upstreams.get(up).map_or("", |u| u.name.as_str());
                 cx.log(
@@ -190,7 +195,25 @@ pub async fn run_in(
             Action::Respond(status) => return finish_error(cx, g, status, io, ex).await,
             Action::Finish { pool } => return finish(cx, g, pool, io, ex),
         };
+        count_bytes(&mut ex, &step.action, &ev, &io);
         step = ex.on(ev, mono());
+    }
+}
+
+/// `$upstream_bytes_sent`, `$upstream_bytes_received` and `$upstream_response_length` of
+/// the current try, as its steps succeed.
+fn count_bytes(ex: &mut Exchange<'_>, action: &Action, ev: &Event, io: &Io) {
+    let Some(t) = ex.current_try() else {
+        return;
+    };
+    match (action, ev) {
+        (Action::Send, Event::Sent) => t.bytes_sent = io.request.0.len() as u64,
+        (Action::ReadHead, Event::Head(_)) => t.bytes_received = io.rbuf.len() as u64,
+        (Action::Relay, _) => {
+            t.response_length = io.body_read;
+            t.bytes_received = io.head_len + io.body_read;
+        }
+        _ => {}
     }
 }
 
@@ -261,7 +284,7 @@ async fn read_head(cx: &Cx<'_>, io: &mut Io) -> Event {
     }
 }
 
-async fn relay(cx: &Cx<'_>, topo: &Topology, io: &mut Io) -> Event {
+async fn relay(cx: &Cx<'_>, topo: &Topology, io: &mut Io, tries: &[TryRecord]) -> Event {
     let (Some(conn), Some(head), Some(client)) = (io.conn.take(), io.head.take(), io.client.take())
     else {
         return Event::Relayed {
@@ -280,7 +303,9 @@ async fn relay(cx: &Cx<'_>, topo: &Topology, io: &mut Io) -> Event {
         peer: name,
         uri: &uri,
         head: &head,
+        tries,
     };
+    io.head_len = head.head_len as u64;
     let rbuf = std::mem::take(&mut io.rbuf);
     let out = std::mem::take(&mut io.out);
     let (requests, reused, tag, born) = (conn.requests, conn.reused, conn.tag, conn.born);
@@ -290,7 +315,9 @@ async fn relay(cx: &Cx<'_>, topo: &Topology, io: &mut Io) -> Event {
         client,
         upstream,
         bufs: [rbuf, out],
+        body_read,
     } = relay.run(rbuf, conn.stream, client, out).await;
+    io.body_read = body_read;
     io.rbuf = rbuf;
     io.out = out;
     io.client = client;
@@ -451,7 +478,16 @@ async fn respond_error(
     mut out: Vec<u8>,
     tries: Vec<TryRecord>,
 ) -> (Reply, Option<ClientStream>) {
-    let mut reply = crate::local::error(&mut client, &mut out, cx, status).await;
+    // The error page's `add_header`s see the tries (`$upstream_addr`), as nginx's.
+    let req = Req {
+        tries: &tries,
+        ..*cx.req
+    };
+    let with_tries = Cx { req: &req, ..*cx };
+    let mut reply = crate::local::error(&mut client, &mut out, &with_tries, status).await;
+    if cx.snap.uses.response_heads {
+        reply.sent_head = vars_response::head_of(&out).to_vec();
+    }
     cx.w.give_buf(out);
     reply.tries = tries;
     (reply, Some(client))

@@ -24,6 +24,8 @@ pub struct Relay<'a> {
     pub peer: &'a str,
     pub uri: &'a str,
     pub head: &'a ResponseHead,
+    /// The tries so far (this one last), for `$upstream_*` in `add_header`.
+    pub tries: &'a [ringfront_upstream::exchange::TryRecord],
 }
 
 /// What relaying produced.
@@ -36,6 +38,8 @@ pub struct Relayed {
     /// The upstream connection, unless it went into a tunnel.
     pub upstream: Option<UpstreamStream>,
     pub bufs: [Vec<u8>; 2],
+    /// Body bytes read from the upstream (`$upstream_response_length`).
+    pub body_read: u64,
 }
 
 enum Mode {
@@ -55,6 +59,8 @@ struct End {
     client_ok: bool,
     failure: Option<Failure>,
     body_sent: u64,
+    /// Body bytes read from the upstream.
+    read: u64,
 }
 
 impl Relay<'_> {
@@ -121,7 +127,10 @@ impl Relay<'_> {
             mode = Mode::Dechunk(dec.clone());
         }
         out.clear();
-        let mut decor = Decor::new(s, Some(req)).with_snap(self.cx.snap);
+        let upstream_head = rbuf.get(..self.head.head_len).unwrap_or_default();
+        let mut decor = Decor::new(s, Some(req))
+            .with_snap(self.cx.snap)
+            .with_upstream(self.tries, upstream_head);
         // `expires modified` counts from the upstream's `Last-Modified`, as nginx.
         if let Some(t) = self
             .head
@@ -142,7 +151,11 @@ impl Relay<'_> {
         ) as u64;
         // Body bytes that came with the head.
         let initial = rbuf.get(self.head.head_len..).unwrap_or(&[]);
-        let mut end = End::default();
+        let mut end = End {
+            read: initial.len() as u64,
+            ..End::default()
+        };
+        let heads = self.kept_heads(&rbuf, &out, head_bytes);
         match consume(&mut mode, initial, &mut out, &mut end.extra) {
             Ok(done) => end.complete = done,
             Err(bad) => end.failure = Some(bad),
@@ -155,7 +168,7 @@ impl Relay<'_> {
         out = o;
         if let Err(e) = r {
             self.log_client_error(&e);
-            return self.done(end, head_bytes, None, Some(upstream), [rbuf, out]);
+            return self.done(end, head_bytes, None, Some(upstream), [rbuf, out], heads);
         }
         end.client_ok = true;
         if upgrade {
@@ -169,7 +182,7 @@ impl Relay<'_> {
             )
             .await;
             end.complete = true;
-            return self.done(end, head_bytes, None, None, [rbuf, out]);
+            return self.done(end, head_bytes, None, None, [rbuf, out], heads);
         }
         let mut upstream = upstream;
         let mut bufs = [rbuf, out];
@@ -190,7 +203,7 @@ impl Relay<'_> {
         let ok = end.complete && end.client_ok && end.failure.is_none();
         let client = ok.then_some(client);
         let reply_keep = keep;
-        let mut r = self.done(end, head_bytes, client, Some(upstream), bufs);
+        let mut r = self.done(end, head_bytes, client, Some(upstream), bufs, heads);
         r.reply.reusable = reply_keep && r.client.is_some();
         r
     }
@@ -224,7 +237,7 @@ impl Relay<'_> {
                     end.failure = Some(Failure::new(Phase::ReadBody, Cause::TimedOut))
                 }
                 Err(IoFail::Io(e)) => end.failure = Some(Failure::io(Phase::ReadBody, &e)),
-                Ok(_) => {}
+                Ok(n) => end.read += n as u64,
             }
             if end.failure.is_some() {
                 return;
@@ -263,6 +276,17 @@ impl Relay<'_> {
         }
     }
 
+    /// The upstream's head and the one sent, for `$upstream_http_*` and `$sent_http_*` in
+    /// logs: copied only when a template reads them.
+    fn kept_heads(&self, rbuf: &[u8], out: &[u8], head_bytes: u64) -> [Vec<u8>; 2] {
+        if !self.cx.snap.uses.response_heads {
+            return [Vec::new(), Vec::new()];
+        }
+        let sent = out.get(..head_bytes as usize).unwrap_or_default();
+        let got = rbuf.get(..self.head.head_len).unwrap_or_default();
+        [got.to_vec(), sent.to_vec()]
+    }
+
     fn done(
         &self,
         end: End,
@@ -270,6 +294,7 @@ impl Relay<'_> {
         client: Option<ClientStream>,
         upstream: Option<UpstreamStream>,
         bufs: [Vec<u8>; 2],
+        [upstream_head, sent_head]: [Vec<u8>; 2],
     ) -> Relayed {
         let event = match end.failure {
             Some(f) => Event::Failed(f),
@@ -278,17 +303,21 @@ impl Relay<'_> {
                 clean: !end.extra,
             },
         };
+        let mut reply = Reply::new(
+            self.head.status,
+            end.body_sent,
+            head_bytes + end.body_sent,
+            false,
+        );
+        reply.upstream_head = upstream_head;
+        reply.sent_head = sent_head;
         Relayed {
             event,
-            reply: Reply::new(
-                self.head.status,
-                end.body_sent,
-                head_bytes + end.body_sent,
-                false,
-            ),
+            reply,
             client,
             upstream,
             bufs,
+            body_read: end.read,
         }
     }
 }

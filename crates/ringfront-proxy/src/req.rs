@@ -18,6 +18,10 @@ pub struct Reply {
     /// The client connection may serve another request.
     pub reusable: bool,
     pub tries: Vec<TryRecord>,
+    /// The relayed upstream response's head and the head sent to the client, kept (raw)
+    /// for `$upstream_http_*` and `$sent_http_*` in logs only when a template reads them.
+    pub upstream_head: Vec<u8>,
+    pub sent_head: Vec<u8>,
 }
 
 impl Reply {
@@ -28,6 +32,8 @@ impl Reply {
             bytes_sent,
             reusable,
             tries: Vec::new(),
+            upstream_head: Vec::new(),
+            sent_head: Vec::new(),
         }
     }
 }
@@ -54,6 +60,19 @@ pub struct Req<'a> {
     pub tls: Option<&'a ringfront_tls::Info>,
     /// What the rewrite directives changed; `None` when the configuration has none.
     pub rw: Option<&'a crate::rewrite_state::RwState>,
+    /// The request body for `$request_body`: empty unless a template reads it.
+    pub body: &'a [u8],
+    /// When the connection was accepted (`clock::now_ms`), for `$connection_time`.
+    pub opened_ms: u64,
+    /// The workers' counters, for `$connections_*`.
+    pub stats: &'a [crate::WorkerStats],
+    /// `$request_length`: the bytes of the request, head and body as they came.
+    pub length: u64,
+    /// The upstream tries behind an error answered after them (`$upstream_addr` in its
+    /// `add_header`s); empty otherwise.
+    pub tries: &'a [TryRecord],
+    /// `$request_id`'s bytes (zero unless a template reads it).
+    pub id: [u8; 16],
 }
 
 impl Req<'_> {
@@ -76,7 +95,14 @@ impl Req<'_> {
             status: reply.map_or(0, |r| r.status),
             body_bytes_sent: reply.map_or(0, |r| r.body_bytes_sent),
             bytes_sent: reply.map_or(0, |r| r.bytes_sent),
-            tries: reply.map_or(&[], |r| &r.tries),
+            tries: reply.map_or(self.tries, |r| &r.tries),
+            upstream_head: reply.map_or(&[], |r| &r.upstream_head),
+            sent_head: reply.map_or(&[], |r| &r.sent_head),
+            body: self.body,
+            opened_ms: self.opened_ms,
+            stats: self.stats,
+            request_length: self.length,
+            request_id: self.id,
             topo: snap.map(|s| &s.topology),
             maps: snap.map_or(&[], |s| &s.maps),
             splits: snap.map_or(&[], |s| &s.splits),

@@ -52,6 +52,9 @@ pub struct Decor<'a> {
     expires: &'a Expires,
     /// The answer's `Last-Modified` time, for `expires modified`.
     mtime: Option<i64>,
+    /// A relayed response's tries and upstream head, for `$upstream_*` in values.
+    tries: Option<&'a [ringfront_upstream::exchange::TryRecord]>,
+    upstream_head: &'a [u8],
 }
 
 impl<'a> Decor<'a> {
@@ -66,7 +69,20 @@ impl<'a> Decor<'a> {
             snap: None,
             expires: &settings.files.expires,
             mtime: None,
+            tries: None,
+            upstream_head: &[],
         }
+    }
+
+    /// For a relayed response: the tries so far and the upstream's head (raw).
+    pub fn with_upstream(
+        mut self,
+        tries: &'a [ringfront_upstream::exchange::TryRecord],
+        upstream_head: &'a [u8],
+    ) -> Self {
+        self.tries = Some(tries);
+        self.upstream_head = upstream_head;
+        self
     }
 
     /// For a file modified at `mtime` (`expires modified`).
@@ -144,6 +160,10 @@ impl<'a> Decor<'a> {
         let vars = self.req.map(|r| {
             let mut v = r.vars("", None, self.snap);
             v.status = status;
+            if let Some(tries) = self.tries {
+                v.tries = tries;
+                v.upstream_head = self.upstream_head;
+            }
             v
         });
         for a in self.adds.iter().filter(|a| Self::applies(a, status)) {

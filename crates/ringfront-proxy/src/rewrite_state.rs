@@ -33,6 +33,9 @@ pub struct RwState {
     /// `try_files ... @name`: the next location is this named one (no location search,
     /// no server rewrite directives, the URI as it is).
     pub named: Option<String>,
+    /// The values non-`volatile` maps gave this request (`Variable::Map(i)` the `i`th):
+    /// nginx evaluates such a map once per request, internal redirects included.
+    pub map_values: std::cell::RefCell<Vec<Option<Vec<u8>>>>,
     /// The string the captures index into (the subject of the last match).
     subject: Vec<u8>,
     caps: [Option<(usize, usize)>; CAPTURES],

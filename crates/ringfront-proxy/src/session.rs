@@ -305,6 +305,10 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         reject(&mut stream, 400, &default.fallback.settings).await;
         return None;
     }
+    let request_id = match snap.uses.request_id {
+        true => crate::request_id::draw(),
+        false => [0; 16],
+    };
     let (loc, outcome) = {
         let path = request_path(&buf, &head);
         let pre = Req {
@@ -322,6 +326,12 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
             pipelined: &[],
             tls: tls.as_deref(),
             rw: None,
+            body: &[],
+            opened_ms,
+            stats: &w.shared.workers,
+            length: head_len as u64,
+            tries: &[],
+            id: request_id,
         };
         crate::dispatch::location(w, &snap, chosen, &pre, &mut rw).await
     };
@@ -357,6 +367,11 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         read?
     };
     let path = request_path(&buf, &head);
+    // `$request_body` reads a copy: the body itself goes to the upstream.
+    let kept_body = match snap.uses.request_body && !s.client_body_in_file_only {
+        true => body.clone(),
+        false => Vec::new(),
+    };
     let req = Req {
         buf: &buf,
         head: &head,
@@ -374,6 +389,16 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         // An index or try_files redirect changes the URI without rewrite directives, and a
         // decoded URI is not the target's.
         rw: (snap.rewriting || rw.internal || rw.uri.is_some()).then_some(&rw),
+        body: &kept_body,
+        opened_ms,
+        stats: &w.shared.workers,
+        // A sized body was read into its own buffer; a chunked one where the head was.
+        length: match head.framing {
+            ringfront_http::BodyFraming::Length(n) if refused.is_none() => head_len as u64 + n,
+            _ => consumed as u64,
+        },
+        tries: &[],
+        id: request_id,
     };
     let cx = Cx {
         w,

@@ -198,6 +198,8 @@ pub struct Snapshot {
     /// locations and server names keep theirs (a `return`-only configuration does not
     /// pay for them).
     pub captures: bool,
+    /// What templates read that requests keep only then (the body, response heads).
+    pub uses: ringfront_config::Uses,
 }
 
 /// The peers a reload carried over: `from[new id] = Some(old id)`.
@@ -603,6 +605,7 @@ impl Snapshot {
                 .collect(),
             rewriting,
             captures,
+            uses: cfg.http.uses,
             generation,
             topology,
             board,

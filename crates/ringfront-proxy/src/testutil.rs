@@ -45,5 +45,11 @@ pub fn req<'a>(buf: &'a [u8], head: &'a ringfront_http::RequestHead) -> crate::r
         pipelined: &[],
         tls: None,
         rw: None,
+        body: &[],
+        opened_ms: 0,
+        stats: &[],
+        length: 0,
+        tries: &[],
+        id: [0; 16],
     }
 }

@@ -43,6 +43,21 @@ pub struct Vars<'a> {
     /// What the rewrite directives changed (`$uri`, `$args`, `set` variables, captures);
     /// `None` where nothing can have.
     pub rw: Option<&'a crate::rewrite_state::RwState>,
+    /// The relayed upstream response's head (status line and fields, raw); empty when the
+    /// request was not proxied or nothing reads it.
+    pub upstream_head: &'a [u8],
+    /// The head sent to the client (raw), for `$sent_http_*` in logs; empty when unknown.
+    pub sent_head: &'a [u8],
+    /// `$request_body`: empty unless the configuration reads it.
+    pub body: &'a [u8],
+    /// When the connection was accepted (`clock::now_ms`).
+    pub opened_ms: u64,
+    /// The workers' counters (`$connections_*`).
+    pub stats: &'a [crate::WorkerStats],
+    /// `$request_length`: head and body bytes as received.
+    pub request_length: u64,
+    /// `$request_id`'s bytes.
+    pub request_id: [u8; 16],
 }
 
 /// `$uri` and `$args` as the rewrite directives left them.
@@ -130,16 +145,48 @@ fn push_opt_time(out: &mut Vec<u8>, d: Option<Duration>) {
     }
 }
 
-fn header_named<'a>(v: &Vars<'a>, name: &str) -> Option<&'a [u8]> {
-    v.head.headers.iter().find_map(|h| {
-        let n = h.name.get(v.buf);
+/// The request's fields a variable name names (`x_forwarded_for` is `X-Forwarded-For`).
+fn headers_named<'a, 'n>(v: &Vars<'a>, name: &'n str) -> impl Iterator<Item = &'a [u8]> + 'n
+where
+    'a: 'n,
+{
+    let buf = v.buf;
+    v.head.headers.iter().filter_map(move |h| {
+        let n = h.name.get(buf);
         let same = n.len() == name.len()
             && n.iter().zip(name.bytes()).all(|(&a, b)| {
                 let a = a.to_ascii_lowercase();
                 a == b || (a == b'-' && b == b'_')
             });
-        same.then(|| h.value.get(v.buf))
+        same.then(|| h.value.get(buf))
     })
+}
+
+fn header_named<'a>(v: &Vars<'a>, name: &str) -> Option<&'a [u8]> {
+    headers_named(v, name).next()
+}
+
+/// `$http_NAME`: the first such field; all of them for `Cookie` (joined by `; `) and
+/// `X-Forwarded-For` (by `, `), as nginx 1.22.
+fn push_http(out: &mut Vec<u8>, v: &Vars<'_>, name: &str, empty: &[u8]) {
+    let sep: &[u8] = match name {
+        "cookie" => b"; ",
+        "x_forwarded_for" => b", ",
+        _ => {
+            out.extend_from_slice(header_named(v, name).unwrap_or(empty));
+            return;
+        }
+    };
+    let mark = out.len();
+    for (i, value) in headers_named(v, name).enumerate() {
+        if i > 0 {
+            out.extend_from_slice(sep);
+        }
+        out.extend_from_slice(value);
+    }
+    if out.len() == mark {
+        out.extend_from_slice(empty);
+    }
 }
 
 /// The deepest chain of maps evaluated (nginx reports a cycle; ringfront gives "").
@@ -150,9 +197,29 @@ fn push_map(out: &mut Vec<u8>, i: usize, v: &Vars<'_>) {
     let (Some(m), depth) = (v.maps.get(i), v.depth.get()) else {
         return;
     };
+    let cache = v.rw.filter(|_| !m.volatile).map(|rw| &rw.map_values);
+    if let Some(c) = cache {
+        if let Some(Some(kept)) = c.borrow().get(i) {
+            out.extend_from_slice(kept);
+            return;
+        }
+    }
     if depth >= MAX_MAP_DEPTH {
         return;
     }
+    let mark = out.len();
+    push_map_value(out, m, v, depth);
+    if let Some(c) = cache {
+        let mut c = c.borrow_mut();
+        if c.len() <= i {
+            c.resize(i + 1, None);
+        }
+        c[i] = Some(out[mark..].to_vec());
+    }
+}
+
+/// A map's value for its source as it is now.
+fn push_map_value(out: &mut Vec<u8>, m: &crate::map::MapRt, v: &Vars<'_>, depth: u8) {
     v.depth.set(depth + 1);
     let mut source = Vec::new();
     render(&mut source, &m.source, v, false);
@@ -194,6 +261,13 @@ fn push_upstream_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>) {
         Variable::UpstreamHeaderTime => {
             push_tries(out, v.tries, |o, t| push_opt_time(o, t.header_time))
         }
+        Variable::UpstreamResponseLength => {
+            push_tries(out, v.tries, |o, t| push_num(o, t.response_length))
+        }
+        Variable::UpstreamBytesReceived => {
+            push_tries(out, v.tries, |o, t| push_num(o, t.bytes_received))
+        }
+        Variable::UpstreamBytesSent => push_tries(out, v.tries, |o, t| push_num(o, t.bytes_sent)),
         _ => {}
     }
 }
@@ -300,13 +374,13 @@ pub fn push_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, dash: bool) {
             }
         }
         Variable::Arg(name) => {
-            let val = args.and_then(|a| {
+            // nginx's `ngx_http_arg`: `NAME=` is needed; `$arg_` finds nothing.
+            let val = args.filter(|_| !name.is_empty()).and_then(|a| {
                 a.split(|&b| b == b'&').find_map(|kv| {
-                    let (k, val) = match kv.iter().position(|&b| b == b'=') {
-                        Some(i) => (&kv[..i], &kv[i + 1..]),
-                        None => (kv, &b""[..]),
-                    };
-                    k.eq_ignore_ascii_case(name.as_bytes()).then_some(val)
+                    let i = kv.iter().position(|&b| b == b'=')?;
+                    kv[..i]
+                        .eq_ignore_ascii_case(name.as_bytes())
+                        .then_some(&kv[i + 1..])
                 })
             });
             out.extend_from_slice(val.unwrap_or(empty));
@@ -324,7 +398,7 @@ pub fn push_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, dash: bool) {
         Variable::Status => push_num(out, u64::from(v.status)),
         Variable::BodyBytesSent => push_num(out, v.body_bytes_sent),
         Variable::BytesSent => push_num(out, v.bytes_sent),
-        Variable::RequestLength => push_num(out, v.head.head_len as u64),
+        Variable::RequestLength => push_num(out, v.request_length),
         Variable::RequestTime => push_secs(out, v.start.elapsed()),
         Variable::TimeLocal => out.extend_from_slice(clock::wall().time_local().as_bytes()),
         Variable::TimeIso8601 => out.extend_from_slice(clock::wall().iso8601().as_bytes()),
@@ -340,7 +414,7 @@ pub fn push_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, dash: bool) {
         Variable::ProxyHost => out.extend_from_slice(v.proxy_host.as_bytes()),
         Variable::ProxyPort => out.extend_from_slice(crate::pass_url::port_of(v.proxy_host)),
         Variable::ProxyAddXForwardedFor => {
-            if let Some(xff) = header_named(v, "x_forwarded_for") {
+            for xff in headers_named(v, "x_forwarded_for") {
                 out.extend_from_slice(xff);
                 out.extend_from_slice(b", ");
             }
@@ -350,21 +424,82 @@ pub fn push_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, dash: bool) {
         | Variable::UpstreamStatus
         | Variable::UpstreamResponseTime
         | Variable::UpstreamConnectTime
-        | Variable::UpstreamHeaderTime => push_upstream_var(out, var, v),
-        Variable::Http(name) => out.extend_from_slice(header_named(v, name).unwrap_or(empty)),
+        | Variable::UpstreamHeaderTime
+        | Variable::UpstreamResponseLength
+        | Variable::UpstreamBytesReceived
+        | Variable::UpstreamBytesSent => push_upstream_var(out, var, v),
+        Variable::Http(name) => push_http(out, v, name, empty),
         Variable::Cookie(name) => {
-            let val = header_named(v, "cookie").and_then(|c| {
-                c.split(|&b| b == b';').find_map(|kv| {
-                    let kv = kv.trim_ascii_start();
-                    let i = kv.iter().position(|&b| b == b'=')?;
-                    (kv[..i] == *name.as_bytes()).then_some(&kv[i + 1..])
-                })
-            });
+            let val = headers_named(v, "cookie").find_map(|c| crate::vars_cookie::find(c, name));
             out.extend_from_slice(val.unwrap_or(empty));
         }
-        // Response headers are not kept after the response is relayed (documented).
-        Variable::SentHttp(_) | Variable::UpstreamHttp(_) => out.extend_from_slice(empty),
+        Variable::SentHttp(_) | Variable::UpstreamHttp(_) | Variable::UpstreamCookie(_) => {
+            push_response_var(out, var, v, empty)
+        }
+        Variable::RequestBody => match v.body {
+            [] => out.extend_from_slice(empty),
+            b => out.extend_from_slice(b),
+        },
+        // ringfront never writes a body to a file.
+        Variable::RequestBodyFile => out.extend_from_slice(empty),
+        Variable::ContentLength => {
+            out.extend_from_slice(header_named(v, "content_length").unwrap_or(empty))
+        }
+        Variable::ContentType => {
+            out.extend_from_slice(header_named(v, "content_type").unwrap_or(empty))
+        }
+        Variable::ConnectionTime => push_secs(
+            out,
+            Duration::from_millis(clock::now_ms().saturating_sub(v.opened_ms)),
+        ),
+        Variable::ConnectionsActive
+        | Variable::ConnectionsReading
+        | Variable::ConnectionsWriting
+        | Variable::ConnectionsWaiting => push_connections(out, var, v),
+        Variable::Ssl(s) => crate::vars_tls::push(out, *s, v.tls, empty),
+        Variable::RequestId => {
+            for b in v.request_id {
+                out.extend_from_slice(format!("{b:02x}").as_bytes());
+            }
+        }
+        Variable::Hostname => out.extend_from_slice(crate::request_id::hostname().as_bytes()),
+        Variable::BinaryRemoteAddr => match v.client.ip() {
+            std::net::IpAddr::V4(a) => out.extend_from_slice(&a.octets()),
+            std::net::IpAddr::V6(a) => out.extend_from_slice(&a.octets()),
+        },
+        Variable::UpstreamCacheStatus => out.extend_from_slice(empty),
     }
+}
+
+/// `$connections_*`: stub_status's numbers as they are now.
+fn push_connections(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>) {
+    let [active, reading, writing, waiting] = crate::local::connection_counts(v.stats);
+    let n = match var {
+        Variable::ConnectionsActive => active,
+        Variable::ConnectionsReading => reading,
+        Variable::ConnectionsWriting => writing,
+        _ => waiting,
+    };
+    push_num(out, n);
+}
+
+/// `$upstream_http_*`, `$upstream_cookie_*` (not found without an upstream response) and
+/// `$sent_http_*` (`Cache-Control` and `Link` joined as nginx does).
+fn push_response_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, empty: &[u8]) {
+    use crate::vars_response::{field, joined, set_cookie};
+    let found = match var {
+        Variable::UpstreamHttp(name) => field(v.upstream_head, name),
+        Variable::UpstreamCookie(name) => set_cookie(v.upstream_head, name),
+        Variable::SentHttp(name) if matches!(name.as_str(), "cache_control" | "link") => {
+            if joined(out, v.sent_head, name) {
+                return;
+            }
+            None
+        }
+        Variable::SentHttp(name) => field(v.sent_head, name),
+        _ => None,
+    };
+    out.extend_from_slice(found.unwrap_or(empty));
 }
 
 /// nginx's default log escaping of a value written from `from` on: `"`, `\\` and bytes

@@ -188,7 +188,13 @@ impl Pki {
 
     /// A client certificate with common name `cn`.
     pub fn client(&self, file: &str, cn: &str) -> CertFiles {
+        self.client_subject(file, &format!("/CN={cn}"))
+    }
+
+    /// A client certificate with the whole `subject` (`openssl -subj` form:
+    /// `/C=US/O=Org+OU=Unit/CN=name`).
+    pub fn client_subject(&self, file: &str, subject: &str) -> CertFiles {
         let ext = "extendedKeyUsage=clientAuth\nbasicConstraints=CA:FALSE\n";
-        self.issue(file, Key::EcdsaP256, &format!("/CN={cn}"), ext)
+        self.issue(file, Key::EcdsaP256, subject, ext)
     }
 }

@@ -119,6 +119,7 @@ pub async fn accept(
         .client_hello()
         .server_name()
         .map(|s| s.to_ascii_lowercase());
+    let offered = crate::offered::of(&hello.client_hello());
     let tls: Arc<ServerTls> = match choose(sni.as_deref()) {
         Some(ServerHandshake::Serve(t)) => t,
         Some(ServerHandshake::Reject) | None => {
@@ -137,6 +138,6 @@ pub async fn accept(
     };
     let mut stream = TlsStream::new(io, conn, inc);
     stream.handshake().await.map_err(io_error)?;
-    let info = Info::of(stream.conn(), &tls);
+    let info = Info::of(stream.conn(), &tls, offered);
     Ok(Accepted::Tls(Box::new(stream), Box::new(info)))
 }

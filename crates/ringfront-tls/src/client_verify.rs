@@ -20,6 +20,10 @@ use crate::error::TlsError;
 #[derive(Debug)]
 pub struct Requesting {
     inner: Arc<dyn ClientCertVerifier>,
+    /// The handshake signature is checked with these against the certificate's key, read
+    /// straight from its DER, so X.509 v1 certificates (which webpki will not parse) work
+    /// as in nginx.
+    algs: rustls::crypto::WebPkiSupportedAlgorithms,
     /// `optional_no_ca`: no CA names are sent and any certificate is let through.
     hints: bool,
 }
@@ -56,7 +60,7 @@ impl ClientCertVerifier for Requesting {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls12_signature(message, cert, dss)
+        crate::spki::verify_signature(message, cert, dss, &self.algs, false)
     }
 
     fn verify_tls13_signature(
@@ -65,7 +69,7 @@ impl ClientCertVerifier for Requesting {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls13_signature(message, cert, dss)
+        crate::spki::verify_signature(message, cert, dss, &self.algs, true)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
@@ -102,6 +106,11 @@ impl Verdict {
             Ok(_) => "SUCCESS".into(),
             Err(_) if rest.len() > allowed && verify(rest).is_ok() => {
                 "FAILED:certificate chain too long".into()
+            }
+            // OpenSSL's verdict on a lone self-issued certificate it does not trust (v1
+            // ones included, which webpki will not read).
+            Err(_) if rest.is_empty() && crate::client_cert::self_issued(leaf) => {
+                "FAILED:self-signed certificate".into()
             }
             Err(e) => format!("FAILED:{}", reason(&e)),
         }
@@ -181,6 +190,7 @@ pub fn client_auth(
     Ok(ClientAuth {
         handshake: Arc::new(Requesting {
             inner: inner.clone(),
+            algs: provider.signature_verification_algorithms,
             hints: ssl.verify_client != VerifyClient::OptionalNoCa,
         }),
         judge: Some(Verdict {
@@ -198,6 +208,7 @@ fn no_ca(provider: &Arc<CryptoProvider>, mode: VerifyClient) -> ClientAuth {
     ClientAuth {
         handshake: Arc::new(Requesting {
             inner: inner.clone(),
+            algs: provider.signature_verification_algorithms,
             hints: false,
         }),
         judge: Some(Verdict {

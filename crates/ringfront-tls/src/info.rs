@@ -21,10 +21,21 @@ pub struct Info {
     /// satisfied: 496 (`on`, no certificate) or 495 (`on`/`optional`, it did not verify),
     /// both sent as 400 with their own page.
     pub refusal: Option<u16>,
+    /// `$ssl_curve`: OpenSSL's name of the key exchange group.
+    pub curve: Box<str>,
+    /// `$ssl_curves` and `$ssl_ciphers`: the groups and suites the client offered,
+    /// OpenSSL's names joined by `:`.
+    pub curves: Box<str>,
+    pub ciphers: Box<str>,
+    /// The client's certificate (DER), for `$ssl_client_*`; `None` when none was asked for
+    /// or sent.
+    pub client_cert: Option<Box<[u8]>>,
 }
 
 impl Info {
-    pub fn of(conn: &ServerConnection, tls: &ServerTls) -> Info {
+    /// `offered`: the ClientHello's groups and suites (`$ssl_curves`, `$ssl_ciphers`).
+    pub fn of(conn: &ServerConnection, tls: &ServerTls, offered: [Box<str>; 2]) -> Info {
+        let [curves, ciphers] = offered;
         use ringfront_config::VerifyClient as V;
         let (verify, mode) = match &tls.verdict {
             Some(v) => (v.judge(conn.peer_certificates()), v.mode),
@@ -44,6 +55,16 @@ impl Info {
             reused: conn.handshake_kind() == Some(HandshakeKind::Resumed),
             client_verify: verify.into(),
             refusal,
+            curve: conn
+                .negotiated_key_exchange_group()
+                .map_or_else(String::new, |g| crate::offered::group(g.name()))
+                .into(),
+            curves,
+            ciphers,
+            client_cert: conn
+                .peer_certificates()
+                .and_then(|c| c.first())
+                .map(|c| c.as_ref().into()),
         }
     }
 

@@ -6,11 +6,13 @@
 mod accept;
 mod ciphers;
 mod client;
+pub mod client_cert;
 mod client_verify;
 mod encrypted_key;
 mod error;
 mod info;
 mod iobuf;
+mod offered;
 mod pem;
 mod records;
 mod server;

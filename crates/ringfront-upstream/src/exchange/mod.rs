@@ -159,6 +159,11 @@ impl<'a> Exchange<'a> {
         &self.tries
     }
 
+    /// The current try's record, for the byte counts the I/O side keeps.
+    pub fn current_try(&mut self) -> Option<&mut TryRecord> {
+        self.tries.last_mut()
+    }
+
     /// The `$upstream_*` values; a peer still held is freed (as a success).
     pub fn into_tries(self) -> Vec<TryRecord> {
         self.tries

@@ -20,6 +20,12 @@ pub struct TryRecord {
     pub response_time: Option<Duration>,
     pub connect_time: Option<Duration>,
     pub header_time: Option<Duration>,
+    /// `$upstream_response_length`: body bytes read from the peer.
+    pub response_length: u64,
+    /// `$upstream_bytes_received`, `$upstream_bytes_sent`: bytes read from and written to
+    /// the peer's connection.
+    pub bytes_received: u64,
+    pub bytes_sent: u64,
 }
 
 impl TryRecord {
@@ -30,6 +36,9 @@ impl TryRecord {
             response_time: None,
             connect_time: None,
             header_time: None,
+            response_length: 0,
+            bytes_received: 0,
+            bytes_sent: 0,
         }
     }
 }
