@@ -47,6 +47,7 @@ pub(crate) struct Level {
     /// The configurations of this level's `if` blocks (`If::config` indexes them).
     pub if_levels: Vec<Level>,
     pub error_pages: Option<Vec<ErrorPage>>,
+    pub errors: crate::error_pages::ErrorLevel,
     pub root: Option<PathBuf>,
     /// `alias`, `index`, `types`, `default_type` (files.rs).
     pub files: crate::files::FilesLevel,
@@ -92,6 +93,7 @@ impl Default for LocationSettings {
             rewrite_log: false,
             if_settings: Vec::new(),
             error_pages: Vec::new(),
+            errors: Default::default(),
             root: PathBuf::from("html"),
             files: Default::default(),
             access_log: Vec::new(),
@@ -153,6 +155,7 @@ impl Level {
             rewrite_log: pick(&self.rewrite_log, &outer.rewrite_log),
             if_levels: self.if_levels.clone(),
             error_pages: pick(&self.error_pages, &outer.error_pages),
+            errors: self.errors.inherit(&outer.errors),
             root: pick(&self.root, &outer.root),
             files: self.files.inherit(&outer.files),
             access_log: pick(&self.access_log, &outer.access_log),
@@ -212,6 +215,7 @@ impl Level {
             rewrite_log: self.rewrite_log.unwrap_or(d.rewrite_log),
             if_settings: Vec::new(),
             error_pages: self.error_pages.unwrap_or(d.error_pages),
+            errors: self.errors.finish(),
             root: self.root.unwrap_or_else(|| prefix.join(d.root)),
             files: self.files.finish(),
             access_log: self.access_log.unwrap_or(d.access_log),

@@ -192,6 +192,12 @@ pub(crate) static TABLE: &[Spec] = &[
     b("if", SL, 1, MANY),
     d("rewrite_log", HSL | IF, 1, 1),
     d("error_page", HSL, 2, MANY),
+    // error_pages.rs
+    d("recursive_error_pages", HSL, 1, 1),
+    d("proxy_intercept_errors", HSL, 1, 1),
+    d("absolute_redirect", HSL, 1, 1),
+    d("port_in_redirect", HSL, 1, 1),
+    d("server_name_in_redirect", HSL, 1, 1),
     // the static module (files.rs)
     d("root", HSL, 1, 1),
     d("alias", LOCATION, 1, 1),
@@ -302,7 +308,6 @@ pub(crate) static TABLE: &[Spec] = &[
     d("internal", LOCATION, 0, 0),
     unsupported("proxy_hide_header", HSL, 1, 1),
     unsupported("proxy_pass_header", HSL, 1, 1),
-    unsupported("proxy_intercept_errors", HSL, 1, 1),
     unsupported("proxy_cache", HSL, 1, 1),
     unsupported("proxy_cache_path", HTTP, 2, MANY),
     b("map", HTTP, 2, 2),

@@ -567,6 +567,15 @@ fn locations_return_error_page() {
         "invalid value \"=x\" in F:4"
     );
     assert_eq!(
+        in_server("error_page 499 /x;"),
+        "invalid value \"499\" in F:4"
+    );
+    assert_eq!(in_server("error_page = /x;"), "invalid value \"=\" in F:4");
+    assert_eq!(
+        in_server("recursive_error_pages maybe;"),
+        "invalid value \"maybe\" in \"recursive_error_pages\" directive, it must be \"on\" or \"off\" in F:4"
+    );
+    assert_eq!(
         h("return 200;"),
         "\"return\" directive is not allowed here in F:3"
     );

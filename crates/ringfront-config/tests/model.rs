@@ -176,7 +176,8 @@ fn lists_are_replaced_whole() {
         vec![ErrorPage {
             codes: vec![502, 503],
             overwrite: None,
-            uri: "/50x.html".into()
+            target: lit("/50x.html"),
+            args: None,
         }]
     );
     assert_eq!(
@@ -197,7 +198,8 @@ fn lists_are_replaced_whole() {
         vec![ErrorPage {
             codes: vec![404],
             overwrite: Some(200),
-            uri: "/empty".into()
+            target: lit("/empty"),
+            args: None,
         }]
     );
     assert_eq!(own.access_log, vec![AccessLog::Off]);

@@ -130,7 +130,10 @@ pub async fn run(
             Action::Connect(peer) => connect(cx, &state, peer, &mut io).await,
             Action::Send => send(cx, &mut io).await,
             Action::ReadHead => read_head(cx, &mut io).await,
-            Action::Relay => relay(cx, &mut io).await,
+            Action::Relay => match intercepted(cx, &io) {
+                Some(status) => return intercept(cx, up, status, io, ex).await,
+                None => relay(cx, &mut io).await,
+            },
             Action::NoLive => {
                 let name = &cx.snap.topology.upstreams[up].name;
                 cx.log(
@@ -251,7 +254,14 @@ async fn relay(cx: &Cx<'_>, io: &mut Io) -> Event {
         reused,
         tag,
     });
-    io.relayed = Some(reply);
+    let sent = cx
+        .req
+        .rw
+        .map_or(reply.status, |r| r.error.sent(reply.status));
+    io.relayed = Some(Reply {
+        status: sent,
+        ..reply
+    });
     event
 }
 
@@ -371,6 +381,36 @@ fn keep(cx: &Cx<'_>, g: &GroupConf, state: &PeerState, peer: usize, conn: Conn) 
     if w.sweep_parked.get() {
         w.sweep.raise();
     }
+}
+
+/// `proxy_intercept_errors on`: an upstream status of 300 or more with an `error_page` in
+/// the location is answered as nginx's own error of that status (the status, or `None`).
+fn intercepted(cx: &Cx<'_>, io: &Io) -> Option<u16> {
+    let s = cx.settings();
+    let status = io.head.as_ref()?.status;
+    let paged = s.error_pages.iter().any(|p| p.codes.contains(&status));
+    (s.errors.proxy_intercept_errors && status >= 300 && paged).then_some(status)
+}
+
+/// Ends the try without relaying (the upstream connection is closed, its body unread, as
+/// nginx's `ngx_http_upstream_intercept_errors`) and answers the status locally.
+async fn intercept(
+    cx: &Cx<'_>,
+    up: UpstreamId,
+    status: u16,
+    mut io: Io,
+    mut ex: Exchange<'_>,
+) -> (Reply, Option<ClientStream>) {
+    io.conn = None;
+    io.head = None;
+    let ended = Event::Relayed {
+        complete: false,
+        clean: false,
+    };
+    if let Some(f) = ex.on(ended, mono()).freed {
+        report(cx, up, &io, f);
+    }
+    finish_error(cx, status, io, ex).await
 }
 
 async fn finish_error(

@@ -18,6 +18,8 @@ pub struct Reply {
     /// The client connection may serve another request.
     pub reusable: bool,
     pub tries: Vec<TryRecord>,
+    /// Nothing was sent: an `error_page` redirect is to answer instead (error_redirect.rs).
+    pub redirect: Option<Box<crate::error_redirect::Redirect>>,
 }
 
 impl Reply {
@@ -28,6 +30,7 @@ impl Reply {
             bytes_sent,
             reusable,
             tries: Vec::new(),
+            redirect: None,
         }
     }
 }
@@ -84,6 +87,15 @@ impl Req<'_> {
             depth: std::cell::Cell::new(0),
             tls: self.tls,
             rw: self.rw,
+        }
+    }
+
+    /// The method as the request stands: GET after an `error_page` redirect of a method
+    /// other than HEAD, as nginx.
+    pub fn method(&self) -> &[u8] {
+        match self.rw {
+            Some(rw) if rw.error.get => b"GET",
+            _ => self.head.method.get(self.buf),
         }
     }
 

@@ -16,7 +16,7 @@ use crate::vars;
 use crate::worker::Worker;
 
 /// nginx's `NGX_HTTP_MAX_URI_CHANGES`.
-const MAX_URI_CHANGES: u32 = 10;
+pub(crate) const MAX_URI_CHANGES: u32 = 10;
 
 /// What the rewrite phases decided.
 #[derive(Debug)]
@@ -77,7 +77,6 @@ pub async fn process<'s>(
     if let Flow::Stop(o) = run.ops(&server.rewrite.ops, rw).await {
         return (&server.fallback, o);
     }
-    let mut changes = MAX_URI_CHANGES;
     loop {
         rw.uri_changed = false;
         let uri: Cow<'_, str> = match &rw.uri {
@@ -113,14 +112,16 @@ pub async fn process<'s>(
                 None => {}
             }
         }
-        if changes == 0 {
+        if rw.uri_changes >= MAX_URI_CHANGES {
             run.error(format_args!(
                 "rewrite or internal redirection cycle while processing \"{}\"",
                 rw.uri.as_deref().unwrap_or_default()
             ));
+            // nginx's `r->uri_changes` reached 0: no error page for this 500.
+            rw.uri_changes = MAX_URI_CHANGES + 1;
             return (loc, Outcome::Status(500));
         }
-        changes -= 1;
+        rw.uri_changes += 1;
     }
 }
 

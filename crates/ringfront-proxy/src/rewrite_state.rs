@@ -5,6 +5,25 @@
 /// Captures `$0`..`$9`, as nginx keeps them (`r->captures`).
 const CAPTURES: usize = 10;
 
+/// What an `error_page` redirect left on the request.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ErrorState {
+    /// nginx's `r->err_status`: the status the redirected request's answer goes out with
+    /// unless it makes a special response of its own; `Some(0)`: its own status.
+    pub status: Option<u16>,
+    /// nginx's `r->error_page` (`recursive_error_pages off`): no further error page.
+    pub done: bool,
+    /// The method became GET (nginx's `ngx_http_send_error_page` of a non-HEAD request).
+    pub get: bool,
+}
+
+impl ErrorState {
+    /// The status a response made with `status` goes out with.
+    pub fn sent(&self, status: u16) -> u16 {
+        self.status.filter(|&s| s != 0).unwrap_or(status)
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct RwState {
     /// The rewritten URI; `None`: the request's own.
@@ -30,6 +49,14 @@ pub struct RwState {
     /// `try_files ... @name`: the next location is this named one (no location search,
     /// no server rewrite directives, the URI as it is).
     pub named: Option<String>,
+    /// URI changes used of nginx's `NGX_HTTP_MAX_URI_CHANGES`, counted across the
+    /// rewrite phases' location searches and `error_page` redirects (`r->uri_changes`).
+    pub uri_changes: u32,
+    /// An `error_page` redirect (error_redirect.rs) took place.
+    pub error: ErrorState,
+    /// The `Location` of the redirect an `error_page` redirected (nginx keeps
+    /// `r->headers_out.location`): normal answers to the redirected request send it.
+    pub error_location: Option<Vec<u8>>,
     /// The string the captures index into (the subject of the last match).
     subject: Vec<u8>,
     caps: [Option<(usize, usize)>; CAPTURES],
@@ -70,6 +97,8 @@ impl RwState {
             rebuild: self.rebuild,
             location_invalid: self.location_invalid,
             uri_changed: self.uri_changed,
+            error: self.error,
+            error_location: self.error_location.clone(),
             ..RwState::default()
         };
         s.set_captures(c, subject, names);

@@ -60,8 +60,10 @@ async fn reject(stream: &mut ClientStream, status: u16, s: &ringfront_config::Lo
         decor: crate::response_headers::Decor::new(s, None),
         keep_alive: false,
         head_only: false,
+        err_status: None,
+        location: None,
     };
-    respond::error(&mut out, &answer, None, status);
+    respond::error(&mut out, &answer, status);
     if write_all(stream, out, s.send_timeout).await.0.is_ok() {
         close_notify(stream, s.send_timeout).await;
     }
@@ -353,7 +355,8 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         read?
     };
     let path = request_path(&buf, &head);
-    let req = Req {
+    // The request as it came, for an error_page's internal redirect.
+    let own = Req {
         buf: &buf,
         head: &head,
         client,
@@ -362,13 +365,18 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         conn_id,
         conn_requests: requests,
         start,
-        path: rw.uri.as_deref().unwrap_or(&path),
+        path: &path,
         keep_alive,
         head_only: head.is_head(&buf),
         pipelined: buf.get(consumed..).unwrap_or_default(),
         tls: tls.as_deref(),
+        rw: None,
+    };
+    let req = Req {
+        path: rw.uri.as_deref().unwrap_or(&path),
         // An index or try_files redirect changes the URI without rewrite directives.
         rw: (snap.rewriting || rw.internal).then_some(&rw),
+        ..own
     };
     let cx = Cx {
         w,
@@ -377,7 +385,19 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         req: &req,
     };
     let (reply, back) = crate::dispatch::answer(&cx, refused, outcome, body, stream).await;
-    crate::access_log::write(&cx, &reply);
+    let (reply, back) = match reply.redirect {
+        None => {
+            crate::access_log::write(&cx, &reply);
+            (reply, back)
+        }
+        Some(_) => {
+            let base = crate::error_redirect::Base {
+                req: own,
+                server: chosen.0,
+            };
+            crate::error_redirect::follow(w, &snap, base, &mut rw, reply, back).await
+        }
+    };
     let mut stream = back?;
     if !reply.reusable {
         close_notify(&mut stream, s.send_timeout).await;

@@ -1,10 +1,9 @@
 //! The shared, immutable view of one configuration: listeners, servers with their location
-//! trees, upstream topology and its health board. Built on the control thread (including the
-//! file reads for `error_page`), published whole through `ArcSwap`, never mutated.
+//! trees, upstream topology and its health board. Built on the control thread, published
+//! whole through `ArcSwap`, never mutated.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::path::Path;
 
 use regex::{Regex, RegexBuilder};
 use std::sync::atomic::Ordering;
@@ -86,22 +85,11 @@ fn balancer(b: &ringfront_config::Balancer) -> Balancer {
 }
 
 #[derive(Debug)]
-pub struct ErrorPageRt {
-    pub codes: Vec<u16>,
-    pub overwrite: Option<u16>,
-    /// The page's bytes, read when the configuration loaded; `None` if the file is missing
-    /// (the built-in page is sent then).
-    pub body: Option<Vec<u8>>,
-    pub content_type: &'static str,
-}
-
-#[derive(Debug)]
 pub struct LocationRt {
     pub matcher: Option<LocationMatch>,
     pub regex: Option<Regex>,
     pub settings: LocationSettings,
     pub upstream: Option<UpstreamId>,
-    pub error_pages: Vec<ErrorPageRt>,
     pub access_logs: Vec<AccessLogRt>,
     pub children: Vec<LocationRt>,
     /// `proxy_pass https://`: its `proxy_ssl_*`, ready (built once per configuration load).
@@ -190,15 +178,6 @@ pub struct Carried {
     pub from: Vec<Option<PeerId>>,
 }
 
-fn content_type(path: &Path) -> &'static str {
-    match path.extension().and_then(|e| e.to_str()) {
-        Some("html" | "htm") => "text/html",
-        Some("json") => "application/json",
-        Some("txt") => "text/plain",
-        _ => "text/html",
-    }
-}
-
 struct Builder<'a> {
     cfg: &'a Config,
     group_ids: HashMap<String, UpstreamId>,
@@ -240,19 +219,6 @@ impl Builder<'_> {
             }
             None => None,
         };
-        let error_pages = settings
-            .error_pages
-            .iter()
-            .map(|ep| {
-                let path = settings.root.join(ep.uri.trim_start_matches('/'));
-                ErrorPageRt {
-                    codes: ep.codes.clone(),
-                    overwrite: ep.overwrite,
-                    body: std::fs::read(&path).ok(),
-                    content_type: content_type(&path),
-                }
-            })
-            .collect();
         let formats = &self.cfg.http.log_formats;
         let access_logs = settings
             .access_log
@@ -312,7 +278,6 @@ impl Builder<'_> {
             regex,
             settings: settings.clone(),
             upstream,
-            error_pages,
             access_logs,
             children,
             upstream_tls,
