@@ -84,7 +84,19 @@ pub async fn process<'s>(
             None => Cow::Borrowed(req.path),
         };
         let loc = match rw.named.take() {
-            None => crate::route::location(server, &uri),
+            None => match crate::route::auto_redirect(&server.locations, &uri) {
+                Some(to) => {
+                    let location = crate::route::auto_location(to, run.args(rw));
+                    return (
+                        to,
+                        Outcome::Redirect {
+                            status: 301,
+                            location,
+                        },
+                    );
+                }
+                None => crate::route::location(server, &uri),
+            },
             Some(n) => match crate::route::named(server, &n) {
                 Some(l) => l,
                 None => {
