@@ -13,6 +13,7 @@ use crate::units::parse_number;
 use crate::values::{err, flag, msec, number, sec, set_once, size, template};
 
 /// What the handlers need to know about where they are.
+#[derive(Clone, Copy)]
 pub(crate) struct Scope<'a> {
     /// The main configuration file's folder.
     pub prefix: &'a Path,
@@ -106,6 +107,7 @@ pub(crate) fn apply(
         "server_tokens" => crate::response_headers::server_tokens(level, d)?,
         _ if crate::files::apply(level, d, scope.prefix, scope.alias_len)? => {}
         _ if crate::error_pages::apply(level, d)? => {}
+        _ if crate::limit_except::apply(level, d, scope)? => {}
         _ if crate::rewrite::apply(level, d, scope)? => {}
         _ if level.ssl.apply(d, scope.prefix)? => {}
         _ if level.proxy_ssl.apply(d, scope.prefix)? => {}

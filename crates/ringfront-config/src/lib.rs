@@ -53,6 +53,7 @@ mod health;
 mod host;
 mod http;
 mod lexer;
+mod limit_except;
 mod location;
 mod logs;
 mod main_conf;

@@ -586,6 +586,23 @@ pub struct ErrorPage {
     pub args: Option<String>,
 }
 
+/// `limit_except METHOD ... { ... }`.
+#[derive(Debug, Clone)]
+pub struct LimitExcept {
+    /// The methods answered with the location's own configuration (GET brings HEAD).
+    pub methods: Vec<String>,
+    /// The location's settings with the block's on top (its `proxy_pass`, else the
+    /// location's).
+    pub settings: LocationSettings,
+}
+
+impl LimitExcept {
+    /// Whether a request with `method` is answered with the block's configuration.
+    pub fn limits(&self, method: &[u8]) -> bool {
+        !self.methods.iter().any(|m| m.as_bytes() == method)
+    }
+}
+
 /// `recursive_error_pages`, `proxy_intercept_errors` and how a `Location` starting with `/`
 /// is made absolute (`absolute_redirect`, `port_in_redirect`, `server_name_in_redirect`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -711,6 +728,8 @@ pub struct LocationSettings {
     pub error_pages: Vec<ErrorPage>,
     /// `recursive_error_pages`, `proxy_intercept_errors`, `absolute_redirect`, ...
     pub errors: ErrorRules,
+    /// `limit_except`: the configuration requests with other methods are answered with.
+    pub limit_except: Option<Box<LimitExcept>>,
     /// `root`, default `html` relative to the prefix (ringfront: the config file's folder).
     pub root: PathBuf,
     /// `alias`, `index`, `types`, `default_type`.

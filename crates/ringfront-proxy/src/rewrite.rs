@@ -137,6 +137,22 @@ pub async fn process<'s>(
     }
 }
 
+/// `limit_except`: the block's configuration for a method it does not list (GET after an
+/// `error_page` redirect).
+fn limited<'s>(loc: &'s LocationRt, req: &Req<'_>, rw: &RwState) -> &'s LocationRt {
+    let (Some(rt), Some(l)) = (&loc.limit, &loc.settings.limit_except) else {
+        return loc;
+    };
+    let method = match rw.error.get {
+        true => &b"GET"[..],
+        false => req.head.method.get(req.buf),
+    };
+    match l.limits(method) {
+        true => rt,
+        false => loc,
+    }
+}
+
 /// A regex location's captures (nginx matches locations with `ngx_http_regex_exec`).
 fn location_captures(loc: &LocationRt, uri: &str, rw: &mut RwState) {
     if let Some(c) = loc.regex.as_ref().and_then(|re| re.captures(uri)) {
@@ -155,7 +171,10 @@ impl<'a, 's> Run<'a, 's> {
         self.log = loc.settings.rewrite_log;
         self.base = Some(loc);
         let flow = self.ops(&loc.rewrite.ops, rw).await;
-        let answering = self.switched.take().unwrap_or(loc);
+        let answering = match self.switched.take() {
+            Some(c) => c,
+            None => limited(loc, self.req, rw),
+        };
         let proxies = self.proxies.take();
         if let Flow::Stop(o) = flow {
             return Some((answering, o));

@@ -100,6 +100,8 @@ pub struct LocationRt {
     pub capture_names: Vec<(usize, usize)>,
     /// Its `if` blocks' configurations (`IfRt::config` indexes them).
     pub ifs: Vec<LocationRt>,
+    /// Its `limit_except` block's configuration, for the methods it does not list.
+    pub limit: Option<Box<LocationRt>>,
 }
 
 #[derive(Debug)]
@@ -270,8 +272,17 @@ impl Builder<'_> {
             .iter()
             .map(|s| self.location(matcher.clone(), s, &[]))
             .collect::<Result<_, _>>()?;
+        let limit = match &settings.limit_except {
+            Some(l) => Some(Box::new(self.location(
+                matcher.clone(),
+                &l.settings,
+                &[],
+            )?)),
+            None => None,
+        };
         Ok(LocationRt {
             ifs,
+            limit,
             rewrite,
             capture_names,
             matcher,
