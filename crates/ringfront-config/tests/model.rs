@@ -559,3 +559,43 @@ fn no_http_block_is_an_empty_http() {
     assert!(cfg.http.servers.is_empty() && cfg.http.upstreams.is_empty());
     assert_eq!(cfg.http.log_formats.len(), 1);
 }
+
+#[test]
+fn error_page_forms_and_error_rules() {
+    let cfg = http(
+        "absolute_redirect off;
+        server {
+            location / {
+                error_page 404 = /x?a=1;
+                error_page 403 @named;
+                error_page 500 =302 /e?$args;
+                recursive_error_pages on;
+                proxy_intercept_errors on;
+                port_in_redirect off;
+            }
+        }",
+    );
+    let s = &loc(&cfg, 0, &[0]).settings;
+    let pages: Vec<_> = s
+        .error_pages
+        .iter()
+        .map(|p| (p.codes.clone(), p.overwrite, p.args.clone()))
+        .collect();
+    assert_eq!(
+        pages,
+        vec![
+            (vec![404], Some(0), Some("a=1".to_string())),
+            (vec![403], None, None),
+            // A URI with variables splits at its `?` when evaluated.
+            (vec![500], Some(302), None),
+        ]
+    );
+    assert_eq!(s.error_pages[0].target, lit("/x"));
+    assert_eq!(s.error_pages[1].target, lit("@named"));
+    assert_eq!(s.error_pages[2].target.parts.len(), 2);
+    let e = s.errors;
+    assert!(e.recursive_error_pages && e.proxy_intercept_errors);
+    assert!(!e.absolute_redirect && !e.port_in_redirect && !e.server_name_in_redirect);
+    let d = ringfront_config::ErrorRules::default();
+    assert!(d.absolute_redirect && d.port_in_redirect && !d.recursive_error_pages);
+}

@@ -27,6 +27,8 @@ pub struct Redirect {
     recursive: bool,
     /// The URL of the redirect that erred, which stays on the request.
     pub location: Option<Vec<u8>>,
+    /// An intercepted upstream 401's `WWW-Authenticate`, sent with the answer.
+    pub authenticate: Option<Vec<u8>>,
 }
 
 #[derive(Debug)]
@@ -106,6 +108,7 @@ fn to_page(cx: &Cx<'_>, page: &ErrorPage, status: u16) -> Plan {
         status: err_status,
         recursive: cx.settings().errors.recursive_error_pages,
         location: None,
+        authenticate: None,
     }))
 }
 
@@ -151,7 +154,8 @@ pub(crate) async fn follow(
         };
         // A 400, 500 or 501 ends the connection after the error page too.
         keep_alive &= reply.reusable;
-        let tries = std::mem::take(&mut reply.tries);
+        // The upstreams tried stay on the request (`$upstream_addr` in the error page).
+        rw.error_tries.append(&mut reply.tries);
         let (loc, refused, outcome) = match enter(w, snap, &base, rw, *redirect).await {
             Some(found) => found,
             None => (
@@ -174,14 +178,12 @@ pub(crate) async fn follow(
         };
         let (next, back) = crate::dispatch::answer(&cx, refused, outcome, Vec::new(), client).await;
         reply = next;
-        if !tries.is_empty() {
-            // `$upstream_*` name every upstream tried, the failed one's first.
-            let mut all = tries;
-            all.append(&mut reply.tries);
-            reply.tries = all;
-        }
         stream = back;
         if reply.redirect.is_none() {
+            // `$upstream_*` name every upstream tried, the erring request's first.
+            let mut all = rw.error_tries.clone();
+            all.append(&mut reply.tries);
+            reply.tries = all;
             crate::access_log::write(&cx, &reply);
         }
     }
@@ -204,6 +206,7 @@ async fn enter<'s>(
     if redirect.location.is_some() {
         rw.error_location = redirect.location;
     }
+    rw.error_authenticate.extend(redirect.authenticate);
     rw.internal = true;
     rw.location_invalid = false;
     rw.add_uri_to_alias = false;

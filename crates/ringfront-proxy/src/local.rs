@@ -128,8 +128,10 @@ pub fn ret(out: &mut Vec<u8>, cx: &Cx<'_>, ret: &ringfront_config::Return) -> Re
             // nginx finalizes with the code: a special response.
             return special(out, cx, code);
         }
-        let (status, n) = respond::error(out, &answer, code);
-        return Reply::new(status, n, out.len() as u64, req.keep_alive);
+        // A normal response without a body (after an error_page redirect, the error's
+        // status).
+        let n = respond::build(out, &answer, code, "text/html", &[], b"");
+        return Reply::new(answer.sent(code), n, out.len() as u64, req.keep_alive);
     }
     // nginx types the text by the URI's extension (`types`, else `default_type`).
     let content_type = cx.settings().files.content_type(req.path);

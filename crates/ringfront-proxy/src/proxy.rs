@@ -402,7 +402,11 @@ async fn intercept(
     mut ex: Exchange<'_>,
 ) -> (Reply, Option<ClientStream>) {
     io.conn = None;
-    io.head = None;
+    // nginx 1.22 passes the (first) `WWW-Authenticate` of a 401 on.
+    let authenticate = match io.head.take() {
+        Some(h) if status == 401 => h.header(&io.rbuf, "www-authenticate").map(<[u8]>::to_vec),
+        _ => None,
+    };
     let ended = Event::Relayed {
         complete: false,
         clean: false,
@@ -410,7 +414,11 @@ async fn intercept(
     if let Some(f) = ex.on(ended, mono()).freed {
         report(cx, up, &io, f);
     }
-    finish_error(cx, status, io, ex).await
+    let (mut reply, client) = finish_error(cx, status, io, ex).await;
+    if let Some(r) = reply.redirect.as_mut() {
+        r.authenticate = authenticate;
+    }
+    (reply, client)
 }
 
 async fn finish_error(

@@ -79,7 +79,10 @@ impl Req<'_> {
             status: reply.map_or(0, |r| r.status),
             body_bytes_sent: reply.map_or(0, |r| r.body_bytes_sent),
             bytes_sent: reply.map_or(0, |r| r.bytes_sent),
-            tries: reply.map_or(&[], |r| &r.tries),
+            tries: match reply {
+                Some(r) => &r.tries,
+                None => self.rw.map_or(&[], |rw| &rw.error_tries),
+            },
             topo: snap.map(|s| &s.topology),
             maps: snap.map_or(&[], |s| &s.maps),
             splits: snap.map_or(&[], |s| &s.splits),

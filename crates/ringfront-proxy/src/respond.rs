@@ -20,6 +20,8 @@ pub struct Answer<'a> {
     /// The erring redirect's `Location`, which a normal answer after an `error_page`
     /// redirect sends (made absolute as this location says).
     pub location: Option<Vec<u8>>,
+    /// An intercepted upstream 401's `WWW-Authenticate` (after an `error_page` redirect).
+    pub authenticate: &'a [Vec<u8>],
 }
 
 impl<'a> Answer<'a> {
@@ -35,6 +37,7 @@ impl<'a> Answer<'a> {
                 .rw
                 .and_then(|r| r.error_location.clone())
                 .map(|url| crate::location_url::absolute(cx, url)),
+            authenticate: cx.req.rw.map_or(&[], |r| &r.error_authenticate),
         }
     }
 
@@ -87,7 +90,8 @@ fn build_with(
     (extra, last): (Extra<'_>, Extra<'_>),
     body: &[u8],
 ) -> u64 {
-    let typed = !body.is_empty() || status >= 200 && status != 204 && status != 304;
+    let sent = if normal { a.sent(status) } else { status };
+    let typed = !body.is_empty() || sent >= 200 && sent != 204 && sent != 304;
     let fields = Fields {
         content_type: typed.then_some(content_type),
         length: typed.then_some(body.len() as u64),
@@ -153,6 +157,9 @@ fn write_head(out: &mut Vec<u8>, a: &Answer<'_>, status: u16, f: &Fields<'_>) {
             b"close"
         },
     );
+    for v in a.authenticate {
+        h.header(b"WWW-Authenticate", v);
+    }
     for (n, v) in f.after {
         h.header(n.as_bytes(), v);
     }

@@ -57,6 +57,11 @@ pub struct RwState {
     /// The `Location` of the redirect an `error_page` redirected (nginx keeps
     /// `r->headers_out.location`): normal answers to the redirected request send it.
     pub error_location: Option<Vec<u8>>,
+    /// The upstreams tried before an `error_page` redirect (nginx keeps
+    /// `r->upstream_states`).
+    pub error_tries: Vec<ringfront_upstream::exchange::TryRecord>,
+    /// The `WWW-Authenticate` fields of an intercepted upstream 401, sent with the answer.
+    pub error_authenticate: Vec<Vec<u8>>,
     /// The string the captures index into (the subject of the last match).
     subject: Vec<u8>,
     caps: [Option<(usize, usize)>; CAPTURES],
@@ -99,6 +104,8 @@ impl RwState {
             uri_changed: self.uri_changed,
             error: self.error,
             error_location: self.error_location.clone(),
+            error_tries: self.error_tries.clone(),
+            error_authenticate: self.error_authenticate.clone(),
             ..RwState::default()
         };
         s.set_captures(c, subject, names);
@@ -136,6 +143,16 @@ impl RwState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_error_page_answer_goes_out_with_the_error_status() {
+        let mut e = ErrorState::default();
+        assert_eq!(e.sent(200), 200, "no error_page redirect");
+        e.status = Some(404);
+        assert_eq!(e.sent(200), 404);
+        e.status = Some(0);
+        assert_eq!(e.sent(201), 201, "`=` alone: its own status");
+    }
 
     #[test]
     fn captures_of_the_last_match() {

@@ -62,6 +62,7 @@ async fn reject(stream: &mut ClientStream, status: u16, s: &ringfront_config::Lo
         head_only: false,
         err_status: None,
         location: None,
+        authenticate: &[],
     };
     respond::error(&mut out, &answer, status);
     if write_all(stream, out, s.send_timeout).await.0.is_ok() {

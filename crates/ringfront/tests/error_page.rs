@@ -98,7 +98,18 @@ http {
         location /icpt/ {
             proxy_intercept_errors on;
             error_page 404 500 /page;
+            error_page 401 /upstream;
             proxy_pass http://127.0.0.1:{BACKEND};
+        }
+        location = /upstream {
+            return 200 "upstream $upstream_status\n";
+        }
+        location /to204/ {
+            error_page 405 /ret204;
+            return 405;
+        }
+        location = /ret204 {
+            return 204;
         }
         location /noicpt/ {
             error_page 404 /page;
@@ -163,6 +174,8 @@ const REQUESTS: &[(&str, &str)] = &[
     ("GET", "/icpt/x?code=500"),
     ("GET", "/icpt/x?code=403"),
     ("GET", "/icpt/x"),
+    ("GET", "/icpt/auth"),
+    ("GET", "/to204/x"),
     ("GET", "/noicpt/x?code=404"),
     ("POST", "/topx/x"),
     ("GET", "/rec/x"),
@@ -188,12 +201,22 @@ fn answers(p: u16, b: &Backend) -> Vec<String> {
             let location = r.header("Location").unwrap_or("-");
             let location = location.replace(&format!(":{p}"), ":PORT");
             let conn = r.header("Connection").unwrap_or("-");
+            let auth = r.header("WWW-Authenticate").unwrap_or("-");
+            // Built-in pages are longer by "ringfront" in their footer.
+            let builtin = r.text().contains("<hr><center>");
+            let length = match builtin {
+                true => "builtin",
+                false => r.header("Content-Length").unwrap_or("-"),
+            };
             let text = r
                 .text()
                 .replace("<center>ringfront</center>", "<center>nginx</center>");
             // Backends answer with their own port in the body.
             let text = text.replace(&b.port().to_string(), "BACKEND");
-            format!("{} {location} {conn} | {upstream} | {text}", r.status)
+            format!(
+                "{} {location} {conn} {auth} {length} | {upstream} | {text}",
+                r.status
+            )
         })
         .collect()
 }
@@ -201,6 +224,8 @@ fn answers(p: u16, b: &Backend) -> Vec<String> {
 #[test]
 fn error_pages_match_nginx() {
     let b = Backend::start();
+    let auth = ringfront_testkit::Canned::status(401, "no").header("WWW-Authenticate", "Basic x");
+    b.set_route("/icpt/auth", auth);
     let dead = common::port();
     let root = files("diff");
     let (n, r, np, rp) = common::nginx_and_ringfront(|p| config(p, b.port(), dead, &root));
@@ -215,11 +240,13 @@ fn error_pages_match_nginx() {
     // The oracle exercised the cases.
     let has = |want: &str| nginx.iter().any(|a| a.contains(want));
     for want in [
-        "404 - keep-alive | - | <p>custom 404</p>",
-        "410 - keep-alive | - | page uri=/page args= m=GET",
-        "403 - keep-alive | - | named uri=/named/x args=q=2",
+        "404 - keep-alive - 18 | - | <p>custom 404</p>",
+        "410 - keep-alive - 27 | - | page uri=/page args= m=GET",
+        "403 - keep-alive - 28 | - | named uri=/named/x args=q=2",
         "302 http://example.com/missing",
         "upstream GET /px/page",
+        "401 - keep-alive Basic x 13 | upstream GET /icpt/auth | upstream 401",
+        "405 - keep-alive - 0 |",
     ] {
         assert!(has(want), "{want}: {nginx:?}");
     }
