@@ -387,9 +387,12 @@ fn keep(cx: &Cx<'_>, g: &GroupConf, state: &PeerState, peer: usize, conn: Conn) 
 /// the location is answered as nginx's own error of that status (the status, or `None`).
 fn intercepted(cx: &Cx<'_>, io: &Io) -> Option<u16> {
     let s = cx.settings();
+    if !s.errors.proxy_intercept_errors {
+        return None;
+    }
     let status = io.head.as_ref()?.status;
     let paged = s.error_pages.iter().any(|p| p.codes.contains(&status));
-    (s.errors.proxy_intercept_errors && status >= 300 && paged).then_some(status)
+    (status >= 300 && paged).then_some(status)
 }
 
 /// Ends the try without relaying (the upstream connection is closed, its body unread, as

@@ -103,7 +103,7 @@ fn find<'a>(locs: &'a [LocationRt], path: &str) -> Option<(&'a LocationRt, bool)
 /// without its final `/` (and no location of its own name) gets a 301 to the name; regex
 /// locations are not looked at. The location.
 pub fn auto_redirect<'a>(locs: &'a [LocationRt], path: &str) -> Option<&'a LocationRt> {
-    let mut found = None;
+    let (mut found, mut nested) = (None, false);
     for l in locs {
         let name = match &l.matcher {
             Some(
@@ -113,6 +113,8 @@ pub fn auto_redirect<'a>(locs: &'a [LocationRt], path: &str) -> Option<&'a Locat
             ) => p.as_str(),
             _ => continue,
         };
+        nested |= !l.children.is_empty();
+        // `==` and `slashed` compare lengths first: no byte is read for most locations.
         if name == path {
             return None;
         }
@@ -121,7 +123,10 @@ pub fn auto_redirect<'a>(locs: &'a [LocationRt], path: &str) -> Option<&'a Locat
             found = Some(l);
         }
     }
-    found.or_else(|| auto_redirect(&longest_prefix(locs, path)?.children, path))
+    match (found, nested) {
+        (None, true) => auto_redirect(&longest_prefix(locs, path)?.children, path),
+        _ => found,
+    }
 }
 
 /// The `Location` of an auto redirect: the location's name escaped, then the arguments.

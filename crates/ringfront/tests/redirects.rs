@@ -41,6 +41,11 @@ http {
         location /own {
             return 200 "own\n";
         }
+        location /n/ {
+            location /n/p/ {
+                proxy_pass http://127.0.0.1:{BACKEND};
+            }
+        }
         location /own/ {
             proxy_pass http://127.0.0.1:{BACKEND};
         }
@@ -101,6 +106,7 @@ const REQUESTS: &[(&str, &str)] = &[
     ("on", "/auto?a=b"),
     ("on", "/exact"),
     ("on", "/own"),
+    ("on", "/n/p?x=1"),
     ("on", "/return301"),
     ("host", "/return301/name"),
     ("host", "/return301"),
@@ -153,6 +159,7 @@ fn locations_are_made_as_nginx_makes_them() {
     let has = |want: &str| nginx.iter().any(|a| a.contains(want));
     for want in [
         "301 http://on:PORT/auto/?a=b",
+        "301 http://on:PORT/n/p/?x=1",
         "301 /auto/ proxied=0",
         "301 http://host/redirect",
         "301 http://127.0.0.1:PORT/redirect",
