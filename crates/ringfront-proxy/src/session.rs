@@ -339,22 +339,27 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
             format_args!("access forbidden by rule"),
             &buf,
         );
-        if !matches!(head.framing, ringfront_http::BodyFraming::None) {
-            // The unread body would be taken for the next request: answer and close.
-            reject(&mut stream, 403, s).await;
-            return None;
-        }
     }
     // A denied request's body is not wanted (nor its 100-continue); without framing it has
-    // none.
-    let refused = refuse.or(denied.then_some(403));
+    // none. An unread body would be taken for the next request: answer (with the
+    // location's error_page) and close.
+    let mut unread = denied && !matches!(head.framing, ringfront_http::BodyFraming::None);
+    let mut refused = refuse.or(denied.then_some(403));
     let (body, consumed) = if refused.is_some() {
         (Vec::new(), head_len)
     } else {
         let (read, b) = read_body(&mut stream, buf, &head, head_len, s, &log).await;
         buf = b;
-        read?
+        match read {
+            Ok(read) => read,
+            Err(status) => {
+                unread = true;
+                refused = Some(status?);
+                (Vec::new(), head_len)
+            }
+        }
     };
+    let keep_alive = keep_alive && !unread;
     let path = request_path(&buf, &head);
     // The request as it came, for an error_page's internal redirect.
     let own = Req {
@@ -419,8 +424,8 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
     })
 }
 
-/// The request's body (nginx's 400/413 answered, 413 logged), and how many bytes of `buf`
-/// the request used; `None` to close the connection.
+/// The request's body and how many bytes of `buf` the request used; else nginx's 400/413
+/// to answer (413 logged), or `None` to close the connection.
 async fn read_body(
     stream: &mut ClientStream,
     buf: Vec<u8>,
@@ -428,11 +433,11 @@ async fn read_body(
     head_len: usize,
     s: &ringfront_config::LocationSettings,
     log: &dyn Fn(LogLevel, std::fmt::Arguments<'_>, &[u8]),
-) -> (Option<(Vec<u8>, usize)>, Vec<u8>) {
+) -> (Result<(Vec<u8>, usize), Option<u16>>, Vec<u8>) {
     let (read, buf) = body::read(stream, buf, head, head_len, s).await;
     let status = match read {
-        Ok(ok) => return (Some(ok), buf),
-        Err(BodyError::Closed) => return (None, buf),
+        Ok(ok) => return (Ok(ok), buf),
+        Err(BodyError::Closed) => return (Err(None), buf),
         Err(BodyError::Reject(status)) => status,
     };
     if status == 413 {
@@ -446,8 +451,7 @@ async fn read_body(
             &buf,
         );
     }
-    reject(stream, status, s).await;
-    (None, buf)
+    (Err(Some(status)), buf)
 }
 
 /// After a response: bytes of a pipelined request stay with the connection; otherwise it
