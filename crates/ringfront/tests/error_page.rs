@@ -114,6 +114,14 @@ http {
             deny all;
             error_page 403 /page;
         }
+        location /tointernal/ {
+            error_page 404 =200 /int/page;
+            return 404;
+        }
+        location /int/ {
+            internal;
+            return 200 "internal uri=$uri request=$request_uri\n";
+        }
         location /to204/ {
             error_page 405 /ret204;
             return 405;
@@ -186,6 +194,9 @@ const REQUESTS: &[(&str, &str)] = &[
     ("GET", "/icpt/x"),
     ("GET", "/icpt/auth"),
     ("GET", "/to204/x"),
+    ("GET", "/tointernal/x?q=1"),
+    ("GET", "/int/page"),
+    ("HEAD", "/files/nothere"),
     ("POST", "/big/x"),
     ("POST", "/denybody/x"),
     ("GET", "/noicpt/x?code=404"),
@@ -265,6 +276,7 @@ fn error_pages_match_nginx() {
         "upstream GET /px/page",
         "401 - keep-alive Basic x 13 | upstream GET /icpt/auth | upstream 401",
         "405 - keep-alive - 0 |",
+        "200 - keep-alive - 49 | - | internal uri=/int/page request=/tointernal/x?q=1",
         "413 - close - 27 | - | page uri=/page args= m=GET",
     ] {
         assert!(has(want), "{want}: {nginx:?}");
