@@ -401,7 +401,11 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
                 req: own,
                 server: chosen.0,
             };
-            crate::error_redirect::follow(w, &snap, base, &mut rw, reply, back).await
+            // Boxed: the request's future stays the size it is without error pages.
+            Box::pin(crate::error_redirect::follow(
+                w, &snap, base, &mut rw, reply, back,
+            ))
+            .await
         }
     };
     let mut stream = back?;
