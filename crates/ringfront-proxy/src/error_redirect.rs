@@ -125,9 +125,9 @@ pub(crate) fn restatus(out: &mut Vec<u8>, req: &Req<'_>, len: usize) -> usize {
     let mut line = Vec::with_capacity(32);
     let _ = ringfront_http::HeadWriter::response(&mut line, status);
     line.truncate(line.len().saturating_sub(2));
-    let old = end;
     out.splice(..end, line.iter().copied());
-    len + line.len() - old
+    // `end` <= `len`: the status line is part of the head.
+    len + line.len() - end
 }
 
 /// The request's own facts, for the redirected requests (`path` and `rw` are theirs).
@@ -243,4 +243,40 @@ async fn enter<'s>(
         w.log(snap, LogLevel::Error, base.req.conn_id, msg);
     }
     Some((loc, denied.then_some(403), outcome))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_relayed_head_takes_the_error_status() {
+        let (buf, head) = crate::testutil::request_head(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+        let relayed = b"HTTP/1.1 200 Fine\r\nX: y\r\n\r\n".to_vec();
+        let plain = crate::testutil::req(&buf, &head);
+        let mut out = relayed.clone();
+        let len = out.len();
+        assert_eq!(restatus(&mut out, &plain, len), len);
+        assert_eq!(
+            out, relayed,
+            "no error_page redirect: as the upstream sent it"
+        );
+        let mut rw = RwState::default();
+        rw.error.status = Some(404);
+        let redirected = Req {
+            rw: Some(&rw),
+            ..crate::testutil::req(&buf, &head)
+        };
+        let n = restatus(&mut out, &redirected, len);
+        assert_eq!(out, b"HTTP/1.1 404 Not Found\r\nX: y\r\n\r\n");
+        assert_eq!(n, out.len());
+        rw.error.status = Some(0);
+        let own = Req {
+            rw: Some(&rw),
+            ..crate::testutil::req(&buf, &head)
+        };
+        let mut out = relayed.clone();
+        restatus(&mut out, &own, len);
+        assert_eq!(out, relayed, "`=`: the upstream's own status");
+    }
 }
