@@ -74,8 +74,11 @@ pub async fn process<'s>(
         switched: std::cell::Cell::new(None),
         proxies: std::cell::Cell::new(false),
     };
-    if let Flow::Stop(o) = run.ops(&server.rewrite.ops, rw).await {
-        return (&server.fallback, o);
+    // An error_page redirect to a named location skips the server's rewrite directives.
+    if rw.named.is_none() {
+        if let Flow::Stop(o) = run.ops(&server.rewrite.ops, rw).await {
+            return (&server.fallback, o);
+        }
     }
     loop {
         rw.uri_changed = false;

@@ -1,5 +1,6 @@
 //! `error_page` against real nginx on the same configuration: internal redirects to a URI
-//! (its arguments, variables, the method made GET, HEAD kept), to a named location and to
+//! (its arguments, variables, the method made GET, HEAD kept, the server's rewrite
+//! directives run again, not for a named location), to a named location and to
 //! URLs; `=CODE`, `=` alone and the error's own status on the page's answer; errors of
 //! static files, `return`, `deny`, a dead upstream, a folder's and a rewrite's redirects;
 //! a body too large and a denied request with a body (answered, then closed);
@@ -32,6 +33,9 @@ http {
         listen 127.0.0.1:{PORT};
         server_name localhost;
         root {ROOT};
+        # One "+" for each run of the server's rewrite directives.
+        set $runs "${runs}+";
+        rewrite ^/srvrw/(.*)$ /page?from=$1 last;
 
         location / { }
         location /errors/ { }
@@ -114,6 +118,24 @@ http {
             deny all;
             error_page 403 /page;
         }
+        location = /runs {
+            return 200 "runs=$runs uri=$uri\n";
+        }
+        location @runs {
+            return 200 "named runs=$runs uri=$uri\n";
+        }
+        location /torunsuri/ {
+            error_page 404 /runs;
+            return 404;
+        }
+        location /torunsnamed/ {
+            error_page 404 @runs;
+            return 404;
+        }
+        location /tosrv/ {
+            error_page 404 /srvrw/abc;
+            return 404;
+        }
         location /tointernal/ {
             error_page 404 =200 /int/page;
             return 404;
@@ -195,6 +217,9 @@ const REQUESTS: &[(&str, &str)] = &[
     ("GET", "/icpt/auth"),
     ("GET", "/to204/x"),
     ("GET", "/tointernal/x?q=1"),
+    ("GET", "/torunsuri/x"),
+    ("GET", "/torunsnamed/x"),
+    ("GET", "/tosrv/x"),
     ("GET", "/int/page"),
     ("HEAD", "/files/nothere"),
     ("POST", "/big/x"),
@@ -276,6 +301,9 @@ fn error_pages_match_nginx() {
         "upstream GET /px/page",
         "401 - keep-alive Basic x 13 | upstream GET /icpt/auth | upstream 401",
         "405 - keep-alive - 0 |",
+        "| runs=++ uri=/runs",
+        "| named runs=+ uri=/torunsnamed/x",
+        "| page uri=/page args=from=abc m=GET",
         "200 - keep-alive - 49 | - | internal uri=/int/page request=/tointernal/x?q=1",
         "413 - close - 27 | - | page uri=/page args= m=GET",
     ] {
