@@ -112,10 +112,38 @@ fn to_page(cx: &Cx<'_>, page: &ErrorPage, status: u16) -> Plan {
     }))
 }
 
+/// A relayed head (`out` holds it alone, `len` bytes) after an `error_page` redirect: the
+/// error's status, and the erring redirect's `Location` unless the upstream sent one. The
+/// head's length after.
+pub(crate) fn relayed_head(out: &mut Vec<u8>, cx: &Cx<'_>, len: usize) -> usize {
+    let Some(rw) = cx.req.rw else {
+        return len;
+    };
+    let len = restatus(out, cx.req, len);
+    let Some(url) = &rw.error_location else {
+        return len;
+    };
+    let has_own = out
+        .split(|&b| b == b'\n')
+        .any(|l| l.len() > 9 && l[..9].eq_ignore_ascii_case(b"location:"));
+    if has_own || len < 2 {
+        return len;
+    }
+    let url = crate::location_url::absolute(cx, url.clone());
+    // Before the empty line that ends the head.
+    let mut field = Vec::with_capacity(url.len() + 12);
+    field.extend_from_slice(b"Location: ");
+    field.extend_from_slice(&url);
+    field.extend_from_slice(b"\r\n");
+    let at = len - 2;
+    out.splice(at..at, field.iter().copied());
+    len + field.len()
+}
+
 /// After an `error_page` redirect a relayed head goes out with the error's status (nginx's
 /// `r->err_status`, which clears the upstream's status line): `out` holds the head alone.
 /// The head's length after.
-pub(crate) fn restatus(out: &mut Vec<u8>, req: &Req<'_>, len: usize) -> usize {
+fn restatus(out: &mut Vec<u8>, req: &Req<'_>, len: usize) -> usize {
     let Some(status) = req.rw.and_then(|r| r.error.status).filter(|&s| s != 0) else {
         return len;
     };

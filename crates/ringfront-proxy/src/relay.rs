@@ -119,7 +119,7 @@ impl Relay<'_> {
             decor = decor.with_mtime(t);
         }
         let head_bytes = encode_head(self.head, &rbuf, upgrade, keep, &mode, &decor, &mut out);
-        let head_bytes = crate::error_redirect::restatus(&mut out, req, head_bytes) as u64;
+        let head_bytes = crate::error_redirect::relayed_head(&mut out, self.cx, head_bytes) as u64;
         // Body bytes that came with the head.
         let initial = rbuf.get(self.head.head_len..).unwrap_or(&[]);
         let mut end = End::default();

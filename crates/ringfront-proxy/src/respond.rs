@@ -184,12 +184,17 @@ pub fn error_with(
     last: &[(&str, &[u8])],
 ) -> (u16, u64) {
     let body = error_body(status, a.decor.version());
+    // After an error_page redirect, the erring redirect's `Location` (nginx keeps it).
+    let carried: &[(&str, &[u8])] = match &a.location {
+        Some(url) => &[("Location", url)],
+        None => &[],
+    };
     let n = build_with(
         out,
         a,
         (status, false),
         "text/html",
-        (&[], last),
+        (carried, last),
         body.as_bytes(),
     );
     // nginx's internal 494..=497 go out, and are logged (`err_status`), as 400.

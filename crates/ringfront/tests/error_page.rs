@@ -1,7 +1,8 @@
 //! `error_page` against real nginx on the same configuration: internal redirects to a URI
 //! (its arguments, variables, the method made GET, HEAD kept, the server's rewrite
 //! directives run again, not for a named location), to a named location and to
-//! URLs; `=CODE`, `=` alone and the error's own status on the page's answer; errors of
+//! URLs; `=CODE`, `=` alone and the error's own status on the page's answer (an erring
+//! redirect's `Location` kept on it, proxied or built-in); errors of
 //! static files, `return`, `deny`, a dead upstream, a folder's and a rewrite's redirects;
 //! a body too large and a denied request with a body (answered, then closed);
 //! `recursive_error_pages` off and on, the redirection cycle, and
@@ -82,6 +83,14 @@ http {
         }
         location /ret302/ {
             error_page 302 /page;
+            return 302 "first";
+        }
+        location /ret302missing/ {
+            error_page 302 /nothere;
+            return 302 "first";
+        }
+        location /ret302px/ {
+            error_page 302 /px/page;
             return 302 "first";
         }
         location /rw/ {
@@ -207,6 +216,8 @@ const REQUESTS: &[(&str, &str)] = &[
     ("GET", "/url200/x"),
     ("GET", "/ret302/x"),
     ("GET", "/rw/x"),
+    ("GET", "/ret302missing/x"),
+    ("GET", "/ret302px/x"),
     ("GET", "/tofolder/x"),
     ("GET", "/dead/x"),
     ("GET", "/deadeq/x"),
