@@ -6,13 +6,14 @@ use std::path::Path;
 use crate::address::split_host_port;
 use crate::error::ConfigError;
 use crate::logs;
-use crate::model::{AccessRule, ErrorPage, LogFormat, NextUpstream, ProxyBind, TemplatePart};
+use crate::model::{AccessRule, LogFormat, NextUpstream, ProxyBind, TemplatePart};
 use crate::settings::{Level, PassRaw};
 use crate::tree::Directive;
 use crate::units::parse_number;
 use crate::values::{err, flag, msec, number, sec, set_once, size, template};
 
 /// What the handlers need to know about where they are.
+#[derive(Clone, Copy)]
 pub(crate) struct Scope<'a> {
     /// The main configuration file's folder.
     pub prefix: &'a Path,
@@ -72,10 +73,6 @@ pub(crate) fn apply(
         "proxy_next_upstream_timeout" => {
             set_once(&mut level.proxy_next_upstream_timeout, msec(d, arg)?, d)?;
         }
-        "error_page" => level
-            .error_pages
-            .get_or_insert_with(Vec::new)
-            .push(error_page(d)?),
         "access_log" => logs::access_log(level, d, scope)?,
         // Only the main level's error_log is used; below it the directive is checked and
         // ignored (ringfront has one error log).
@@ -118,6 +115,8 @@ pub(crate) fn apply(
         "add_header" => crate::response_headers::add_header(level, d)?,
         "server_tokens" => crate::response_headers::server_tokens(level, d)?,
         _ if crate::files::apply(level, d, scope.prefix, scope.alias_len)? => {}
+        _ if crate::error_pages::apply(level, d)? => {}
+        _ if crate::limit_except::apply(level, d, scope)? => {}
         _ if crate::rewrite::apply(level, d, scope)? => {}
         _ if level.ssl.apply(d, scope.prefix)? => {}
         _ if level.proxy_ssl.apply(d, scope.prefix)? => {}
@@ -281,61 +280,4 @@ fn next_upstream(level: &mut Level, d: &Directive) -> Result<(), ConfigError> {
         *flags = NextUpstream { off: true, ..none };
     }
     Ok(())
-}
-
-/// `error_page CODE... [=[CODE]] URI`.
-fn error_page(d: &Directive) -> Result<ErrorPage, ConfigError> {
-    let Some((uri, rest)) = d.args.split_last() else {
-        return Err(err(
-            d,
-            "invalid number of arguments in \"error_page\" directive",
-        ));
-    };
-    if !uri.starts_with('/') {
-        // Named locations (`@name`) and redirects to URLs need internal redirects, which
-        // ringfront does not do: refuse rather than serve the built-in page silently.
-        return Err(err(
-            d,
-            format!("\"error_page\" to \"{uri}\" is not supported yet: only a file under \"root\""),
-        ));
-    }
-    let (codes, overwrite) = match rest.split_last() {
-        Some((last, codes)) if last.starts_with('=') => {
-            let code = &last[1..];
-            if code.is_empty() {
-                return Err(err(
-                    d,
-                    "\"=\" without a code in \"error_page\" is not supported yet",
-                ));
-            }
-            let code = parse_number(code)
-                .filter(|&n| n <= 999)
-                .and_then(|n| u16::try_from(n).ok())
-                .ok_or_else(|| err(d, format!("invalid value \"{last}\"")))?;
-            (codes, Some(code))
-        }
-        _ => (rest, None),
-    };
-    if codes.is_empty() {
-        return Err(err(
-            d,
-            "invalid number of arguments in \"error_page\" directive",
-        ));
-    }
-    let mut out = Vec::with_capacity(codes.len());
-    for text in codes {
-        let code = parse_number(text).ok_or_else(|| err(d, format!("invalid value \"{text}\"")))?;
-        if !(300..=599).contains(&code) {
-            return Err(err(
-                d,
-                format!("value \"{text}\" must be between 300 and 599"),
-            ));
-        }
-        out.push(code as u16);
-    }
-    Ok(ErrorPage {
-        codes: out,
-        overwrite,
-        uri: uri.clone(),
-    })
 }

@@ -664,9 +664,57 @@ pub struct Return {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ErrorPage {
     pub codes: Vec<u16>,
-    /// `=CODE` changes the status sent; `None` keeps it.
+    /// nginx's `overwrite`: `=CODE` is the status sent; `=` alone (`Some(0)`) the status the
+    /// redirected request answers with; `None` the error's own (400 for 494..=497).
     pub overwrite: Option<u16>,
-    pub uri: String,
+    /// A URI (an internal redirect), `@name` (a named location) or anything else (a URL
+    /// sent in `Location` of a 302 or the `=` redirect code); variables allowed.
+    pub target: Template,
+    /// The arguments of a URI written without variables (after its `?`).
+    pub args: Option<String>,
+}
+
+/// `limit_except METHOD ... { ... }`.
+#[derive(Debug, Clone)]
+pub struct LimitExcept {
+    /// The methods answered with the location's own configuration (GET brings HEAD).
+    pub methods: Vec<String>,
+    /// The location's settings with the block's on top (its `proxy_pass`, else the
+    /// location's).
+    pub settings: LocationSettings,
+}
+
+impl LimitExcept {
+    /// Whether a request with `method` is answered with the block's configuration.
+    pub fn limits(&self, method: &[u8]) -> bool {
+        !self.methods.iter().any(|m| m.as_bytes() == method)
+    }
+}
+
+/// `recursive_error_pages`, `proxy_intercept_errors` and how a `Location` starting with `/`
+/// is made absolute (`absolute_redirect`, `port_in_redirect`, `server_name_in_redirect`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ErrorRules {
+    /// Off (nginx's default): an error while answering with an error page gets the
+    /// built-in page.
+    pub recursive_error_pages: bool,
+    /// On: an upstream response of 300 or more that has an `error_page` is answered with it.
+    pub proxy_intercept_errors: bool,
+    pub absolute_redirect: bool,
+    pub port_in_redirect: bool,
+    pub server_name_in_redirect: bool,
+}
+
+impl Default for ErrorRules {
+    fn default() -> Self {
+        ErrorRules {
+            recursive_error_pages: false,
+            proxy_intercept_errors: false,
+            absolute_redirect: true,
+            port_in_redirect: true,
+            server_name_in_redirect: false,
+        }
+    }
 }
 
 /// `add_header NAME VALUE [always]` (nginx's headers module).
@@ -772,6 +820,10 @@ pub struct LocationSettings {
     /// (`If::config` indexes them): this location's, with the block's on top.
     pub if_settings: Vec<LocationSettings>,
     pub error_pages: Vec<ErrorPage>,
+    /// `recursive_error_pages`, `proxy_intercept_errors`, `absolute_redirect`, ...
+    pub errors: ErrorRules,
+    /// `limit_except`: the configuration requests with other methods are answered with.
+    pub limit_except: Option<Box<LimitExcept>>,
     /// `root`, default `html` relative to the prefix (ringfront: the config file's folder).
     pub root: PathBuf,
     /// `alias`, `index`, `types`, `default_type`.

@@ -181,8 +181,23 @@ impl Targets<'_> {
             };
             if_settings.push(il.inherit(&merged).finish(self.env.prefix, pass)?);
         }
+        let limit_except = match &merged.limit_except {
+            Some(l) => {
+                let pass = match &l.level.proxy_pass {
+                    Some(p) => Some(self.target(p)?),
+                    None => proxy_pass.clone(),
+                };
+                let settings = l.level.inherit(&merged).finish(self.env.prefix, pass)?;
+                Some(Box::new(crate::model::LimitExcept {
+                    methods: l.methods.clone(),
+                    settings,
+                }))
+            }
+            None => None,
+        };
         let mut settings = merged.finish(self.env.prefix, proxy_pass)?;
         settings.if_settings = if_settings;
+        settings.limit_except = limit_except;
         check_handlers(loc)?;
         self.attach_checks(&loc.own, &settings)?;
         settings.check_status = loc.own.check_status.as_ref().map(|(f, _)| *f);

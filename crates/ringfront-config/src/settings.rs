@@ -53,6 +53,9 @@ pub(crate) struct Level {
     /// The configurations of this level's `if` blocks (`If::config` indexes them).
     pub if_levels: Vec<Level>,
     pub error_pages: Option<Vec<ErrorPage>>,
+    pub errors: crate::error_pages::ErrorLevel,
+    /// `limit_except` of this location (never inherited, as nginx).
+    pub limit_except: Option<Box<crate::limit_except::LimitLevel>>,
     pub root: Option<PathBuf>,
     /// `alias`, `index`, `types`, `default_type` (files.rs).
     pub files: crate::files::FilesLevel,
@@ -102,6 +105,8 @@ impl Default for LocationSettings {
             rewrite_log: false,
             if_settings: Vec::new(),
             error_pages: Vec::new(),
+            errors: Default::default(),
+            limit_except: None,
             root: PathBuf::from("html"),
             files: Default::default(),
             access_log: Vec::new(),
@@ -169,6 +174,8 @@ impl Level {
             rewrite_log: pick(&self.rewrite_log, &outer.rewrite_log),
             if_levels: self.if_levels.clone(),
             error_pages: pick(&self.error_pages, &outer.error_pages),
+            errors: self.errors.inherit(&outer.errors),
+            limit_except: self.limit_except.clone(),
             root: pick(&self.root, &outer.root),
             files: self.files.inherit(&outer.files),
             access_log: pick(&self.access_log, &outer.access_log),
@@ -233,6 +240,9 @@ impl Level {
             rewrite_log: self.rewrite_log.unwrap_or(d.rewrite_log),
             if_settings: Vec::new(),
             error_pages: self.error_pages.unwrap_or(d.error_pages),
+            errors: self.errors.finish(),
+            // resolve.rs finishes the block's settings (its proxy_pass is looked up there).
+            limit_except: None,
             root: self.root.unwrap_or_else(|| prefix.join(d.root)),
             files: self.files.finish(),
             access_log: self.access_log.unwrap_or(d.access_log),

@@ -10,6 +10,8 @@ pub(crate) const LOCATION: u16 = 1 << 4;
 pub(crate) const UPSTREAM: u16 = 1 << 5;
 /// Inside `if` (nginx's SIF and LIF contexts, which take the same rewrite directives).
 pub(crate) const IF: u16 = 1 << 6;
+/// Inside `limit_except` (nginx's LMT context).
+pub(crate) const LIMIT: u16 = 1 << 7;
 const SLI: u16 = SERVER | LOCATION | IF;
 const HSL: u16 = HTTP | SERVER | LOCATION;
 const HS: u16 = HTTP | SERVER;
@@ -146,7 +148,7 @@ pub(crate) static TABLE: &[Spec] = &[
     d("log_format", HTTP, 2, MANY),
     // nginx Plus: the tests of `health_check match=NAME`; its body is read by `match_block`
     b("match", HTTP, 1, 1),
-    d("access_log", HSL, 1, MANY),
+    d("access_log", HSL | LIMIT, 1, MANY),
     // upstream
     d("server", UPSTREAM, 1, MANY),
     d("keepalive", UPSTREAM, 1, 1),
@@ -175,7 +177,7 @@ pub(crate) static TABLE: &[Spec] = &[
     d("server_name", SERVER, 1, MANY),
     b("location", SERVER | LOCATION, 1, 2),
     // location-level settings, inherited http -> server -> location
-    d("proxy_pass", LOCATION, 1, 1),
+    d("proxy_pass", LOCATION | LIMIT, 1, 1),
     d("proxy_set_header", HSL, 2, 2),
     d("proxy_http_version", HSL, 1, 1),
     d("proxy_method", HSL, 1, 1),
@@ -198,6 +200,12 @@ pub(crate) static TABLE: &[Spec] = &[
     b("if", SL, 1, MANY),
     d("rewrite_log", HSL | IF, 1, 1),
     d("error_page", HSL, 2, MANY),
+    // error_pages.rs
+    d("recursive_error_pages", HSL, 1, 1),
+    d("proxy_intercept_errors", HSL, 1, 1),
+    d("absolute_redirect", HSL, 1, 1),
+    d("port_in_redirect", HSL, 1, 1),
+    d("server_name_in_redirect", HSL, 1, 1),
     // the static module (files.rs)
     d("root", HSL, 1, 1),
     d("alias", LOCATION, 1, 1),
@@ -216,8 +224,9 @@ pub(crate) static TABLE: &[Spec] = &[
     d("client_body_timeout", HSL, 1, 1),
     d("send_timeout", HSL, 1, 1),
     d("large_client_header_buffers", HS, 2, 2),
-    d("allow", HSL, 1, 1),
-    d("deny", HSL, 1, 1),
+    d("allow", HSL | LIMIT, 1, 1),
+    d("deny", HSL | LIMIT, 1, 1),
+    b("limit_except", LOCATION, 1, MANY),
     d("add_header", HSL, 2, 3),
     d("server_tokens", HSL, 1, 1),
     // response compression (gzip.rs)
@@ -323,11 +332,9 @@ pub(crate) static TABLE: &[Spec] = &[
     noop("proxy_no_cache", HSL, 1, MANY, Check::Templates),
     // nginx directives not implemented yet: an error, so no configuration is half-understood
     unsupported("sticky", UPSTREAM, 1, MANY),
-    unsupported("limit_except", LOCATION, 1, MANY),
     d("internal", LOCATION, 0, 0),
     unsupported("proxy_hide_header", HSL, 1, 1),
     unsupported("proxy_pass_header", HSL, 1, 1),
-    unsupported("proxy_intercept_errors", HSL, 1, 1),
     unsupported("proxy_cache", HSL, 1, 1),
     unsupported("proxy_cache_path", HTTP, 2, MANY),
     b("map", HTTP, 2, 2),

@@ -607,6 +607,15 @@ fn locations_return_error_page() {
         "invalid value \"=x\" in F:4"
     );
     assert_eq!(
+        in_server("error_page 499 /x;"),
+        "invalid value \"499\" in F:4"
+    );
+    assert_eq!(in_server("error_page = /x;"), "invalid value \"=\" in F:4");
+    assert_eq!(
+        in_server("recursive_error_pages maybe;"),
+        "invalid value \"maybe\" in \"recursive_error_pages\" directive, it must be \"on\" or \"off\" in F:4"
+    );
+    assert_eq!(
         h("return 200;"),
         "\"return\" directive is not allowed here in F:3"
     );
@@ -808,5 +817,30 @@ fn geo_blocks() {
     assert_eq!(
         e("geo $g { }\nmap $host $g { }"),
         "the duplicate \"g\" variable in /t/conf/x.conf:4"
+    );
+}
+
+#[test]
+fn limit_except_as_nginx_reads_it() {
+    let loc = |body: &str| h(&format!("server {{\n location / {{\n  {body}\n }}\n}}"));
+    assert_eq!(
+        loc("limit_except FOO { deny all; }"),
+        "invalid method \"FOO\" in F:5"
+    );
+    assert_eq!(
+        loc("limit_except GET {\n root /x;\n }"),
+        "\"root\" directive is not allowed here in F:6"
+    );
+    assert_eq!(
+        loc("limit_except GET { }\n  limit_except POST { }"),
+        "\"limit_except\" directive is duplicate in F:6"
+    );
+    assert_eq!(
+        loc("limit_except GET { proxy_pass http://a/x; }"),
+        "\"proxy_pass\" cannot have URI part in location given by regular expression, or inside named location, or inside \"if\" statement, or inside \"limit_except\" block in F:5"
+    );
+    assert_eq!(
+        h("server {\n limit_except GET { }\n}"),
+        "\"limit_except\" directive is not allowed here in F:4"
     );
 }

@@ -176,7 +176,8 @@ fn lists_are_replaced_whole() {
         vec![ErrorPage {
             codes: vec![502, 503],
             overwrite: None,
-            uri: "/50x.html".into()
+            target: lit("/50x.html"),
+            args: None,
         }]
     );
     assert_eq!(
@@ -197,7 +198,8 @@ fn lists_are_replaced_whole() {
         vec![ErrorPage {
             codes: vec![404],
             overwrite: Some(200),
-            uri: "/empty".into()
+            target: lit("/empty"),
+            args: None,
         }]
     );
     assert_eq!(own.access_log, vec![AccessLog::Off]);
@@ -580,4 +582,37 @@ fn proxy_pass_with_variables() {
     assert_eq!((pass(0).uri, pass(0).tls), (None, false));
     assert!(pass(1).tls, "https:// written before the variable");
     assert!(cfg.http.upstreams.is_empty(), "no implicit group");
+fn error_page_forms_and_error_rules() {
+        "absolute_redirect off;
+        server {
+            location / {
+                error_page 404 = /x?a=1;
+                error_page 403 @named;
+                error_page 500 =302 /e?$args;
+                recursive_error_pages on;
+                proxy_intercept_errors on;
+                port_in_redirect off;
+            }
+    let s = &loc(&cfg, 0, &[0]).settings;
+    let pages: Vec<_> = s
+        .error_pages
+        .iter()
+        .map(|p| (p.codes.clone(), p.overwrite, p.args.clone()))
+        .collect();
+    assert_eq!(
+        pages,
+        vec![
+            (vec![404], Some(0), Some("a=1".to_string())),
+            (vec![403], None, None),
+            // A URI with variables splits at its `?` when evaluated.
+            (vec![500], Some(302), None),
+        ]
+    assert_eq!(s.error_pages[0].target, lit("/x"));
+    assert_eq!(s.error_pages[1].target, lit("@named"));
+    assert_eq!(s.error_pages[2].target.parts.len(), 2);
+    let e = s.errors;
+    assert!(e.recursive_error_pages && e.proxy_intercept_errors);
+    assert!(!e.absolute_redirect && !e.port_in_redirect && !e.server_name_in_redirect);
+    let d = ringfront_config::ErrorRules::default();
+    assert!(d.absolute_redirect && d.port_in_redirect && !d.recursive_error_pages);
 }

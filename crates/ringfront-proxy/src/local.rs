@@ -1,32 +1,67 @@
-//! Answers ringfront makes itself, written to the client: error statuses (with the
-//! location's `error_page`), `return`, and the status page / API.
+//! Answers ringfront makes itself, written to the client: error statuses and redirects
+//! (nginx's special responses, subject to the location's `error_page`: error_redirect.rs),
+//! `return`, and the status page / API.
 
 use crate::stream::ClientStream;
 use ringfront_config::LocationMatch;
 
+use crate::error_redirect::Plan;
 use crate::io::write_all;
 use crate::req::{Cx, Reply};
 use crate::{respond, vars};
 
-/// Answers with an error status of our own (honouring the location's `error_page`).
+/// Answers with an error status of our own, or its `error_page`: a redirect to a URL is
+/// sent here, an internal one left to the caller (the reply's `redirect`, nothing sent).
 pub async fn error(
     stream: &mut ClientStream,
     out: &mut Vec<u8>,
     cx: &Cx<'_>,
     status: u16,
 ) -> Reply {
+    out.clear();
+    let made = special(out, cx, status);
+    if made.redirect.is_some() {
+        return made;
+    }
+    let bytes = out.len() as u64;
+    let (r, o) = write_all(stream, std::mem::take(out), cx.settings().send_timeout).await;
+    *out = o;
+    Reply {
+        bytes_sent: bytes,
+        reusable: made.reusable && r.is_ok(),
+        ..made
+    }
+}
+
+/// nginx's special response for an error status, into `out`: the built-in page, or the
+/// `error_page`'s redirect to a URL, or (nothing written) its internal redirect.
+fn special(out: &mut Vec<u8>, cx: &Cx<'_>, status: u16) -> Reply {
     // nginx's special responses end the connection after a 400, 500 or 501.
     let keep_alive = cx.req.keep_alive && !matches!(status, 400 | 500 | 501);
-    out.clear();
     let answer = respond::Answer {
         keep_alive,
         ..respond::Answer::of(cx)
     };
-    let (status, n) = respond::error(out, &answer, Some(cx.loc), status);
-    let bytes = out.len() as u64;
-    let (r, o) = write_all(stream, std::mem::take(out), cx.settings().send_timeout).await;
-    *out = o;
-    Reply::new(status, n, bytes, keep_alive && r.is_ok())
+    let (status, n) = match crate::error_redirect::plan(cx, status) {
+        Plan::Builtin => respond::error(out, &answer, status),
+        Plan::Url { status, location } => {
+            let n = url_page(out, &answer, status, &location);
+            (status, n)
+        }
+        Plan::Internal(r) => {
+            return Reply {
+                redirect: Some(r),
+                ..Reply::new(status, 0, 0, keep_alive)
+            }
+        }
+    };
+    Reply::new(status, n, out.len() as u64, keep_alive)
+}
+
+/// A redirect page with `Location` as given.
+fn url_page(out: &mut Vec<u8>, a: &respond::Answer<'_>, code: u16, url: &[u8]) -> u64 {
+    let page = ringfront_http::error_body(code, a.decor.version());
+    respond::special(out, a, code, &[("Location", url)], page.as_bytes())
 }
 
 /// `check_status` and `api` locations: the status page or the JSON API, built from the
@@ -78,7 +113,7 @@ pub fn status(out: &mut Vec<u8>, cx: &Cx<'_>) -> Reply {
 
 /// `return CODE [TEXT|URL]`.
 pub fn ret(out: &mut Vec<u8>, cx: &Cx<'_>, ret: &ringfront_config::Return) -> Reply {
-    let (req, loc) = (cx.req, cx.loc);
+    let req = cx.req;
     let mut text = Vec::new();
     if let Some(t) = &ret.text {
         vars::render(&mut text, t, &req.vars("", None, Some(cx.snap)), false);
@@ -88,51 +123,43 @@ pub fn ret(out: &mut Vec<u8>, cx: &Cx<'_>, ret: &ringfront_config::Return) -> Re
         return redirect(out, cx, code, text);
     }
     let answer = respond::Answer::of(cx);
-    let (status, body_bytes) = if ret.text.is_some() {
-        // nginx types the text by the URI's extension (`types`, else `default_type`).
-        let content_type = cx.settings().files.content_type(req.path);
-        let n = respond::build(out, &answer, code, content_type, &[], &text);
-        (code, n)
-    } else {
-        respond::error(out, &answer, Some(loc), code)
-    };
-    Reply::new(status, body_bytes, out.len() as u64, req.keep_alive)
+    if ret.text.is_none() {
+        if code >= 400 {
+            // nginx finalizes with the code: a special response.
+            return special(out, cx, code);
+        }
+        // A normal response without a body (after an error_page redirect, the error's
+        // status).
+        let n = respond::build(out, &answer, code, "text/html", &[], b"");
+        return Reply::new(answer.sent(code), n, out.len() as u64, req.keep_alive);
+    }
+    // nginx types the text by the URI's extension (`types`, else `default_type`).
+    let content_type = cx.settings().files.content_type(req.path);
+    let n = respond::build(out, &answer, code, content_type, &[], &text);
+    Reply::new(answer.sent(code), n, out.len() as u64, req.keep_alive)
 }
 
-/// A redirect to `url` (from `return` or `rewrite`), with nginx's page for the status.
-pub fn redirect(out: &mut Vec<u8>, cx: &Cx<'_>, code: u16, mut url: Vec<u8>) -> Reply {
+/// A redirect to `url` (from `return`, `rewrite` or a folder's 301), with nginx's page for
+/// the status; a special response, so its `error_page` applies.
+pub fn redirect(out: &mut Vec<u8>, cx: &Cx<'_>, code: u16, url: Vec<u8>) -> Reply {
     let req = cx.req;
     let answer = respond::Answer::of(cx);
-    // absolute_redirect on (nginx's default): a relative URL gets scheme, host and port.
-    if url.first() == Some(&b'/') {
-        let tls = req.tls.is_some();
-        let mut abs = if tls {
-            b"https://".to_vec()
-        } else {
-            b"http://".to_vec()
-        };
-        let host = vars::host(req.buf, req.head);
-        abs.extend_from_slice(if host.is_empty() {
-            req.server_name.as_bytes()
-        } else {
-            host
-        });
-        // nginx leaves out the scheme's default port.
-        if req.local.port() != if tls { 443 } else { 80 } {
-            abs.extend_from_slice(format!(":{}", req.local.port()).as_bytes());
+    match crate::error_redirect::plan(cx, code) {
+        Plan::Builtin => {}
+        Plan::Url { status, location } => {
+            let n = url_page(out, &answer, status, &location);
+            return Reply::new(status, n, out.len() as u64, req.keep_alive);
         }
-        abs.extend_from_slice(&url);
-        url = abs;
+        Plan::Internal(mut r) => {
+            r.location = Some(url);
+            return Reply {
+                redirect: Some(r),
+                ..Reply::new(code, 0, 0, req.keep_alive)
+            };
+        }
     }
-    let page = ringfront_http::error_body(code, answer.decor.version());
-    let n = respond::build(
-        out,
-        &answer,
-        code,
-        "text/html",
-        &[("Location", &url)],
-        page.as_bytes(),
-    );
+    let url = crate::location_url::absolute(cx, url);
+    let n = url_page(out, &answer, code, &url);
     Reply::new(code, n, out.len() as u64, req.keep_alive)
 }
 
@@ -142,8 +169,7 @@ pub fn stub_status(out: &mut Vec<u8>, cx: &Cx<'_>) -> Reply {
     let req = cx.req;
     let answer = respond::Answer::of(cx);
     if !matches!(req.head.method.get(req.buf), b"GET" | b"HEAD") {
-        let (status, n) = respond::error(out, &answer, Some(cx.loc), 405);
-        return Reply::new(status, n, out.len() as u64, req.keep_alive);
+        return special(out, cx, 405);
     }
     let body = stub_status_text(&cx.w.shared.workers);
     let n = respond::build(out, &answer, 200, "text/plain", &[], body.as_bytes());

@@ -182,7 +182,10 @@ pub async fn run_in(
             Action::Connect(peer) => connect(cx, g, peer, &mut io).await,
             Action::Send => send(cx, &mut io).await,
             Action::ReadHead => read_head(cx, &mut io).await,
-            Action::Relay => relay(cx, g.topo, &mut io, ex.tries()).await,
+            Action::Relay => match intercepted(cx, &io) {
+                Some(status) => return intercept(cx, g, status, io, ex).await,
+                None => relay(cx, g.topo, &mut io, ex.tries()).await,
+            },
             Action::NoLive => {
                 let name = g.topo.upstreams.get(up).map_or("", |u| u.name.as_str());
                 cx.log(
@@ -328,7 +331,14 @@ async fn relay(cx: &Cx<'_>, topo: &Topology, io: &mut Io, tries: &[TryRecord]) -
         tag,
         born,
     });
-    io.relayed = Some(reply);
+    let sent = cx
+        .req
+        .rw
+        .map_or(reply.status, |r| r.error.sent(reply.status));
+    io.relayed = Some(Reply {
+        status: sent,
+        ..reply
+    });
     event
 }
 
@@ -454,6 +464,47 @@ fn tries_of(g: &Group<'_>, ex: Exchange<'_>) -> Vec<TryRecord> {
         false => ex.into_tries(),
         true => Vec::new(),
     }
+}
+
+/// `proxy_intercept_errors on`: an upstream status of 300 or more with an `error_page` in
+/// the location is answered as nginx's own error of that status (the status, or `None`).
+fn intercepted(cx: &Cx<'_>, io: &Io) -> Option<u16> {
+    let s = cx.settings();
+    if !s.errors.proxy_intercept_errors {
+        return None;
+    }
+    let status = io.head.as_ref()?.status;
+    let paged = s.error_pages.iter().any(|p| p.codes.contains(&status));
+    (status >= 300 && paged).then_some(status)
+}
+
+/// Ends the try without relaying (the upstream connection is closed, its body unread, as
+/// nginx's `ngx_http_upstream_intercept_errors`) and answers the status locally.
+async fn intercept(
+    cx: &Cx<'_>,
+    g: &Group<'_>,
+    status: u16,
+    mut io: Io,
+    mut ex: Exchange<'_>,
+) -> (Reply, Option<ClientStream>) {
+    io.conn = None;
+    // nginx 1.22 passes the (first) `WWW-Authenticate` of a 401 on.
+    let authenticate = match io.head.take() {
+        Some(h) if status == 401 => h.header(&io.rbuf, "www-authenticate").map(<[u8]>::to_vec),
+        _ => None,
+    };
+    let ended = Event::Relayed {
+        complete: false,
+        clean: false,
+    };
+    if let Some(f) = ex.on(ended, mono()).freed {
+        report(cx, g, &io, f);
+    }
+    let (mut reply, client) = finish_error(cx, g, status, io, ex).await;
+    if let Some(r) = reply.redirect.as_mut() {
+        r.authenticate = authenticate;
+    }
+    (reply, client)
 }
 
 async fn finish_error(

@@ -148,7 +148,8 @@ impl Relay<'_> {
             &decor,
             gz.as_ref(),
             &mut out,
-        ) as u64;
+        );
+        let head_bytes = crate::error_redirect::relayed_head(&mut out, self.cx, head_bytes) as u64;
         // Body bytes that came with the head.
         let initial = rbuf.get(self.head.head_len..).unwrap_or(&[]);
         let mut end = End {

@@ -22,6 +22,8 @@ pub struct Reply {
     /// for `$upstream_http_*` and `$sent_http_*` in logs only when a template reads them.
     pub upstream_head: Vec<u8>,
     pub sent_head: Vec<u8>,
+    /// Nothing was sent: an `error_page` redirect is to answer instead (error_redirect.rs).
+    pub redirect: Option<Box<crate::error_redirect::Redirect>>,
 }
 
 impl Reply {
@@ -34,6 +36,7 @@ impl Reply {
             tries: Vec::new(),
             upstream_head: Vec::new(),
             sent_head: Vec::new(),
+            redirect: None,
         }
     }
 }
@@ -95,7 +98,11 @@ impl Req<'_> {
             status: reply.map_or(0, |r| r.status),
             body_bytes_sent: reply.map_or(0, |r| r.body_bytes_sent),
             bytes_sent: reply.map_or(0, |r| r.bytes_sent),
-            tries: reply.map_or(self.tries, |r| &r.tries),
+            tries: match reply {
+                Some(r) => &r.tries,
+                None if !self.tries.is_empty() => self.tries,
+                None => self.rw.map_or(&[], |rw| &rw.error_tries),
+            },
             upstream_head: reply.map_or(&[], |r| &r.upstream_head),
             sent_head: reply.map_or(&[], |r| &r.sent_head),
             body: self.body,
@@ -110,6 +117,15 @@ impl Req<'_> {
             depth: std::cell::Cell::new(0),
             tls: self.tls,
             rw: self.rw,
+        }
+    }
+
+    /// The method as the request stands: GET after an `error_page` redirect of a method
+    /// other than HEAD, as nginx.
+    pub fn method(&self) -> &[u8] {
+        match self.rw {
+            Some(rw) if rw.error.get => b"GET",
+            _ => self.head.method.get(self.buf),
         }
     }
 

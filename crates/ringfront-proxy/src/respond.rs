@@ -1,12 +1,13 @@
-//! Responses ringfront makes itself: `return`, error statuses with nginx-style pages, and
-//! `error_page` (static files from `root`, read when the configuration loaded). Every head
-//! gets `Server` and `Date` first and the location's `add_header`s last, as in nginx.
+//! Responses ringfront makes itself: `return`, error statuses with nginx-style pages
+//! (`error_page` redirects are error_redirect.rs's). Every head gets `Server` and `Date`
+//! first and the location's `add_header`s last, as in nginx. A normal response to a request
+//! an `error_page` redirected goes out with the error's status (nginx's `r->err_status`);
+//! special ones (errors, redirects) with their own.
 
 use ringfront_http::{error_body, HeadWriter};
 
 use crate::req::Cx;
 use crate::response_headers::Decor;
-use crate::snapshot::LocationRt;
 
 /// How ringfront's own answers to one request are written.
 pub struct Answer<'a> {
@@ -14,6 +15,13 @@ pub struct Answer<'a> {
     pub keep_alive: bool,
     /// HEAD: answers carry no body.
     pub head_only: bool,
+    /// nginx's `r->err_status` after an `error_page` redirect (`None`: none, or `=`).
+    pub err_status: Option<u16>,
+    /// The erring redirect's `Location`, which a normal answer after an `error_page`
+    /// redirect sends (made absolute as this location says).
+    pub location: Option<Vec<u8>>,
+    /// An intercepted upstream 401's `WWW-Authenticate` (after an `error_page` redirect).
+    pub authenticate: &'a [Vec<u8>],
 }
 
 impl<'a> Answer<'a> {
@@ -23,7 +31,19 @@ impl<'a> Answer<'a> {
             decor: Decor::new(cx.settings(), Some(cx.req)).with_snap(cx.snap),
             keep_alive: cx.req.keep_alive,
             head_only: cx.req.head_only,
+            err_status: cx.req.rw.and_then(|r| r.error.status).filter(|&s| s != 0),
+            location: cx
+                .req
+                .rw
+                .and_then(|r| r.error_location.clone())
+                .map(|url| crate::location_url::absolute(cx, url)),
+            authenticate: cx.req.rw.map_or(&[], |r| &r.error_authenticate),
         }
+    }
+
+    /// The status a normal response made with `status` goes out with.
+    pub fn sent(&self, status: u16) -> u16 {
+        self.err_status.unwrap_or(status)
     }
 }
 
@@ -32,7 +52,8 @@ pub fn is_redirect(code: u16) -> bool {
     matches!(code, 301 | 302 | 303 | 307 | 308)
 }
 
-/// Appends a complete response. Returns the number of body bytes (sent unless `head_only`).
+/// Appends a complete normal response (with [`Answer::sent`]'s status). Returns the number
+/// of body bytes (sent unless `head_only`).
 pub fn build(
     out: &mut Vec<u8>,
     a: &Answer<'_>,
@@ -41,23 +62,36 @@ pub fn build(
     extra: &[(&str, &[u8])],
     body: &[u8],
 ) -> u64 {
-    build_with(out, a, status, content_type, (extra, &[]), body)
+    build_with(out, a, (status, true), content_type, (extra, &[]), body)
+}
+
+/// Appends a complete special response (a redirect page): its own status.
+pub fn special(
+    out: &mut Vec<u8>,
+    a: &Answer<'_>,
+    status: u16,
+    extra: &[(&str, &[u8])],
+    body: &[u8],
+) -> u64 {
+    build_with(out, a, (status, false), "text/html", (extra, &[]), body)
 }
 
 /// Header fields to add: (name, value).
 type Extra<'f> = &'f [(&'f str, &'f [u8])];
 
 /// [`build`] with fields before `Connection` and after the `add_header`s (the range
-/// filter's `Content-Range` of a 416).
+/// filter's `Content-Range` of a 416). `normal`: a normal response ([`head`]), else a
+/// special one with its own status.
 fn build_with(
     out: &mut Vec<u8>,
     a: &Answer<'_>,
-    status: u16,
+    (status, normal): (u16, bool),
     content_type: &str,
     (extra, last): (Extra<'_>, Extra<'_>),
     body: &[u8],
 ) -> u64 {
-    let typed = !body.is_empty() || status >= 200 && status != 204 && status != 304;
+    let sent = if normal { a.sent(status) } else { status };
+    let typed = !body.is_empty() || sent >= 200 && sent != 204 && sent != 304;
     let fields = Fields {
         content_type: typed.then_some(content_type),
         length: typed.then_some(body.len() as u64),
@@ -65,7 +99,10 @@ fn build_with(
         after: &[],
         last,
     };
-    head(out, a, status, &fields);
+    match normal {
+        true => head(out, a, status, &fields),
+        false => write_head(out, a, status, &fields),
+    }
     if a.head_only {
         return 0;
     }
@@ -77,6 +114,7 @@ fn build_with(
 /// nginx's order: `Content-Type`, `Content-Length`, `before` (nginx's header filter's own:
 /// `Last-Modified`, `Location`), `Connection`, `after` (the handler's list: `ETag`, the
 /// headers module's), the `add_header`s, then `last` (the range filter's).
+#[derive(Clone, Copy)]
 pub struct Fields<'f> {
     pub content_type: Option<&'f str>,
     pub length: Option<u64>,
@@ -85,8 +123,21 @@ pub struct Fields<'f> {
     pub last: &'f [(&'f str, &'f [u8])],
 }
 
-/// Appends a response head.
+/// Appends a normal response's head (with [`Answer::sent`]'s status).
 pub fn head(out: &mut Vec<u8>, a: &Answer<'_>, status: u16, f: &Fields<'_>) {
+    let Some(url) = &a.location else {
+        return write_head(out, a, a.sent(status), f);
+    };
+    let mut before = f.before.to_vec();
+    before.push(("Location", url));
+    let f = Fields {
+        before: &before,
+        ..*f
+    };
+    write_head(out, a, a.sent(status), &f);
+}
+
+fn write_head(out: &mut Vec<u8>, a: &Answer<'_>, status: u16, f: &Fields<'_>) {
     let mut h = HeadWriter::response(out, status);
     a.decor.first(&mut h);
     if let Some(t) = f.content_type {
@@ -106,6 +157,9 @@ pub fn head(out: &mut Vec<u8>, a: &Answer<'_>, status: u16, f: &Fields<'_>) {
             b"close"
         },
     );
+    for v in a.authenticate {
+        h.header(b"WWW-Authenticate", v);
+    }
     for (n, v) in f.after {
         h.header(n.as_bytes(), v);
     }
@@ -116,33 +170,33 @@ pub fn head(out: &mut Vec<u8>, a: &Answer<'_>, status: u16, f: &Fields<'_>) {
     h.finish();
 }
 
-/// An error status for this location, honouring `error_page`. Returns (status sent, body bytes).
-pub fn error(
-    out: &mut Vec<u8>,
-    a: &Answer<'_>,
-    loc: Option<&LocationRt>,
-    status: u16,
-) -> (u16, u64) {
-    error_with(out, a, loc, status, &[])
+/// nginx's built-in page for an error status (its `error_page` decided by the caller).
+/// Returns (status logged, body bytes).
+pub fn error(out: &mut Vec<u8>, a: &Answer<'_>, status: u16) -> (u16, u64) {
+    error_with(out, a, status, &[])
 }
 
 /// [`error`] with fields after the `add_header`s.
 pub fn error_with(
     out: &mut Vec<u8>,
     a: &Answer<'_>,
-    loc: Option<&LocationRt>,
     status: u16,
     last: &[(&str, &[u8])],
 ) -> (u16, u64) {
-    if let Some(page) = loc.and_then(|l| l.error_pages.iter().find(|p| p.codes.contains(&status))) {
-        if let Some(body) = &page.body {
-            let sent = page.overwrite.unwrap_or(status);
-            let n = build_with(out, a, sent, page.content_type, (&[], last), body);
-            return (sent, n);
-        }
-    }
     let body = error_body(status, a.decor.version());
-    let n = build_with(out, a, status, "text/html", (&[], last), body.as_bytes());
+    // After an error_page redirect, the erring redirect's `Location` (nginx keeps it).
+    let carried: &[(&str, &[u8])] = match &a.location {
+        Some(url) => &[("Location", url)],
+        None => &[],
+    };
+    let n = build_with(
+        out,
+        a,
+        (status, false),
+        "text/html",
+        (carried, last),
+        body.as_bytes(),
+    );
     // nginx's internal 494..=497 go out, and are logged (`err_status`), as 400.
     let shown = if (494..=497).contains(&status) {
         400

@@ -18,7 +18,7 @@ use crate::vars;
 use crate::worker::Worker;
 
 /// nginx's `NGX_HTTP_MAX_URI_CHANGES`.
-const MAX_URI_CHANGES: u32 = 10;
+pub(crate) const MAX_URI_CHANGES: u32 = 10;
 
 /// What the rewrite phases decided.
 #[derive(Debug)]
@@ -76,10 +76,12 @@ pub async fn process<'s>(
         switched: std::cell::Cell::new(None),
         proxies: std::cell::Cell::new(false),
     };
-    if let Flow::Stop(o) = run.ops(&server.rewrite.ops, rw).await {
-        return (&server.fallback, o);
+    // An error_page redirect to a named location skips the server's rewrite directives.
+    if rw.named.is_none() {
+        if let Flow::Stop(o) = run.ops(&server.rewrite.ops, rw).await {
+            return (&server.fallback, o);
+        }
     }
-    let mut changes = MAX_URI_CHANGES;
     loop {
         rw.uri_changed = false;
         let uri: Cow<'_, str> = match &rw.uri {
@@ -87,7 +89,19 @@ pub async fn process<'s>(
             None => Cow::Borrowed(req.path),
         };
         let loc = match rw.named.take() {
-            None => crate::route::location(server, &uri),
+            None => match crate::route::auto_redirect(&server.locations, &uri) {
+                Some(to) => {
+                    let location = crate::route::auto_location(to, run.args(rw));
+                    return (
+                        to,
+                        Outcome::Redirect {
+                            status: 301,
+                            location,
+                        },
+                    );
+                }
+                None => crate::route::location(server, &uri),
+            },
             Some(n) => match crate::route::named(server, &n) {
                 Some(l) => l,
                 None => {
@@ -115,14 +129,32 @@ pub async fn process<'s>(
                 None => {}
             }
         }
-        if changes == 0 {
+        if rw.uri_changes >= MAX_URI_CHANGES {
             run.error(format_args!(
                 "rewrite or internal redirection cycle while processing \"{}\"",
                 rw.uri.as_deref().unwrap_or_default()
             ));
+            // nginx's `r->uri_changes` reached 0: no error page for this 500.
+            rw.uri_changes = MAX_URI_CHANGES + 1;
             return (loc, Outcome::Status(500));
         }
-        changes -= 1;
+        rw.uri_changes += 1;
+    }
+}
+
+/// `limit_except`: the block's configuration for a method it does not list (GET after an
+/// `error_page` redirect).
+fn limited<'s>(loc: &'s LocationRt, req: &Req<'_>, rw: &RwState) -> &'s LocationRt {
+    let (Some(rt), Some(l)) = (&loc.limit, &loc.settings.limit_except) else {
+        return loc;
+    };
+    let method = match rw.error.get {
+        true => &b"GET"[..],
+        false => req.head.method.get(req.buf),
+    };
+    match l.limits(method) {
+        true => rt,
+        false => loc,
     }
 }
 
@@ -144,7 +176,10 @@ impl<'a, 's> Run<'a, 's> {
         self.log = loc.settings.rewrite_log;
         self.base = Some(loc);
         let flow = self.ops(&loc.rewrite.ops, rw).await;
-        let answering = self.switched.take().unwrap_or(loc);
+        let answering = match self.switched.take() {
+            Some(c) => c,
+            None => limited(loc, self.req, rw),
+        };
         let proxies = self.proxies.take();
         if let Flow::Stop(o) = flow {
             return Some((answering, o));

@@ -5,6 +5,25 @@
 /// Captures `$0`..`$9`, as nginx keeps them (`r->captures`).
 const CAPTURES: usize = 10;
 
+/// What an `error_page` redirect left on the request.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ErrorState {
+    /// nginx's `r->err_status`: the status the redirected request's answer goes out with
+    /// unless it makes a special response of its own; `Some(0)`: its own status.
+    pub status: Option<u16>,
+    /// nginx's `r->error_page` (`recursive_error_pages off`): no further error page.
+    pub done: bool,
+    /// The method became GET (nginx's `ngx_http_send_error_page` of a non-HEAD request).
+    pub get: bool,
+}
+
+impl ErrorState {
+    /// The status a response made with `status` goes out with.
+    pub fn sent(&self, status: u16) -> u16 {
+        self.status.filter(|&s| s != 0).unwrap_or(status)
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct RwState {
     /// The rewritten URI, or the request's own decoded when it differs from the target
@@ -36,6 +55,19 @@ pub struct RwState {
     /// The values non-`volatile` maps gave this request (`Variable::Map(i)` the `i`th):
     /// nginx evaluates such a map once per request, internal redirects included.
     pub map_values: std::cell::RefCell<Vec<Option<Vec<u8>>>>,
+    /// URI changes used of nginx's `NGX_HTTP_MAX_URI_CHANGES`, counted across the
+    /// rewrite phases' location searches and `error_page` redirects (`r->uri_changes`).
+    pub uri_changes: u32,
+    /// An `error_page` redirect (error_redirect.rs) took place.
+    pub error: ErrorState,
+    /// The `Location` of the redirect an `error_page` redirected (nginx keeps
+    /// `r->headers_out.location`): normal answers to the redirected request send it.
+    pub error_location: Option<Vec<u8>>,
+    /// The upstreams tried before an `error_page` redirect (nginx keeps
+    /// `r->upstream_states`).
+    pub error_tries: Vec<ringfront_upstream::exchange::TryRecord>,
+    /// The `WWW-Authenticate` fields of an intercepted upstream 401, sent with the answer.
+    pub error_authenticate: Vec<Vec<u8>>,
     /// The string the captures index into (the subject of the last match).
     subject: Vec<u8>,
     caps: [Option<(usize, usize)>; CAPTURES],
@@ -77,6 +109,10 @@ impl RwState {
             rebuild: self.rebuild,
             location_invalid: self.location_invalid,
             uri_changed: self.uri_changed,
+            error: self.error,
+            error_location: self.error_location.clone(),
+            error_tries: self.error_tries.clone(),
+            error_authenticate: self.error_authenticate.clone(),
             ..RwState::default()
         };
         s.set_captures(c, subject, names);
@@ -114,6 +150,16 @@ impl RwState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_error_page_answer_goes_out_with_the_error_status() {
+        let mut e = ErrorState::default();
+        assert_eq!(e.sent(200), 200, "no error_page redirect");
+        e.status = Some(404);
+        assert_eq!(e.sent(200), 404);
+        e.status = Some(0);
+        assert_eq!(e.sent(201), 201, "`=` alone: its own status");
+    }
 
     #[test]
     fn captures_of_the_last_match() {

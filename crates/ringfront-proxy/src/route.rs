@@ -126,6 +126,53 @@ fn find<'a>(locs: &'a [LocationRt], path: &str) -> Option<(&'a LocationRt, bool)
     nested.or(prefix.map(|p| (p, false)))
 }
 
+/// nginx's `auto_redirect`: a URI that is the name of a proxying prefix or exact location
+/// without its final `/` (and no location of its own name) gets a 301 to the name; regex
+/// locations are not looked at. The location.
+pub fn auto_redirect<'a>(locs: &'a [LocationRt], path: &str) -> Option<&'a LocationRt> {
+    let (mut found, mut nested) = (None, false);
+    for l in locs {
+        let name = match &l.matcher {
+            Some(
+                LocationMatch::Prefix(p)
+                | LocationMatch::PrefixNoRegex(p)
+                | LocationMatch::Exact(p),
+            ) => p.as_str(),
+            _ => continue,
+        };
+        nested |= !l.children.is_empty();
+        // `==` and `slashed` compare lengths first: no byte is read for most locations.
+        if name == path {
+            return None;
+        }
+        let slashed = name.len() == path.len() + 1 && name.ends_with('/');
+        if slashed && l.upstream.is_some() && name.starts_with(path) {
+            found = Some(l);
+        }
+    }
+    match (found, nested) {
+        (None, true) => auto_redirect(&longest_prefix(locs, path)?.children, path),
+        _ => found,
+    }
+}
+
+/// The `Location` of an auto redirect: the location's name escaped, then the arguments.
+pub fn auto_location(loc: &LocationRt, args: &[u8]) -> Vec<u8> {
+    let name = match &loc.matcher {
+        Some(
+            LocationMatch::Prefix(p) | LocationMatch::PrefixNoRegex(p) | LocationMatch::Exact(p),
+        ) => p.as_bytes(),
+        _ => b"",
+    };
+    let mut url = Vec::with_capacity(name.len() + args.len() + 1);
+    crate::static_path::escape_uri(&mut url, name);
+    if !args.is_empty() {
+        url.push(b'?');
+        url.extend_from_slice(args);
+    }
+    url
+}
+
 /// The server's `location @name` (`name` with its `@`).
 pub fn named<'a>(server: &'a ServerRt, name: &str) -> Option<&'a LocationRt> {
     server

@@ -60,8 +60,11 @@ async fn reject(stream: &mut ClientStream, status: u16, s: &ringfront_config::Lo
         decor: crate::response_headers::Decor::new(s, None),
         keep_alive: false,
         head_only: false,
+        err_status: None,
+        location: None,
+        authenticate: &[],
     };
-    respond::error(&mut out, &answer, None, status);
+    respond::error(&mut out, &answer, status);
     if write_all(stream, out, s.send_timeout).await.0.is_ok() {
         close_notify(stream, s.send_timeout).await;
     }
@@ -350,29 +353,35 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
             format_args!("access forbidden by rule"),
             &buf,
         );
-        if !matches!(head.framing, ringfront_http::BodyFraming::None) {
-            // The unread body would be taken for the next request: answer and close.
-            reject(&mut stream, 403, s).await;
-            return None;
-        }
     }
     // A denied request's body is not wanted (nor its 100-continue); without framing it has
-    // none.
-    let refused = refuse.or(denied.then_some(403));
+    // none. An unread body would be taken for the next request: answer (with the
+    // location's error_page) and close.
+    let mut unread = denied && !matches!(head.framing, ringfront_http::BodyFraming::None);
+    let mut refused = refuse.or(denied.then_some(403));
     let (body, consumed) = if refused.is_some() {
         (Vec::new(), head_len)
     } else {
         let (read, b) = read_body(&mut stream, buf, &head, head_len, s, &log).await;
         buf = b;
-        read?
+        match read {
+            Ok(read) => read,
+            Err(status) => {
+                unread = true;
+                refused = Some(status?);
+                (Vec::new(), head_len)
+            }
+        }
     };
+    let keep_alive = keep_alive && !unread;
     let path = request_path(&buf, &head);
     // `$request_body` reads a copy: the body itself goes to the upstream.
     let kept_body = match snap.uses.request_body && !s.client_body_in_file_only {
         true => body.clone(),
         false => Vec::new(),
     };
-    let req = Req {
+    // The request as it came, for an error_page's internal redirect.
+    let own = Req {
         buf: &buf,
         head: &head,
         client,
@@ -381,14 +390,12 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         conn_id,
         conn_requests: requests,
         start,
-        path: rw.uri.as_deref().unwrap_or(&path),
+        path: &path,
         keep_alive,
         head_only: head.is_head(&buf),
         pipelined: buf.get(consumed..).unwrap_or_default(),
         tls: tls.as_deref(),
-        // An index or try_files redirect changes the URI without rewrite directives, and a
-        // decoded URI is not the target's.
-        rw: (snap.rewriting || rw.internal || rw.uri.is_some()).then_some(&rw),
+        rw: None,
         body: &kept_body,
         opened_ms,
         stats: &w.shared.workers,
@@ -400,6 +407,13 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         tries: &[],
         id: request_id,
     };
+    let req = Req {
+        path: rw.uri.as_deref().unwrap_or(&path),
+        // An index or try_files redirect changes the URI without rewrite directives, and a
+        // decoded URI is not the target's.
+        rw: (snap.rewriting || rw.internal || rw.uri.is_some()).then_some(&rw),
+        ..own
+    };
     let cx = Cx {
         w,
         snap: &snap,
@@ -407,7 +421,23 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         req: &req,
     };
     let (reply, back) = crate::dispatch::answer(&cx, refused, outcome, body, stream).await;
-    crate::access_log::write(&cx, &reply);
+    let (reply, back) = match reply.redirect {
+        None => {
+            crate::access_log::write(&cx, &reply);
+            (reply, back)
+        }
+        Some(_) => {
+            let base = crate::error_redirect::Base {
+                req: own,
+                server: chosen.0,
+            };
+            // Boxed: the request's future stays the size it is without error pages.
+            Box::pin(crate::error_redirect::follow(
+                w, &snap, base, &mut rw, reply, back,
+            ))
+            .await
+        }
+    };
     let mut stream = back?;
     if !reply.reusable {
         close_notify(&mut stream, s.send_timeout).await;
@@ -428,8 +458,8 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
     })
 }
 
-/// The request's body (nginx's 400/413 answered, 413 logged), and how many bytes of `buf`
-/// the request used; `None` to close the connection.
+/// The request's body and how many bytes of `buf` the request used; else nginx's 400/413
+/// to answer (413 logged), or `None` to close the connection.
 async fn read_body(
     stream: &mut ClientStream,
     buf: Vec<u8>,
@@ -437,11 +467,11 @@ async fn read_body(
     head_len: usize,
     s: &ringfront_config::LocationSettings,
     log: &dyn Fn(LogLevel, std::fmt::Arguments<'_>, &[u8]),
-) -> (Option<(Vec<u8>, usize)>, Vec<u8>) {
+) -> (Result<(Vec<u8>, usize), Option<u16>>, Vec<u8>) {
     let (read, buf) = body::read(stream, buf, head, head_len, s).await;
     let status = match read {
-        Ok(ok) => return (Some(ok), buf),
-        Err(BodyError::Closed) => return (None, buf),
+        Ok(ok) => return (Ok(ok), buf),
+        Err(BodyError::Closed) => return (Err(None), buf),
         Err(BodyError::Reject(status)) => status,
     };
     if status == 413 {
@@ -455,8 +485,7 @@ async fn read_body(
             &buf,
         );
     }
-    reject(stream, status, s).await;
-    (None, buf)
+    (Err(Some(status)), buf)
 }
 
 /// After a response: bytes of a pipelined request stay with the connection; otherwise it

@@ -1,10 +1,9 @@
 //! The shared, immutable view of one configuration: listeners, servers with their location
-//! trees, upstream topology and its health board. Built on the control thread (including the
-//! file reads for `error_page`), published whole through `ArcSwap`, never mutated.
+//! trees, upstream topology and its health board. Built on the control thread, published
+//! whole through `ArcSwap`, never mutated.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::path::Path;
 
 use regex::{Regex, RegexBuilder};
 use std::sync::atomic::Ordering;
@@ -93,22 +92,11 @@ fn balancer(b: &ringfront_config::Balancer) -> Balancer {
 }
 
 #[derive(Debug)]
-pub struct ErrorPageRt {
-    pub codes: Vec<u16>,
-    pub overwrite: Option<u16>,
-    /// The page's bytes, read when the configuration loaded; `None` if the file is missing
-    /// (the built-in page is sent then).
-    pub body: Option<Vec<u8>>,
-    pub content_type: &'static str,
-}
-
-#[derive(Debug)]
 pub struct LocationRt {
     pub matcher: Option<LocationMatch>,
     pub regex: Option<Regex>,
     pub settings: LocationSettings,
     pub upstream: Option<UpstreamId>,
-    pub error_pages: Vec<ErrorPageRt>,
     pub access_logs: Vec<AccessLogRt>,
     pub children: Vec<LocationRt>,
     /// `proxy_pass https://`: its `proxy_ssl_*`, ready (built once per configuration load).
@@ -119,6 +107,8 @@ pub struct LocationRt {
     pub capture_names: Vec<(usize, usize)>,
     /// Its `if` blocks' configurations (`IfRt::config` indexes them).
     pub ifs: Vec<LocationRt>,
+    /// Its `limit_except` block's configuration, for the methods it does not list.
+    pub limit: Option<Box<LocationRt>>,
 }
 
 impl LocationRt {
@@ -219,15 +209,6 @@ pub struct Carried {
     pub from: Vec<Option<PeerId>>,
 }
 
-fn content_type(path: &Path) -> &'static str {
-    match path.extension().and_then(|e| e.to_str()) {
-        Some("html" | "htm") => "text/html",
-        Some("json") => "application/json",
-        Some("txt") => "text/plain",
-        _ => "text/html",
-    }
-}
-
 /// The path of an implicit group named `unix:PATH`.
 fn unix_path(name: &str) -> Option<&str> {
     name.get(..5)
@@ -322,19 +303,6 @@ impl Builder<'_> {
             ),
             _ => None,
         };
-        let error_pages = settings
-            .error_pages
-            .iter()
-            .map(|ep| {
-                let path = settings.root.join(ep.uri.trim_start_matches('/'));
-                ErrorPageRt {
-                    codes: ep.codes.clone(),
-                    overwrite: ep.overwrite,
-                    body: std::fs::read(&path).ok(),
-                    content_type: content_type(&path),
-                }
-            })
-            .collect();
         let formats = &self.cfg.http.log_formats;
         let access_logs = settings
             .access_log
@@ -386,15 +354,23 @@ impl Builder<'_> {
             .iter()
             .map(|s| self.location(matcher.clone(), s, &[]))
             .collect::<Result<_, _>>()?;
+        let limit = match &settings.limit_except {
+            Some(l) => Some(Box::new(self.location(
+                matcher.clone(),
+                &l.settings,
+                &[],
+            )?)),
+            None => None,
+        };
         Ok(LocationRt {
             ifs,
+            limit,
             rewrite,
             capture_names,
             matcher,
             regex,
             settings: settings.clone(),
             upstream,
-            error_pages,
             access_logs,
             children,
             upstream_tls,

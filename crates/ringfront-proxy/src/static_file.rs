@@ -60,7 +60,7 @@ enum Found {
 
 async fn find(cx: &Cx<'_>) -> Found {
     let req = cx.req;
-    let method = req.head.method.get(req.buf);
+    let method = req.method();
     let post = method == b"POST";
     if !post && !matches!(method, b"GET" | b"HEAD") {
         return Found::Status(405);

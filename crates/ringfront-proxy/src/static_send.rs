@@ -62,7 +62,7 @@ pub async fn send(
         // filter's `Content-Range: bytes */SIZE` on a 416.
         drop(file);
         out.clear();
-        let (shown, n) = respond::error_with(&mut out, &answer, Some(cx.loc), status, &last);
+        let (shown, n) = respond::error_with(&mut out, &answer, status, &last);
         let bytes = out.len() as u64;
         let (r, o) = write_all(&mut stream, out, s.send_timeout).await;
         cx.w.give_buf(o);
@@ -105,7 +105,7 @@ pub async fn send(
     out.clear();
     respond::head(&mut out, &answer, status, &fields);
     let head_len = out.len() as u64;
-    let mut reply = Reply::new(status, 0, head_len, answer.keep_alive);
+    let mut reply = Reply::new(answer.sent(status), 0, head_len, answer.keep_alive);
     if answer.head_only || !body {
         let (r, o) = write_all(&mut stream, out, s.send_timeout).await;
         cx.w.give_buf(o);

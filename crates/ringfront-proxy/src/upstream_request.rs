@@ -220,7 +220,7 @@ pub fn build(
     let mut method = Vec::new();
     match &s.proxy_method {
         Some(t) => vars::render(&mut method, t, &v, false),
-        None => method.extend_from_slice(req.head.method.get(req.buf)),
+        None => method.extend_from_slice(req.method()),
     }
     let mut out = Vec::with_capacity(req.head.head_len + 128);
     let http10 = s.proxy_http_version == "1.0";

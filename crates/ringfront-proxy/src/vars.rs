@@ -364,7 +364,11 @@ pub fn push_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, dash: bool) {
         | Variable::SslCipher
         | Variable::SslSessionReused
         | Variable::SslClientVerify => push_ssl(out, var, v.tls, empty),
-        Variable::RequestMethod => out.extend_from_slice(v.head.method.get(v.buf)),
+        // GET after an error_page redirect (error_redirect.rs).
+        Variable::RequestMethod => match v.rw {
+            Some(rw) if rw.error.get => out.extend_from_slice(b"GET"),
+            _ => out.extend_from_slice(v.head.method.get(v.buf)),
+        },
         Variable::RequestUri => out.extend_from_slice(origin_path(target)),
         Variable::Uri => out.extend_from_slice(path),
         Variable::Args => out.extend_from_slice(args.unwrap_or(empty)),

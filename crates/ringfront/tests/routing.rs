@@ -100,6 +100,8 @@ http {
         location / {
             proxy_pass http://{BACKEND};
             error_page 502 503 504 /50x.html;
+        }
+        location = /50x.html {
             root {ROOT};
         }
     }
