@@ -582,7 +582,11 @@ fn proxy_pass_with_variables() {
     assert_eq!((pass(0).uri, pass(0).tls), (None, false));
     assert!(pass(1).tls, "https:// written before the variable");
     assert!(cfg.http.upstreams.is_empty(), "no implicit group");
+}
+
+#[test]
 fn error_page_forms_and_error_rules() {
+    let cfg = http(
         "absolute_redirect off;
         server {
             location / {
@@ -593,6 +597,8 @@ fn error_page_forms_and_error_rules() {
                 proxy_intercept_errors on;
                 port_in_redirect off;
             }
+        }",
+    );
     let s = &loc(&cfg, 0, &[0]).settings;
     let pages: Vec<_> = s
         .error_pages
@@ -607,6 +613,7 @@ fn error_page_forms_and_error_rules() {
             // A URI with variables splits at its `?` when evaluated.
             (vec![500], Some(302), None),
         ]
+    );
     assert_eq!(s.error_pages[0].target, lit("/x"));
     assert_eq!(s.error_pages[1].target, lit("@named"));
     assert_eq!(s.error_pages[2].target.parts.len(), 2);
