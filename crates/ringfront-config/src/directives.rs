@@ -116,17 +116,6 @@ pub(crate) fn check_noop(d: &Directive, check: Check) -> Result<(), ConfigError>
             return Err(at(d, format!("\"{} on\" is not supported yet", d.name)));
         }
         Check::OffOnly => parse_flag(value) == Some(false),
-        Check::Only(words) if d.args.iter().all(|a| words.contains(&a.as_str())) => true,
-        Check::Only(_) => {
-            return Err(at(
-                d,
-                format!(
-                    "\"{}\" with \"{}\" is not supported yet",
-                    d.name,
-                    d.args.join(" ")
-                ),
-            ));
-        }
         Check::Number => parse_number(value).is_some(),
         Check::Size => parse_size(value).is_some(),
         Check::TempPath => temp_path_levels_ok(&d.args[1..]),
@@ -235,11 +224,6 @@ mod tests {
                 .message,
             "\"gzip on\" is not supported yet"
         );
-        assert!(check_noop(
-            &dir("proxy_redirect", &["default"], false),
-            Check::Only(&["default", "off"])
-        )
-        .is_ok());
         assert!(check_noop(&dir("proxy_buffer_size", &["4x"], false), Check::Size).is_err());
     }
 }

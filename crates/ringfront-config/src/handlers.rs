@@ -112,6 +112,7 @@ pub(crate) fn apply(
         _ if crate::rewrite::apply(level, d, scope)? => {}
         _ if level.ssl.apply(d, scope.prefix)? => {}
         _ if level.proxy_ssl.apply(d, scope.prefix)? => {}
+        _ if crate::proxy_headers::apply(level, d)? => {}
         _ => return Ok(false),
     }
     Ok(true)

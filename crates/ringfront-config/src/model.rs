@@ -709,4 +709,7 @@ pub struct LocationSettings {
     pub internal: bool,
     /// `proxy_ssl_*`, used when `proxy_pass` is `https://`.
     pub proxy_ssl: crate::ssl_model::ProxySsl,
+    /// What is done to the upstream response's fields (`proxy_hide_header`,
+    /// `proxy_redirect`, `proxy_cookie_*`, ...).
+    pub proxy_headers: crate::proxy_headers_model::ProxyHeaders,
 }

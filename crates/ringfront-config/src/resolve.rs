@@ -104,7 +104,8 @@ impl Targets<'_> {
     /// A location with everything inherited from `outer` (its enclosing location, server and
     /// http levels, already merged).
     fn location(&mut self, loc: &LocRaw, outer: &Level) -> Result<Location, ConfigError> {
-        let merged = loc.settings.inherit(outer);
+        let mut merged = loc.settings.inherit(outer);
+        crate::proxy_headers::settle(&mut merged, &loc.matcher);
         let proxy_pass = match &loc.settings.proxy_pass {
             Some(p) => Some(self.target(p)?),
             None => None,

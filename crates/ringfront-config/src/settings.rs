@@ -65,6 +65,8 @@ pub(crate) struct Level {
     /// `ssl_*` (http and server level; the server's merged ones are its TLS settings).
     pub ssl: crate::ssl::SslLevel,
     pub proxy_ssl: crate::ssl::ProxySslLevel,
+    /// `proxy_hide_header`, `proxy_redirect`, `proxy_cookie_*`... (proxy_headers.rs).
+    pub proxy_headers: crate::proxy_headers::ProxyHeadersLevel,
 }
 
 const MINUTE: Duration = Duration::from_secs(60);
@@ -111,6 +113,7 @@ impl Default for LocationSettings {
             stub_status: false,
             internal: false,
             proxy_ssl: Default::default(),
+            proxy_headers: Default::default(),
         }
     }
 }
@@ -172,6 +175,7 @@ impl Level {
             server_tokens: pick(&self.server_tokens, &outer.server_tokens),
             ssl: self.ssl.inherit(&outer.ssl),
             proxy_ssl: self.proxy_ssl.inherit(&outer.proxy_ssl),
+            proxy_headers: self.proxy_headers.inherit(&outer.proxy_headers),
         }
     }
 
@@ -235,6 +239,7 @@ impl Level {
             stub_status: false,
             internal: false,
             proxy_ssl,
+            proxy_headers: self.proxy_headers.finish(),
         })
     }
 }

@@ -15,7 +15,7 @@ use ringfront_upstream::exchange::{Cause, Event, Failure, Phase};
 
 use crate::io::{read_more, write_all, IoFail};
 use crate::req::{Cx, Reply};
-use crate::response_headers::{hidden, Decor};
+use crate::response_headers::Decor;
 
 /// The response to relay and where it comes from.
 pub struct Relay<'a> {
@@ -271,7 +271,8 @@ fn encode_head(
 ) -> usize {
     let status = head.status;
     let mut h = HeadWriter::relayed(out, status, head.reason.get(rbuf));
-    decor.first(&mut h);
+    let sends = |n: &str| decor.upstream_sends(n, head.header(rbuf, n).is_some());
+    decor.first_unless(&mut h, sends("server"), sends("date"));
     let conn_hdr = head.header(rbuf, "connection").unwrap_or(b"");
     for f in &head.headers {
         let name = f.name.get(rbuf);
@@ -280,10 +281,14 @@ fn encode_head(
         if !keep_upgrade && (is_hop_by_hop(name) || connection_lists(conn_hdr, name)) {
             continue;
         }
-        if hidden(name) || decor.replaces(name, status) {
+        if decor.hides(name) || decor.replaces(name, status) {
             continue;
         }
-        h.header(name, f.value.get(rbuf));
+        let value = f.value.get(rbuf);
+        match crate::proxy_redirect::edited(decor, name, value) {
+            Some(v) => h.header(name, &v),
+            None => h.header(name, value),
+        };
     }
     if matches!(mode, Mode::Chunked(_)) {
         h.header(b"Transfer-Encoding", b"chunked");

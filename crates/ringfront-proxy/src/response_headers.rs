@@ -3,7 +3,9 @@
 //! location's `add_header`s last; and which upstream fields nginx's default
 //! `proxy_hide_header` list drops from relayed responses.
 
-use ringfront_config::{AddHeader, Expires, LocationSettings, Template, TemplatePart};
+use ringfront_config::{
+    AddHeader, Expires, LocationSettings, ProxyHeaders, Template, TemplatePart,
+};
 use ringfront_http::{server_token, HeadWriter};
 
 use crate::req::Req;
@@ -52,6 +54,8 @@ pub struct Decor<'a> {
     expires: &'a Expires,
     /// The answer's `Last-Modified` time, for `expires modified`.
     mtime: Option<i64>,
+    /// What a relayed response's upstream fields go through.
+    pub proxy: &'a ProxyHeaders,
 }
 
 impl<'a> Decor<'a> {
@@ -66,6 +70,7 @@ impl<'a> Decor<'a> {
             snap: None,
             expires: &settings.files.expires,
             mtime: None,
+            proxy: &settings.proxy_headers,
         }
     }
 
@@ -89,8 +94,42 @@ impl<'a> Decor<'a> {
 
     /// `Server` and `Date`, written right after the status line as nginx does.
     pub fn first(&self, h: &mut HeadWriter<'_>) {
-        h.header(b"Server", server_token(self.version).as_bytes())
-            .header(b"Date", &self.date);
+        self.first_unless(h, false, false);
+    }
+
+    /// The same, leaving out those the upstream's own replace (`proxy_pass_header Server`).
+    pub fn first_unless(&self, h: &mut HeadWriter<'_>, server: bool, date: bool) {
+        if !server {
+            h.header(b"Server", server_token(self.version).as_bytes());
+        }
+        if !date {
+            h.header(b"Date", &self.date);
+        }
+    }
+
+    /// Whether an upstream field is hidden: nginx's default list, or the location's
+    /// (`proxy_hide_header`, `proxy_pass_header`).
+    pub fn hides(&self, name: &[u8]) -> bool {
+        match &self.proxy.hide {
+            None => hidden(name),
+            Some(list) => list.iter().any(|h| name.eq_ignore_ascii_case(h.as_bytes())),
+        }
+    }
+
+    /// Whether the upstream's own `name` (`server` or `date`) is passed and sent, so ours
+    /// is not.
+    pub fn upstream_sends(&self, name: &str, present: bool) -> bool {
+        present && self.proxy.hide.is_some() && !self.hides(name.as_bytes())
+    }
+
+    /// The variables of the request, for the upstream fields' rewrites.
+    pub fn vars(&self) -> Option<crate::vars::Vars<'_>> {
+        self.req.map(|r| r.vars("", None, self.snap))
+    }
+
+    /// The request this answers, if it was read whole.
+    pub fn req(&self) -> Option<&Req<'a>> {
+        self.req
     }
 
     fn applies(a: &AddHeader, status: u16) -> bool {
@@ -110,6 +149,16 @@ impl<'a> Decor<'a> {
         self.adds.iter().any(|a| {
             a.replaces && Self::applies(a, status) && name.eq_ignore_ascii_case(a.name.as_bytes())
         })
+    }
+
+    /// Whether `add_header ETag|Last-Modified` number `i` is replaced by a later one of the
+    /// same name: nginx keeps one such field, the last set (an empty last one removes it).
+    fn superseded(&self, i: usize, status: u16) -> bool {
+        let a = &self.adds[i];
+        a.replaces
+            && self.adds[i + 1..].iter().any(|b| {
+                b.replaces && Self::applies(b, status) && b.name.eq_ignore_ascii_case(&a.name)
+            })
     }
 
     /// With the configuration's `map`, `geo` and `split_clients` variables.
@@ -146,7 +195,10 @@ impl<'a> Decor<'a> {
             v.status = status;
             v
         });
-        for a in self.adds.iter().filter(|a| Self::applies(a, status)) {
+        for (i, a) in self.adds.iter().enumerate() {
+            if !Self::applies(a, status) || self.superseded(i, status) {
+                continue;
+            }
             h.header_with(a.name.as_bytes(), |o| match &vars {
                 Some(v) => crate::vars::render(o, &a.value, v, false),
                 None => literals(o, &a.value),
@@ -240,6 +292,35 @@ mod tests {
         ] {
             assert!(!hidden(n.as_bytes()), "{n}");
         }
+    }
+
+    #[test]
+    fn the_last_add_header_etag_wins_and_an_empty_one_removes_it() {
+        use ringfront_config::{parse_template, AddHeader};
+        let add = |name: &str, value: &str, always| AddHeader {
+            name: name.into(),
+            value: parse_template(value).unwrap(),
+            always,
+            replaces: true,
+        };
+        let head = |adds| {
+            let settings = ringfront_config::LocationSettings {
+                add_headers: adds,
+                ..Default::default()
+            };
+            let mut out = Vec::new();
+            let mut h = HeadWriter::relayed(&mut out, 200, b"OK");
+            Decor::new(&settings, None).last(&mut h, 200);
+            h.finish();
+            String::from_utf8(out).unwrap()
+        };
+        let cleared = head(vec![add("ETag", "foo", true), add("ETag", "", true)]);
+        assert!(!cleared.contains("ETag"), "{cleared}");
+        let last = head(vec![add("ETag", "a", true), add("etag", "b", false)]);
+        assert!(
+            last.contains("etag: b\r\n") && !last.contains("ETag: a"),
+            "{last}"
+        );
     }
 
     #[test]
