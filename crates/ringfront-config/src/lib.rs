@@ -33,7 +33,7 @@
 //!   `proxy_pass`/`add_header`/`root`/`access_log`/`error_page`,
 //!   `set` of a map/geo/split_clients variable, named locations,
 //!   variables in `proxy_pass`, https and unix-socket upstreams, `listen ... ssl|http2`,
-//!   `gzip on`, `proxy_redirect` rules, `error_page ... = URI`,
+//!   `gzip on`, `error_page ... = URI`,
 //!   `worker_cpu_affinity auto MASK`; `worker_processes 0` is refused.
 //! - Include cycles and nesting deeper than 100 levels are errors (nginx would recurse).
 
