@@ -106,7 +106,7 @@ pub(crate) fn apply(
                 rules.push(access_rule(d)?);
             }
         }
-        "add_header" => crate::response_headers::add_header(level, d)?,
+        "add_header" | "add_trailer" => crate::response_headers::add_header(level, d)?,
         "server_tokens" => crate::response_headers::server_tokens(level, d)?,
         _ if crate::files::apply(level, d, scope.prefix, scope.alias_len)? => {}
         _ if crate::rewrite::apply(level, d, scope)? => {}

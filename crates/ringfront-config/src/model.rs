@@ -698,6 +698,8 @@ pub struct LocationSettings {
     pub access_rules: Vec<AccessRule>,
     /// `add_header` in order, inherited whole from the nearest level that writes any.
     pub add_headers: Vec<AddHeader>,
+    /// `add_trailer` in order (inherited as `add_header`): fields sent after a chunked body.
+    pub add_trailers: Vec<AddHeader>,
     pub server_tokens: ServerTokens,
     /// `check_status [FORMAT]` in this location (not inherited): the health status page.
     pub check_status: Option<StatusFormat>,

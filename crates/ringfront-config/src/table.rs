@@ -219,6 +219,7 @@ pub(crate) static TABLE: &[Spec] = &[
     d("allow", HSL, 1, 1),
     d("deny", HSL, 1, 1),
     d("add_header", HSL, 2, 3),
+    d("add_trailer", HSL, 2, 3),
     d("server_tokens", HSL, 1, 1),
     // TLS at the edge (ssl.rs): http and server level
     d("ssl", HS, 1, 1),

@@ -110,6 +110,17 @@ impl Relay<'_> {
             req.keep_alive && !matches!(mode, Mode::UntilClose | Mode::Dechunk(_)) && !upgrade;
         out.clear();
         let mut decor = Decor::new(s, Some(req)).with_snap(self.cx.snap);
+        // `add_trailer`: an HTTP/1.1 body goes chunked, ours, to end with the trailers
+        // (nginx's chunked filter with `expect_trailers`; the upstream's length dropped).
+        let trailers = !s.add_trailers.is_empty()
+            && !matches!(mode, Mode::Done)
+            && req.head.minor_version >= 1
+            && decor.trailers_apply(status);
+        if trailers {
+            if let Mode::Chunked(dec) = mode {
+                mode = Mode::Dechunk(dec);
+            }
+        }
         // `expires modified` counts from the upstream's `Last-Modified`, as nginx.
         if let Some(t) = self
             .head
@@ -118,14 +129,19 @@ impl Relay<'_> {
         {
             decor = decor.with_mtime(t);
         }
+        let chunk_out = matches!(mode, Mode::Chunked(_)) || trailers;
         let head_bytes =
-            encode_head(self.head, &rbuf, upgrade, keep, &mode, &decor, &mut out) as u64;
+            encode_head(self.head, &rbuf, upgrade, keep, chunk_out, &decor, &mut out) as u64;
         // Body bytes that came with the head.
         let initial = rbuf.get(self.head.head_len..).unwrap_or(&[]);
         let mut end = End::default();
         match consume(&mut mode, initial, &mut out, &mut end.extra) {
             Ok(done) => end.complete = done,
             Err(bad) => end.failure = Some(bad),
+        }
+        if trailers {
+            let last = end.complete.then(|| self.last_chunk());
+            frame(&mut out, head_bytes as usize, last.as_deref());
         }
         end.body_sent = out.len() as u64 - head_bytes;
         let (r, o) = write_all(&mut client, out, s.send_timeout).await;
@@ -151,8 +167,15 @@ impl Relay<'_> {
         let mut upstream = upstream;
         let mut bufs = [rbuf, out];
         if !end.complete && end.failure.is_none() {
-            self.body(&mut mode, &mut upstream, &mut client, &mut bufs, &mut end)
-                .await;
+            self.body(
+                &mut mode,
+                trailers,
+                &mut upstream,
+                &mut client,
+                &mut bufs,
+                &mut end,
+            )
+            .await;
         }
         if let Some(f) = &end.failure {
             self.log_upstream(f);
@@ -165,10 +188,21 @@ impl Relay<'_> {
         r
     }
 
-    /// Streams the rest of the body, 16 KiB at a time.
+    /// The last chunk and the `add_trailer` fields, evaluated at the body's end as nginx.
+    fn last_chunk(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        Decor::new(self.cx.settings(), Some(self.cx.req))
+            .with_snap(self.cx.snap)
+            .last_chunk(self.head.status, &mut out);
+        out
+    }
+
+    /// Streams the rest of the body, 16 KiB at a time; with `trailers`, each piece framed as
+    /// a chunk of ours.
     async fn body(
         &self,
         mode: &mut Mode,
+        trailers: bool,
         upstream: &mut UpstreamStream,
         client: &mut ClientStream,
         bufs: &mut [Vec<u8>; 2],
@@ -211,7 +245,11 @@ impl Relay<'_> {
                 }
             }
             let i = usize::from(dechunk);
-            let chunk = std::mem::take(&mut bufs[i]);
+            let mut chunk = std::mem::take(&mut bufs[i]);
+            if trailers {
+                let last = end.complete.then(|| self.last_chunk());
+                frame(&mut chunk, 0, last.as_deref());
+            }
             end.body_sent += chunk.len() as u64;
             let (r, b) = write_all(client, chunk, s.send_timeout).await;
             bufs[i] = b;
@@ -258,14 +296,15 @@ impl Relay<'_> {
 
 /// The head the client gets: the upstream's status; our `Server` and `Date`; the upstream's
 /// fields minus hop-by-hop ones (an upgrade keeps `Upgrade`/`Connection`), nginx's hidden
-/// ones and any an `add_header ETag|Last-Modified` replaces; our framing and `Connection`;
-/// the location's `add_header`s. Returns its length.
+/// ones and any an `add_header ETag|Last-Modified` replaces; our framing (`chunked`: ours,
+/// without the upstream's `Content-Length`) and `Connection`; the location's `add_header`s.
+/// Returns its length.
 fn encode_head(
     head: &ResponseHead,
     rbuf: &[u8],
     upgrade: bool,
     keep: bool,
-    mode: &Mode,
+    chunked: bool,
     decor: &Decor<'_>,
     out: &mut Vec<u8>,
 ) -> usize {
@@ -281,7 +320,10 @@ fn encode_head(
         if !keep_upgrade && (is_hop_by_hop(name) || connection_lists(conn_hdr, name)) {
             continue;
         }
-        if decor.hides(name) || decor.replaces(name, status) {
+        if decor.hides(name)
+            || decor.replaces(name, status)
+            || (chunked && name.eq_ignore_ascii_case(b"content-length"))
+        {
             continue;
         }
         let value = f.value.get(rbuf);
@@ -290,7 +332,7 @@ fn encode_head(
             None => h.header(name, value),
         };
     }
-    if matches!(mode, Mode::Chunked(_)) {
+    if chunked {
         h.header(b"Transfer-Encoding", b"chunked");
     }
     if !upgrade {
@@ -298,6 +340,20 @@ fn encode_head(
     }
     decor.last(&mut h, status);
     h.finish()
+}
+
+/// Frames `buf[from..]` as one chunk (nothing for no bytes) and appends `last`, the last
+/// chunk and trailers, once the body is complete.
+fn frame(buf: &mut Vec<u8>, from: usize, last: Option<&[u8]>) {
+    let n = buf.len().saturating_sub(from);
+    if n > 0 {
+        let size = format!("{n:x}\r\n");
+        buf.splice(from..from, size.bytes());
+        buf.extend_from_slice(b"\r\n");
+    }
+    if let Some(last) = last {
+        buf.extend_from_slice(last);
+    }
 }
 
 fn bad_chunk() -> Failure {
@@ -444,9 +500,20 @@ mod tests {
         let mut head = ResponseHead::new();
         head.parse(raw).unwrap();
         let mut out = Vec::new();
-        let n = encode_head(&head, raw, false, true, mode, decor, &mut out);
+        let chunked = matches!(mode, Mode::Chunked(_));
+        let n = encode_head(&head, raw, false, true, chunked, decor, &mut out);
         assert_eq!(n, out.len());
         String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn frames_pieces_as_chunks_and_ends_with_the_trailers() {
+        let mut b = b"HEADabc".to_vec();
+        frame(&mut b, 4, None);
+        assert_eq!(b, b"HEAD3\r\nabc\r\n");
+        let mut b = Vec::new();
+        frame(&mut b, 0, Some(b"0\r\nX: 1\r\n\r\n"));
+        assert_eq!(b, b"0\r\nX: 1\r\n\r\n");
     }
 
     #[test]

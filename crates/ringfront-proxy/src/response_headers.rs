@@ -47,6 +47,7 @@ pub struct Decor<'a> {
     version: bool,
     date: [u8; crate::date::LEN],
     adds: &'a [AddHeader],
+    trailers: &'a [AddHeader],
     /// For variables in `add_header` values.
     req: Option<&'a Req<'a>>,
     /// For `map`, `geo` and `split_clients` variables in them.
@@ -66,6 +67,7 @@ impl<'a> Decor<'a> {
             version: settings.server_tokens.version(),
             date: crate::date::now(),
             adds: &settings.add_headers,
+            trailers: &settings.add_trailers,
             req,
             snap: None,
             expires: &settings.files.expires,
@@ -149,6 +151,39 @@ impl<'a> Decor<'a> {
         self.adds.iter().any(|a| {
             a.replaces && Self::applies(a, status) && name.eq_ignore_ascii_case(a.name.as_bytes())
         })
+    }
+
+    /// Whether an `add_trailer` applies to `status`: then nginx's headers filter sets
+    /// `expect_trailers`, and an HTTP/1.1 body goes chunked to carry them.
+    pub fn trailers_apply(&self, status: u16) -> bool {
+        self.trailers.iter().any(|t| Self::applies(t, status))
+    }
+
+    /// The last chunk with the `add_trailer` fields that apply to `status` (one whose value
+    /// is empty left out), and the blank line that ends the body.
+    pub fn last_chunk(&self, status: u16, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"0\r\n");
+        let vars = self.req.map(|r| {
+            let mut v = r.vars("", None, self.snap);
+            v.status = status;
+            v
+        });
+        for t in self.trailers.iter().filter(|t| Self::applies(t, status)) {
+            let mark = out.len();
+            out.extend_from_slice(t.name.as_bytes());
+            out.extend_from_slice(b": ");
+            let start = out.len();
+            match &vars {
+                Some(v) => crate::vars::render(out, &t.value, v, false),
+                None => literals(out, &t.value),
+            }
+            if out.len() == start {
+                out.truncate(mark);
+            } else {
+                out.extend_from_slice(b"\r\n");
+            }
+        }
+        out.extend_from_slice(b"\r\n");
     }
 
     /// Whether `add_header ETag|Last-Modified` number `i` is replaced by a later one of the
