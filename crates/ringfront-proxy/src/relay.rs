@@ -310,7 +310,8 @@ fn encode_head(
 ) -> usize {
     let status = head.status;
     let mut h = HeadWriter::relayed(out, status, head.reason.get(rbuf));
-    let sends = |n: &str| decor.upstream_sends(n, head.header(rbuf, n).is_some());
+    // Only looked up where `proxy_pass_header` may have passed them.
+    let sends = |n: &str| decor.upstream_sends(n) && head.header(rbuf, n).is_some();
     decor.first_unless(&mut h, sends("server"), sends("date"));
     let conn_hdr = head.header(rbuf, "connection").unwrap_or(b"");
     for f in &head.headers {

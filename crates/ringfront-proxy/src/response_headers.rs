@@ -118,10 +118,10 @@ impl<'a> Decor<'a> {
         }
     }
 
-    /// Whether the upstream's own `name` (`server` or `date`) is passed and sent, so ours
-    /// is not.
-    pub fn upstream_sends(&self, name: &str, present: bool) -> bool {
-        present && self.proxy.hide.is_some() && !self.hides(name.as_bytes())
+    /// Whether the upstream's own `name` (`server` or `date`), when it has one, is passed
+    /// (`proxy_pass_header`), so ours is not sent.
+    pub fn upstream_sends(&self, name: &str) -> bool {
+        self.proxy.hide.is_some() && !self.hides(name.as_bytes())
     }
 
     /// The variables of the request, for the upstream fields' rewrites.
