@@ -58,12 +58,9 @@ pub(crate) fn apply(level: &mut Level, d: &Directive) -> Result<bool, ConfigErro
     Ok(true)
 }
 
-/// `ngx_conf_set_bitmask_slot`: names case-insensitive, one directive per level.
+/// `ngx_conf_set_bitmask_slot`: names case-insensitive; several lines at a level add up.
 fn ignore_headers(was: Option<u16>, d: &Directive) -> Result<u16, ConfigError> {
-    if was.is_some() {
-        return Err(directive_err(d, "is duplicate"));
-    }
-    let mut bits = 0;
+    let mut bits = was.unwrap_or(0);
     for a in &d.args {
         let (_, bit) = IgnoreHeaders::NAMES
             .iter()
@@ -351,9 +348,9 @@ mod tests {
         let h = l.proxy_headers.clone().finish();
         assert!(h.ignores(IgnoreHeaders::XA_REDIRECT) && h.ignores(IgnoreHeaders::EXPIRES));
         assert!(!h.ignores(IgnoreHeaders::VARY));
-        assert!(read(&mut l, "proxy_ignore_headers", &["Vary"])
-            .unwrap_err()
-            .contains("\"proxy_ignore_headers\" directive is duplicate"));
+        read(&mut l, "proxy_ignore_headers", &["Vary"]).unwrap();
+        let h = l.proxy_headers.clone().finish();
+        assert!(h.ignores(IgnoreHeaders::VARY) && h.ignores(IgnoreHeaders::EXPIRES));
         let mut l = Level::default();
         assert!(read(&mut l, "proxy_ignore_headers", &["Foo"])
             .unwrap_err()
