@@ -58,6 +58,15 @@ struct End {
 }
 
 impl Relay<'_> {
+    /// `$proxy_host` of the group the location proxies to.
+    fn proxy_host(&self) -> &str {
+        let cx = self.cx;
+        cx.loc
+            .upstream
+            .and_then(|u| cx.snap.groups.get(u))
+            .map_or("", |g| g.proxy_host.as_str())
+    }
+
     fn url(&self) -> String {
         self.cx.upstream_url(self.peer, self.uri)
     }
@@ -109,7 +118,9 @@ impl Relay<'_> {
         let keep =
             req.keep_alive && !matches!(mode, Mode::UntilClose | Mode::Dechunk(_)) && !upgrade;
         out.clear();
-        let mut decor = Decor::new(s, Some(req)).with_snap(self.cx.snap);
+        let mut decor = Decor::new(s, Some(req))
+            .with_snap(self.cx.snap)
+            .with_proxy_host(self.proxy_host());
         // `add_trailer`: an HTTP/1.1 body goes chunked, ours, to end with the trailers
         // (nginx's chunked filter with `expect_trailers`; the upstream's length dropped).
         let trailers = !s.add_trailers.is_empty()
@@ -193,6 +204,7 @@ impl Relay<'_> {
         let mut out = Vec::new();
         Decor::new(self.cx.settings(), Some(self.cx.req))
             .with_snap(self.cx.snap)
+            .with_proxy_host(self.proxy_host())
             .last_chunk(self.head.status, &mut out);
         out
     }

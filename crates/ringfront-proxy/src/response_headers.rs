@@ -57,6 +57,8 @@ pub struct Decor<'a> {
     mtime: Option<i64>,
     /// What a relayed response's upstream fields go through.
     pub proxy: &'a ProxyHeaders,
+    /// `$proxy_host` of a proxied response ("" otherwise).
+    proxy_host: &'a str,
 }
 
 impl<'a> Decor<'a> {
@@ -73,7 +75,14 @@ impl<'a> Decor<'a> {
             expires: &settings.files.expires,
             mtime: None,
             proxy: &settings.proxy_headers,
+            proxy_host: "",
         }
+    }
+
+    /// For a response proxied to the group whose `$proxy_host` this is.
+    pub fn with_proxy_host(mut self, proxy_host: &'a str) -> Self {
+        self.proxy_host = proxy_host;
+        self
     }
 
     /// For a file modified at `mtime` (`expires modified`).
@@ -126,7 +135,7 @@ impl<'a> Decor<'a> {
 
     /// The variables of the request, for the upstream fields' rewrites.
     pub fn vars(&self) -> Option<crate::vars::Vars<'_>> {
-        self.req.map(|r| r.vars("", None, self.snap))
+        self.req.map(|r| r.vars(self.proxy_host, None, self.snap))
     }
 
     /// The request this answers, if it was read whole.
@@ -164,7 +173,7 @@ impl<'a> Decor<'a> {
     pub fn last_chunk(&self, status: u16, out: &mut Vec<u8>) {
         out.extend_from_slice(b"0\r\n");
         let vars = self.req.map(|r| {
-            let mut v = r.vars("", None, self.snap);
+            let mut v = r.vars(self.proxy_host, None, self.snap);
             v.status = status;
             v
         });
@@ -211,7 +220,12 @@ impl<'a> Decor<'a> {
                 Expires::Var { value, modified } => {
                     let mut text = Vec::new();
                     if let Some(r) = self.req {
-                        crate::vars::render(&mut text, value, &r.vars("", None, self.snap), false);
+                        crate::vars::render(
+                            &mut text,
+                            value,
+                            &r.vars(self.proxy_host, None, self.snap),
+                            false,
+                        );
                     }
                     let text = String::from_utf8_lossy(&text);
                     // nginx fails the request on a bad value; here it writes nothing.
@@ -226,7 +240,7 @@ impl<'a> Decor<'a> {
             return;
         }
         let vars = self.req.map(|r| {
-            let mut v = r.vars("", None, self.snap);
+            let mut v = r.vars(self.proxy_host, None, self.snap);
             v.status = status;
             v
         });

@@ -46,6 +46,7 @@ http {
             proxy_redirect http://up/ /$v/;
         }
         location /vars/ { set $u up; proxy_pass http://up/x/; proxy_redirect http://$u/x/ http://$host/v/; }
+        location /ph/ { proxy_pass http://up/x/; proxy_redirect http://$proxy_host/x/ /ph-$proxy_host/; }
         location /hide {
             proxy_pass http://up;
             proxy_pass_header Server;
@@ -98,6 +99,7 @@ const PATHS: &[&str] = &[
     "/off/on/in/page",
     "/rules/page",
     "/vars/page",
+    "/ph/page",
     "/hide",
     "/hide-more",
     "/ignore",
@@ -174,31 +176,50 @@ fn response_header_directives_match_nginx() {
         assert_eq!(n, r, "{}", PATHS[i]);
     }
     // The cases say what they should: spot checks on nginx's own answers.
-    let field = |i: usize, name: &str| {
-        nginx[i]
+    let at = |path: &str| {
+        PATHS
+            .iter()
+            .position(|p| *p == path)
+            .expect("a listed path")
+    };
+    let field = |path: &str, name: &str| {
+        nginx[at(path)]
             .fields
             .iter()
             .filter(|(n, _)| n == name)
             .map(|(_, v)| v.as_str())
             .collect::<Vec<_>>()
     };
-    assert_eq!(field(0, "location"), ["http://a.test:PORT/impl/page?q=1"]);
-    assert_eq!(field(0, "refresh"), ["5; URL=/impl/page"]);
-    assert_eq!(field(0, "x-secret"), Vec::<&str>::new());
-    assert_eq!(field(2, "location"), ["http://a.test:PORT/x/page?q=1"]);
-    assert_eq!(field(3, "location"), ["http://up/x/page?q=1"]);
     assert_eq!(
-        field(5, "location"),
+        field("/impl/page", "location"),
+        ["http://a.test:PORT/impl/page?q=1"]
+    );
+    assert_eq!(field("/impl/page", "refresh"), ["5; URL=/impl/page"]);
+    assert_eq!(field("/impl/page", "x-secret"), Vec::<&str>::new());
+    assert_eq!(
+        field("/bare", "location"),
+        ["http://a.test:PORT/x/page?q=1"]
+    );
+    assert_eq!(field("/off/page", "location"), ["http://up/x/page?q=1"]);
+    assert_eq!(
+        field("/off/on/in/page", "location"),
         ["http://a.test:PORT/from-on/page?q=1"]
     );
-    assert_eq!(field(6, "location"), ["http://a.test:PORT/re/page/x?q=1"]);
-    assert_eq!(field(6, "refresh"), ["5; URL=/re/page/x"]);
-    assert_eq!(field(8, "server"), ["up-srv"]);
-    assert_eq!(field(8, "x-accel-buffering"), ["no"]);
-    assert_eq!(field(9, "etag"), Vec::<&str>::new());
-    assert_eq!(nginx[10].body, "up", "X-Accel-Redirect ignored");
     assert_eq!(
-        field(11, "set-cookie"),
+        field("/rules/page", "location"),
+        ["http://a.test:PORT/re/page/x?q=1"]
+    );
+    assert_eq!(field("/rules/page", "refresh"), ["5; URL=/re/page/x"]);
+    assert_eq!(
+        field("/ph/page", "location"),
+        ["http://a.test:PORT/ph-up/page?q=1"]
+    );
+    assert_eq!(field("/hide", "server"), ["up-srv"]);
+    assert_eq!(field("/hide", "x-accel-buffering"), ["no"]);
+    assert_eq!(field("/hide-more", "etag"), Vec::<&str>::new());
+    assert_eq!(nginx[at("/ignore")].body, "up", "X-Accel-Redirect ignored");
+    assert_eq!(
+        field("/cookies/page", "set-cookie"),
         [
             "a=1; Domain=.a.test; Path=/cookies/y; HttpOnly; Secure",
             "plain",
