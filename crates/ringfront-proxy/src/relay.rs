@@ -520,6 +520,24 @@ mod tests {
     }
 
     #[test]
+    fn a_location_hide_list_and_the_upstream_server_passed() {
+        let settings = ringfront_config::LocationSettings {
+            proxy_headers: ringfront_config::ProxyHeaders {
+                hide: Some(vec!["date".into(), "x-secret".into()]),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let decor = Decor::new(&settings, None).at(0);
+        let raw = b"HTTP/1.1 200 OK\r\nX-Secret: s\r\nServer: up\r\nX-Pad: p\r\nX-SECRET: t\r\nContent-Length: 0\r\n\r\n";
+        assert_eq!(
+            encode(raw, &decor, &Mode::Length(0)),
+            "HTTP/1.1 200 OK\r\nDate: Thu, 01 Jan 1970 00:00:00 GMT\r\nServer: up\r\n\
+             X-Pad: p\r\nContent-Length: 0\r\nConnection: keep-alive\r\n\r\n"
+        );
+    }
+
+    #[test]
     fn frames_pieces_as_chunks_and_ends_with_the_trailers() {
         let mut b = b"HEADabc".to_vec();
         frame(&mut b, 4, None);
