@@ -450,6 +450,8 @@ pub enum Variable {
     SentHttp(String),
     /// `$upstream_http_NAME`
     UpstreamHttp(String),
+    /// `$sent_trailer_NAME`: an `add_trailer` field already set (empty elsewhere).
+    SentTrailer(String),
     /// `$cookie_NAME`
     Cookie(String),
     /// `$https`: `on` on a TLS connection, empty otherwise.

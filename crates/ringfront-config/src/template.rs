@@ -56,6 +56,7 @@ type MakeVariable = fn(String) -> Variable;
 const PREFIXED: &[(&str, MakeVariable)] = &[
     ("http_", Variable::Http),
     ("sent_http_", Variable::SentHttp),
+    ("sent_trailer_", Variable::SentTrailer),
     ("upstream_http_", Variable::UpstreamHttp),
     ("cookie_", Variable::Cookie),
     ("arg_", Variable::Arg),

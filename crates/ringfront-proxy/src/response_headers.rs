@@ -4,7 +4,7 @@
 //! `proxy_hide_header` list drops from relayed responses.
 
 use ringfront_config::{
-    AddHeader, Expires, LocationSettings, ProxyHeaders, Template, TemplatePart,
+    AddHeader, Expires, LocationSettings, ProxyHeaders, Template, TemplatePart, Variable,
 };
 use ringfront_http::{server_token, HeadWriter};
 
@@ -177,14 +177,27 @@ impl<'a> Decor<'a> {
             v.status = status;
             v
         });
+        let first = out.len();
         for t in self.trailers.iter().filter(|t| Self::applies(t, status)) {
             let mark = out.len();
             out.extend_from_slice(t.name.as_bytes());
             out.extend_from_slice(b": ");
             let start = out.len();
-            match &vars {
-                Some(v) => crate::vars::render(out, &t.value, v, false),
-                None => literals(out, &t.value),
+            for part in &t.value.parts {
+                match (part, &vars) {
+                    (TemplatePart::Var(Variable::SentTrailer(name)), _) => {
+                        let set = sent_trailer(&out[first..mark], name).map(<[u8]>::to_vec);
+                        out.extend_from_slice(&set.unwrap_or_default());
+                    }
+                    (TemplatePart::Literal(s), _) => out.extend_from_slice(s.as_bytes()),
+                    (part, Some(v)) => {
+                        let one = Template {
+                            parts: vec![part.clone()],
+                        };
+                        crate::vars::render(out, &one, v, false);
+                    }
+                    (_, None) => {}
+                }
             }
             if out.len() == start {
                 out.truncate(mark);
@@ -305,6 +318,25 @@ impl Decor<'_> {
     }
 }
 
+/// `$sent_trailer_NAME`: the value of a trailer line already in `lines` whose name is NAME
+/// (`-` read as `_`, any case), as nginx's `ngx_http_variable_unknown_header`.
+fn sent_trailer<'b>(lines: &'b [u8], name: &str) -> Option<&'b [u8]> {
+    lines.split(|&b| b == b'\n').find_map(|l| {
+        let l = l.strip_suffix(b"\r")?;
+        let i = l.windows(2).position(|w| w == b": ")?;
+        let same = l[..i].len() == name.len()
+            && l[..i].iter().zip(name.bytes()).all(|(&a, b)| {
+                let a = if a == b'-' {
+                    b'_'
+                } else {
+                    a.to_ascii_lowercase()
+                };
+                a == b
+            });
+        same.then(|| &l[i + 2..])
+    })
+}
+
 fn literals(out: &mut Vec<u8>, t: &Template) {
     for part in &t.parts {
         if let TemplatePart::Literal(s) = part {
@@ -370,6 +402,40 @@ mod tests {
             last.contains("etag: b\r\n") && !last.contains("ETag: a"),
             "{last}"
         );
+    }
+
+    #[test]
+    fn the_last_chunk_carries_the_trailers_that_apply() {
+        use ringfront_config::{parse_template, AddHeader};
+        let add = |name: &str, value: &str, always| AddHeader {
+            name: name.into(),
+            value: parse_template(value).unwrap(),
+            always,
+            replaces: false,
+        };
+        let settings = ringfront_config::LocationSettings {
+            add_trailers: vec![
+                add("X-Var", "v$status", false),
+                add("X-Empty", "", true),
+                add("X-Seen", "[$sent_trailer_x_var]", true),
+            ],
+            ..Default::default()
+        };
+        let (buf, head) = crate::testutil::request_head(b"GET / HTTP/1.1\r\nHost: h\r\n\r\n");
+        let req = crate::testutil::req(&buf, &head);
+        let decor = Decor::new(&settings, Some(&req));
+        assert!(decor.trailers_apply(200) && decor.trailers_apply(404));
+        let mut out = Vec::new();
+        decor.last_chunk(200, &mut out);
+        assert_eq!(out, b"0\r\nX-Var: v200\r\nX-Seen: [v200]\r\n\r\n");
+        out.clear();
+        decor.last_chunk(404, &mut out);
+        assert_eq!(out, b"0\r\nX-Seen: []\r\n\r\n");
+        let none = ringfront_config::LocationSettings {
+            add_trailers: vec![add("X-Var", "v", false)],
+            ..Default::default()
+        };
+        assert!(!Decor::new(&none, None).trailers_apply(500));
     }
 
     #[test]

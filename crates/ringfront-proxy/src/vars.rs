@@ -361,7 +361,9 @@ pub fn push_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, dash: bool) {
             out.extend_from_slice(val.unwrap_or(empty));
         }
         // Response headers are not kept after the response is relayed (documented).
-        Variable::SentHttp(_) | Variable::UpstreamHttp(_) => out.extend_from_slice(empty),
+        Variable::SentHttp(_) | Variable::UpstreamHttp(_) | Variable::SentTrailer(_) => {
+            out.extend_from_slice(empty)
+        }
     }
 }
 
