@@ -51,6 +51,7 @@ pub mod status;
 mod stream;
 #[cfg(test)]
 mod testutil;
+mod trailers;
 mod try_files;
 mod upstream;
 mod upstream_request;

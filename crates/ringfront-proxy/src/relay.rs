@@ -125,7 +125,7 @@ impl Relay<'_> {
         // (nginx's chunked filter with `expect_trailers`; the upstream's length dropped).
         let trailers = !s.add_trailers.is_empty()
             && !matches!(mode, Mode::Done)
-            && req.head.minor_version >= 1
+            && crate::trailers::possible(req.head.minor_version, req.head_only)
             && decor.trailers_apply(status);
         if trailers {
             if let Mode::Chunked(dec) = mode {
@@ -152,7 +152,7 @@ impl Relay<'_> {
         }
         if trailers {
             let last = end.complete.then(|| self.last_chunk());
-            frame(&mut out, head_bytes as usize, last.as_deref());
+            crate::trailers::frame(&mut out, head_bytes as usize, last.as_deref());
         }
         end.body_sent = out.len() as u64 - head_bytes;
         let (r, o) = write_all(&mut client, out, s.send_timeout).await;
@@ -260,7 +260,7 @@ impl Relay<'_> {
             let mut chunk = std::mem::take(&mut bufs[i]);
             if trailers {
                 let last = end.complete.then(|| self.last_chunk());
-                frame(&mut chunk, 0, last.as_deref());
+                crate::trailers::frame(&mut chunk, 0, last.as_deref());
             }
             end.body_sent += chunk.len() as u64;
             let (r, b) = write_all(client, chunk, s.send_timeout).await;
@@ -353,20 +353,6 @@ fn encode_head(
     }
     decor.last(&mut h, status);
     h.finish()
-}
-
-/// Frames `buf[from..]` as one chunk (nothing for no bytes) and appends `last`, the last
-/// chunk and trailers, once the body is complete.
-fn frame(buf: &mut Vec<u8>, from: usize, last: Option<&[u8]>) {
-    let n = buf.len().saturating_sub(from);
-    if n > 0 {
-        let size = format!("{n:x}\r\n");
-        buf.splice(from..from, size.bytes());
-        buf.extend_from_slice(b"\r\n");
-    }
-    if let Some(last) = last {
-        buf.extend_from_slice(last);
-    }
 }
 
 fn bad_chunk() -> Failure {
@@ -535,16 +521,6 @@ mod tests {
             "HTTP/1.1 200 OK\r\nDate: Thu, 01 Jan 1970 00:00:00 GMT\r\nServer: up\r\n\
              X-Pad: p\r\nContent-Length: 0\r\nConnection: keep-alive\r\n\r\n"
         );
-    }
-
-    #[test]
-    fn frames_pieces_as_chunks_and_ends_with_the_trailers() {
-        let mut b = b"HEADabc".to_vec();
-        frame(&mut b, 4, None);
-        assert_eq!(b, b"HEAD3\r\nabc\r\n");
-        let mut b = Vec::new();
-        frame(&mut b, 0, Some(b"0\r\nX: 1\r\n\r\n"));
-        assert_eq!(b, b"0\r\nX: 1\r\n\r\n");
     }
 
     #[test]

@@ -25,6 +25,15 @@ impl<'a> Answer<'a> {
             head_only: cx.req.head_only,
         }
     }
+
+    /// Whether the answer with `status` goes chunked to carry `add_trailer` fields.
+    pub fn trailers(&self, status: u16) -> bool {
+        self.decor.trailers_apply(status)
+            && self
+                .decor
+                .req()
+                .is_some_and(|r| crate::trailers::possible(r.head.minor_version, self.head_only))
+    }
 }
 
 /// Whether the status gets a redirect page and a `Location` header.
@@ -58,19 +67,27 @@ fn build_with(
     body: &[u8],
 ) -> u64 {
     let typed = !body.is_empty() || status >= 200 && status != 204 && status != 304;
+    let chunked = typed && a.trailers(status);
     let fields = Fields {
         content_type: typed.then_some(content_type),
         length: typed.then_some(body.len() as u64),
         before: extra,
         after: &[],
         last,
+        chunked,
     };
     head(out, a, status, &fields);
     if a.head_only {
         return 0;
     }
+    let from = out.len();
     out.extend_from_slice(body);
-    body.len() as u64
+    if chunked {
+        let mut end = Vec::new();
+        a.decor.last_chunk(status, &mut end);
+        crate::trailers::frame(out, from, Some(&end));
+    }
+    (out.len() - from) as u64
 }
 
 /// The fields of a head besides `Server`, `Date`, `Connection` and `add_header`, in
@@ -83,6 +100,8 @@ pub struct Fields<'f> {
     pub before: &'f [(&'f str, &'f [u8])],
     pub after: &'f [(&'f str, &'f [u8])],
     pub last: &'f [(&'f str, &'f [u8])],
+    /// `Transfer-Encoding: chunked` instead of `Content-Length` (`add_trailer`).
+    pub chunked: bool,
 }
 
 /// Appends a response head.
@@ -92,11 +111,14 @@ pub fn head(out: &mut Vec<u8>, a: &Answer<'_>, status: u16, f: &Fields<'_>) {
     if let Some(t) = f.content_type {
         h.header(b"Content-Type", t.as_bytes());
     }
-    if let Some(n) = f.length {
+    if let Some(n) = f.length.filter(|_| !f.chunked) {
         h.header_num(b"Content-Length", n);
     }
     for (n, v) in f.before {
         h.header(n.as_bytes(), v);
+    }
+    if f.chunked {
+        h.header(b"Transfer-Encoding", b"chunked");
     }
     h.header(
         b"Connection",

@@ -79,12 +79,14 @@ pub async fn send(
         }
         false => (String::new(), String::new(), len),
     };
+    let chunked = body && !multipart && answer.trailers(status);
     let fields = Fields {
         content_type: body.then_some(if multipart { &multi_type } else { ctype }),
         length: body.then_some(len),
         before,
         after,
         last: &last,
+        chunked,
     };
     out.clear();
     respond::head(&mut out, &answer, status, &fields);
@@ -100,6 +102,12 @@ pub async fn send(
         true => {
             let how = (&plan.parts[..], &boundary[..], ctype, size);
             crate::static_multipart::body(cx, &mut stream, &file, out, how).await
+        }
+        // `add_trailer`: the file as chunks, then the trailers.
+        false if chunked => {
+            let mut end = Vec::new();
+            answer.decor.last_chunk(status, &mut end);
+            crate::trailers::file_out(cx, &mut stream, &file, out, (start, len), &end).await
         }
         false => body_out(cx, &mut stream, &file, out, start, len).await,
     };

@@ -1,4 +1,5 @@
-//! Differential: `add_trailer` on proxied responses. Real nginx 1.22 and ringfront run the
+//! Differential: `add_trailer` on proxied responses, static files and ringfront's own
+//! answers (`return`, error pages). Real nginx 1.22 and ringfront run the
 //! same configuration against the same raw upstreams (a `Content-Length` body, a chunked one
 //! with trailers of its own, a 404, an empty body); per request the status, the framing
 //! (`Transfer-Encoding` / `Content-Length`), the decoded body and the trailer fields must
@@ -31,6 +32,10 @@ http {
         location /empty { proxy_pass http://127.0.0.1:{EMPTY}; }
         location /own { proxy_pass http://127.0.0.1:{LEN}; add_trailer X-Own \"$request_method $arg_a\"; }
         location /none { proxy_pass http://127.0.0.1:{LEN}; add_header X-H h; }
+        location /files/ { root {ROOT}; }
+        location /ret { return 200 \"\"; }
+        location /text { return 200 \"some text\"; }
+        location /gone { return 404; }
     }
     server {
         listen 127.0.0.1:{PORT};
@@ -58,6 +63,15 @@ const REQUESTS: &[(&str, &str, &str, &str)] = &[
     ("GET", "1.0", "a.test", "/chunked"),
     ("HEAD", "1.1", "a.test", "/len"),
     ("GET", "1.1", "b.test", "/"),
+    ("GET", "1.1", "a.test", "/files/t1"),
+    ("GET", "1.1", "a.test", "/files/big"),
+    ("GET", "1.1", "a.test", "/files/empty"),
+    ("GET", "1.1", "a.test", "/files/nx"),
+    ("HEAD", "1.1", "a.test", "/files/t1"),
+    ("GET", "1.0", "a.test", "/files/t1"),
+    ("GET", "1.1", "a.test", "/ret"),
+    ("GET", "1.1", "a.test", "/text"),
+    ("GET", "1.1", "a.test", "/gone"),
 ];
 
 #[derive(Debug, PartialEq, Eq)]
@@ -113,6 +127,11 @@ fn get(port: u16, (method, version, host, path): (&str, &str, &str, &str)) -> Se
     } else {
         (rest.to_string(), Vec::new())
     };
+    // Error pages name the product.
+    let version = concat!("ringfront/", env!("CARGO_PKG_VERSION"));
+    let body = body
+        .replace("nginx/1.22.1", "TOKEN")
+        .replace(version, "TOKEN");
     Seen {
         status,
         framing,
@@ -121,7 +140,7 @@ fn get(port: u16, (method, version, host, path): (&str, &str, &str, &str)) -> Se
     }
 }
 
-fn config(port: u16, ups: &[&RawBackend; 4]) -> String {
+fn config(port: u16, ups: &[&RawBackend; 4], root: &str) -> String {
     let p = |i: usize| ups[i].port().to_string();
     fill(
         CONFIG,
@@ -131,6 +150,7 @@ fn config(port: u16, ups: &[&RawBackend; 4]) -> String {
             ("CHUNKED", p(1)),
             ("NF", p(2)),
             ("EMPTY", p(3)),
+            ("ROOT", root.to_string()),
         ],
     )
 }
@@ -140,14 +160,25 @@ fn add_trailer_on_proxied_responses_matches_nginx() {
     let b = |r: &str| RawBackend::start(r.as_bytes(), After::Keep);
     let (len, chunked, nf, empty) = (b(LEN), b(CHUNKED), b(NF), b(EMPTY));
     let ups = [&len, &chunked, &nf, &empty];
+    let dir = ringfront_testkit::TempDir::new("rf-trailers");
+    let files = dir.path().join("files");
+    std::fs::create_dir(&files).unwrap();
+    std::fs::write(files.join("t1"), "SEE-THIS").unwrap();
+    // Larger than one read: several chunks.
+    let big: String = (0..200_000)
+        .map(|i| char::from(b'a' + (i % 26) as u8))
+        .collect();
+    std::fs::write(files.join("big"), &big).unwrap();
+    std::fs::write(files.join("empty"), "").unwrap();
+    let root = dir.path().to_str().unwrap();
     let np = port();
     let nginx: Vec<Seen> = {
-        let _n = Nginx::start(&config(np, &ups), np);
+        let _n = Nginx::start(&config(np, &ups, root), np);
         REQUESTS.iter().map(|r| get(np, *r)).collect()
     };
     let rp = port();
     let ours: Vec<Seen> = {
-        let _r = Ringfront::start(&config(rp, &ups));
+        let _r = Ringfront::start(&config(rp, &ups, root));
         REQUESTS.iter().map(|r| get(rp, *r)).collect()
     };
     for (i, (n, r)) in nginx.iter().zip(&ours).enumerate() {
@@ -164,4 +195,15 @@ fn add_trailer_on_proxied_responses_matches_nginx() {
     assert_eq!(nginx[4].trailers, ["X-Own: GET 1"]);
     assert!(nginx[6].trailers.is_empty() && nginx[6].body == "hello");
     assert_eq!(nginx[9].framing, ["content-length: 5"]);
+    let at = |path: &str, version: &str| {
+        let i = REQUESTS
+            .iter()
+            .position(|r| r.3 == path && r.1 == version && r.0 == "GET");
+        &nginx[i.expect("a listed request")]
+    };
+    assert_eq!(at("/files/t1", "1.1").body, "SEE-THIS");
+    assert_eq!(at("/files/big", "1.1").body, big);
+    assert_eq!(at("/files/t1", "1.1").trailers.len(), 3);
+    assert_eq!(at("/gone", "1.1").trailers, ["X-Always: /gone"]);
+    assert!(at("/files/t1", "1.0").trailers.is_empty());
 }
