@@ -702,6 +702,9 @@ pub struct LocationSettings {
     pub add_headers: Vec<AddHeader>,
     /// `add_trailer` in order (inherited as `add_header`): fields sent after a chunked body.
     pub add_trailers: Vec<AddHeader>,
+    /// `chunked_transfer_encoding` (default on): `off` sends bodies of unknown length
+    /// unframed, closing the connection, and no trailers.
+    pub chunked_transfer_encoding: bool,
     pub server_tokens: ServerTokens,
     /// `check_status [FORMAT]` in this location (not inherited): the health status page.
     pub check_status: Option<StatusFormat>,

@@ -62,6 +62,7 @@ pub(crate) struct Level {
     pub access_rules: Option<Vec<AccessRule>>,
     pub add_headers: Option<Vec<AddHeader>>,
     pub add_trailers: Option<Vec<AddHeader>>,
+    pub chunked_transfer_encoding: Option<bool>,
     pub server_tokens: Option<ServerTokens>,
     /// `ssl_*` (http and server level; the server's merged ones are its TLS settings).
     pub ssl: crate::ssl::SslLevel,
@@ -109,6 +110,7 @@ impl Default for LocationSettings {
             access_rules: Vec::new(),
             add_headers: Vec::new(),
             add_trailers: Vec::new(),
+            chunked_transfer_encoding: true,
             server_tokens: ServerTokens::On,
             check_status: None,
             api: false,
@@ -175,6 +177,10 @@ impl Level {
             access_rules: pick(&self.access_rules, &outer.access_rules),
             add_headers: pick(&self.add_headers, &outer.add_headers),
             add_trailers: pick(&self.add_trailers, &outer.add_trailers),
+            chunked_transfer_encoding: pick(
+                &self.chunked_transfer_encoding,
+                &outer.chunked_transfer_encoding,
+            ),
             server_tokens: pick(&self.server_tokens, &outer.server_tokens),
             ssl: self.ssl.inherit(&outer.ssl),
             proxy_ssl: self.proxy_ssl.inherit(&outer.proxy_ssl),
@@ -237,6 +243,9 @@ impl Level {
             access_rules: self.access_rules.unwrap_or(d.access_rules),
             add_headers: self.add_headers.unwrap_or(d.add_headers),
             add_trailers: self.add_trailers.unwrap_or(d.add_trailers),
+            chunked_transfer_encoding: self
+                .chunked_transfer_encoding
+                .unwrap_or(d.chunked_transfer_encoding),
             server_tokens: self.server_tokens.unwrap_or(d.server_tokens),
             check_status: None,
             api: false,

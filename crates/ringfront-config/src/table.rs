@@ -220,6 +220,7 @@ pub(crate) static TABLE: &[Spec] = &[
     d("deny", HSL, 1, 1),
     d("add_header", HSL, 2, 3),
     d("add_trailer", HSL, 2, 3),
+    d("chunked_transfer_encoding", HSL, 1, 1),
     d("server_tokens", HSL, 1, 1),
     // TLS at the edge (ssl.rs): http and server level
     d("ssl", HS, 1, 1),

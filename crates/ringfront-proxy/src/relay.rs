@@ -109,7 +109,8 @@ impl Relay<'_> {
         let mut mode = match framing {
             BodyFraming::None => Mode::Done,
             BodyFraming::Length(n) => Mode::Length(n),
-            BodyFraming::Chunked if req.head.minor_version == 0 => {
+            // An HTTP/1.0 client, or `chunked_transfer_encoding off`: unframed, then close.
+            BodyFraming::Chunked if req.head.minor_version == 0 || !s.chunked_transfer_encoding => {
                 Mode::Dechunk(ChunkedDecoder::new())
             }
             BodyFraming::Chunked => Mode::Chunked(ChunkedDecoder::new()),

@@ -48,6 +48,8 @@ pub struct Decor<'a> {
     date: [u8; crate::date::LEN],
     adds: &'a [AddHeader],
     trailers: &'a [AddHeader],
+    /// `chunked_transfer_encoding`: trailers need chunks.
+    chunked: bool,
     /// For variables in `add_header` values.
     req: Option<&'a Req<'a>>,
     /// For `map`, `geo` and `split_clients` variables in them.
@@ -70,6 +72,7 @@ impl<'a> Decor<'a> {
             date: crate::date::now(),
             adds: &settings.add_headers,
             trailers: &settings.add_trailers,
+            chunked: settings.chunked_transfer_encoding,
             req,
             snap: None,
             expires: &settings.files.expires,
@@ -165,7 +168,7 @@ impl<'a> Decor<'a> {
     /// Whether an `add_trailer` applies to `status`: then nginx's headers filter sets
     /// `expect_trailers`, and an HTTP/1.1 body goes chunked to carry them.
     pub fn trailers_apply(&self, status: u16) -> bool {
-        self.trailers.iter().any(|t| Self::applies(t, status))
+        self.chunked && self.trailers.iter().any(|t| Self::applies(t, status))
     }
 
     /// The last chunk with the `add_trailer` fields that apply to `status` (one whose value

@@ -4,7 +4,7 @@
 //! with trailers of its own, a 404, an empty body); per request the status, the framing
 //! (`Transfer-Encoding` / `Content-Length`), the decoded body and the trailer fields must
 //! agree — for HTTP/1.1 (chunked, trailers after the last chunk), HTTP/1.0 (no trailers) and
-//! HEAD (no body). The chunk sizes themselves are not compared (they follow reads).
+//! HEAD (no body), and with `chunked_transfer_encoding off` (no chunks, no trailers). The chunk sizes themselves are not compared (they follow reads).
 
 mod common;
 
@@ -33,6 +33,9 @@ http {
         location /own { proxy_pass http://127.0.0.1:{LEN}; add_trailer X-Own \"$request_method $arg_a\"; }
         location /none { proxy_pass http://127.0.0.1:{LEN}; add_header X-H h; }
         location /files/ { root {ROOT}; }
+        location /nc/len { proxy_pass http://127.0.0.1:{LEN}; chunked_transfer_encoding off; }
+        location /nc/chunked { proxy_pass http://127.0.0.1:{CHUNKED}; chunked_transfer_encoding off; }
+        location /nc/file { alias {ROOT}/files/t1; chunked_transfer_encoding off; }
         location /ret { return 200 \"\"; }
         location /text { return 200 \"some text\"; }
         location /gone { return 404; }
@@ -72,6 +75,9 @@ const REQUESTS: &[(&str, &str, &str, &str)] = &[
     ("GET", "1.1", "a.test", "/ret"),
     ("GET", "1.1", "a.test", "/text"),
     ("GET", "1.1", "a.test", "/gone"),
+    ("GET", "1.1", "a.test", "/nc/len"),
+    ("GET", "1.1", "a.test", "/nc/chunked"),
+    ("GET", "1.1", "a.test", "/nc/file"),
 ];
 
 #[derive(Debug, PartialEq, Eq)]
@@ -206,4 +212,7 @@ fn add_trailer_on_proxied_responses_matches_nginx() {
     assert_eq!(at("/files/t1", "1.1").trailers.len(), 3);
     assert_eq!(at("/gone", "1.1").trailers, ["X-Always: /gone"]);
     assert!(at("/files/t1", "1.0").trailers.is_empty());
+    assert_eq!(at("/nc/chunked", "1.1").framing, Vec::<String>::new());
+    assert_eq!(at("/nc/chunked", "1.1").body, "hello");
+    assert_eq!(at("/nc/file", "1.1").framing, ["content-length: 8"]);
 }
