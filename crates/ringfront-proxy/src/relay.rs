@@ -210,6 +210,17 @@ impl Relay<'_> {
         out
     }
 
+    /// The last chunk of a body that ended with the upstream's close.
+    async fn send_last_chunk(&self, client: &mut ClientStream, end: &mut End) {
+        let last = self.last_chunk();
+        end.body_sent += last.len() as u64;
+        let (r, _) = write_all(client, last, self.cx.settings().send_timeout).await;
+        if let Err(e) = r {
+            self.log_client_error(&e);
+            end.client_ok = false;
+        }
+    }
+
     /// Streams the rest of the body, 16 KiB at a time; with `trailers`, each piece framed as
     /// a chunk of ours.
     async fn body(
@@ -230,6 +241,9 @@ impl Relay<'_> {
             match r {
                 Ok(0) if matches!(mode, Mode::UntilClose) => {
                     end.complete = true;
+                    if trailers {
+                        self.send_last_chunk(client, end).await;
+                    }
                     return;
                 }
                 Ok(0) => end.failure = Some(Failure::new(Phase::ReadBody, Cause::Closed)),

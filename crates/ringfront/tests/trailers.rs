@@ -30,6 +30,7 @@ http {
         location /chunked { proxy_pass http://127.0.0.1:{CHUNKED}; }
         location /nf { proxy_pass http://127.0.0.1:{NF}; }
         location /empty { proxy_pass http://127.0.0.1:{EMPTY}; }
+        location /close { proxy_pass http://127.0.0.1:{CLOSE}; }
         location /own { proxy_pass http://127.0.0.1:{LEN}; add_trailer X-Own \"$request_method $arg_a\"; }
         location /none { proxy_pass http://127.0.0.1:{LEN}; add_header X-H h; }
         location /files/ { root {ROOT}; }
@@ -53,6 +54,8 @@ const CHUNKED: &str = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\
     2\r\nhe\r\n3\r\nllo\r\n0\r\nX-Upstream: t\r\n\r\n";
 const NF: &str = "HTTP/1.1 404 Not Found\r\nContent-Length: 2\r\n\r\nno";
 const EMPTY: &str = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+/// Its body ends where the upstream closes.
+const CLOSE: &str = "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil close";
 
 /// (method, version, Host, path).
 const REQUESTS: &[(&str, &str, &str, &str)] = &[
@@ -60,6 +63,7 @@ const REQUESTS: &[(&str, &str, &str, &str)] = &[
     ("GET", "1.1", "a.test", "/chunked"),
     ("GET", "1.1", "a.test", "/nf"),
     ("GET", "1.1", "a.test", "/empty"),
+    ("GET", "1.1", "a.test", "/close"),
     ("GET", "1.1", "a.test", "/own?a=1"),
     ("GET", "1.1", "a.test", "/none"),
     ("GET", "1.0", "a.test", "/len"),
@@ -146,7 +150,7 @@ fn get(port: u16, (method, version, host, path): (&str, &str, &str, &str)) -> Se
     }
 }
 
-fn config(port: u16, ups: &[&RawBackend; 4], root: &str) -> String {
+fn config(port: u16, ups: &[&RawBackend; 5], root: &str) -> String {
     let p = |i: usize| ups[i].port().to_string();
     fill(
         CONFIG,
@@ -156,6 +160,7 @@ fn config(port: u16, ups: &[&RawBackend; 4], root: &str) -> String {
             ("CHUNKED", p(1)),
             ("NF", p(2)),
             ("EMPTY", p(3)),
+            ("CLOSE", p(4)),
             ("ROOT", root.to_string()),
         ],
     )
@@ -165,7 +170,8 @@ fn config(port: u16, ups: &[&RawBackend; 4], root: &str) -> String {
 fn add_trailer_on_proxied_responses_matches_nginx() {
     let b = |r: &str| RawBackend::start(r.as_bytes(), After::Keep);
     let (len, chunked, nf, empty) = (b(LEN), b(CHUNKED), b(NF), b(EMPTY));
-    let ups = [&len, &chunked, &nf, &empty];
+    let close = RawBackend::start(CLOSE.as_bytes(), After::Close);
+    let ups = [&len, &chunked, &nf, &empty, &close];
     let dir = ringfront_testkit::TempDir::new("rf-trailers");
     let files = dir.path().join("files");
     std::fs::create_dir(&files).unwrap();
@@ -198,9 +204,10 @@ fn add_trailer_on_proxied_responses_matches_nginx() {
     );
     assert_eq!(nginx[1].trailers[0], "X-Always: /chunked");
     assert_eq!(nginx[2].trailers, ["X-Always: /nf"]);
-    assert_eq!(nginx[4].trailers, ["X-Own: GET 1"]);
-    assert!(nginx[6].trailers.is_empty() && nginx[6].body == "hello");
-    assert_eq!(nginx[9].framing, ["content-length: 5"]);
+    assert_eq!(nginx[5].trailers, ["X-Own: GET 1"]);
+    assert!(nginx[7].trailers.is_empty() && nginx[7].body == "hello");
+    assert_eq!(nginx[10].framing, ["content-length: 5"]);
+    assert_eq!(nginx[4].body, "until close");
     let at = |path: &str, version: &str| {
         let i = REQUESTS
             .iter()
