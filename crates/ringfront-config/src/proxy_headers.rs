@@ -89,18 +89,7 @@ fn redirect(
                 return Ok(());
             }
             "default" => {
-                match pass {
-                    Some(p) if p.authority.contains('$') || p.uri.as_deref().is_some_and(|u| u.contains('$')) => {
-                        return Err(err(d, "\"proxy_redirect default\" cannot be used with \"proxy_pass\" directive with variables"));
-                    }
-                    Some(_) => {}
-                    None => {
-                        return Err(err(
-                            d,
-                            "\"proxy_redirect default\" should be placed after the \"proxy_pass\" directive",
-                        ))
-                    }
-                }
+                check_default(pass, d)?;
                 None
             }
             other => return Err(err(d, format!("invalid parameter \"{other}\""))),
@@ -122,6 +111,25 @@ fn redirect(
     match slot.get_or_insert_with(|| Redirects::Rules(Vec::new())) {
         Redirects::Rules(rules) => rules.push(rule),
         Redirects::Off => {}
+    }
+    Ok(())
+}
+
+/// `proxy_redirect default` needs this level's `proxy_pass` written before it, without
+/// variables (nginx's two messages).
+fn check_default(pass: Option<&PassRaw>, d: &Directive) -> Result<(), ConfigError> {
+    let Some(p) = pass else {
+        return Err(err(
+            d,
+            "\"proxy_redirect default\" should be placed after the \"proxy_pass\" directive",
+        ));
+    };
+    let vars = p.authority.contains('$') || p.uri.as_deref().is_some_and(|u| u.contains('$'));
+    if vars {
+        return Err(err(
+            d,
+            "\"proxy_redirect default\" cannot be used with \"proxy_pass\" directive with variables",
+        ));
     }
     Ok(())
 }
