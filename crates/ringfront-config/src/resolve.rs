@@ -121,7 +121,10 @@ impl Targets<'_> {
                 Some(p) => Some(self.target(p)?),
                 None => proxy_pass.clone(),
             };
-            if_settings.push(il.inherit(&merged).finish(self.env.prefix, pass)?);
+            let mut level = il.inherit(&merged);
+            // An `if` with its own `proxy_pass` gets its `proxy_redirect default` too.
+            crate::proxy_headers::settle(&mut level, &loc.matcher);
+            if_settings.push(level.finish(self.env.prefix, pass)?);
         }
         let mut settings = merged.finish(self.env.prefix, proxy_pass)?;
         settings.if_settings = if_settings;

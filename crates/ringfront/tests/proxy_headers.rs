@@ -29,6 +29,7 @@ http {
         location /impl/ { proxy_pass http://up/x/; }
         location /expl/ { proxy_pass http://up/x/; proxy_redirect wrong wrong; proxy_redirect default; }
         location /bare { proxy_pass http://up; }
+        location /ifpass { if ($arg_x) { proxy_pass http://up; } }
         location /off/ {
             proxy_pass http://up/x/;
             proxy_redirect off;
@@ -94,6 +95,7 @@ const PATHS: &[&str] = &[
     "/impl/page",
     "/expl/page",
     "/bare",
+    "/ifpass?x=1",
     "/off/page",
     "/off/on/page",
     "/off/on/in/page",
@@ -198,6 +200,10 @@ fn response_header_directives_match_nginx() {
     assert_eq!(field("/impl/page", "x-secret"), Vec::<&str>::new());
     assert_eq!(
         field("/bare", "location"),
+        ["http://a.test:PORT/x/page?q=1"]
+    );
+    assert_eq!(
+        field("/ifpass?x=1", "location"),
         ["http://a.test:PORT/x/page?q=1"]
     );
     assert_eq!(field("/off/page", "location"), ["http://up/x/page?q=1"]);
