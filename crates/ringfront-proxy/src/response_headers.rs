@@ -122,11 +122,15 @@ impl<'a> Decor<'a> {
     }
 
     /// Whether an upstream field is hidden: nginx's default list, or the location's
-    /// (`proxy_hide_header`, `proxy_pass_header`).
+    /// (`proxy_hide_header`, `proxy_pass_header`). `Content-Length` never is: nginx takes the
+    /// length from the upstream before the list applies, and the body is framed by it.
     pub fn hides(&self, name: &[u8]) -> bool {
         match &self.proxy.hide {
             None => hidden(name),
-            Some(list) => list.iter().any(|h| name.eq_ignore_ascii_case(h.as_bytes())),
+            Some(list) => {
+                list.iter().any(|h| name.eq_ignore_ascii_case(h.as_bytes()))
+                    && !name.eq_ignore_ascii_case(b"content-length")
+            }
         }
     }
 

@@ -54,7 +54,12 @@ http {
             proxy_pass_header Date;
             proxy_pass_header X-Accel-Buffering;
         }
-        location /hide-more { proxy_pass http://up; proxy_hide_header ETag; }
+        location /hide-more {
+            proxy_pass http://up;
+            proxy_hide_header ETag;
+            proxy_hide_header Content-Length;
+            proxy_hide_header Content-Type;
+        }
         location /ignore {
             proxy_pass http://accel;
             proxy_ignore_headers X-Accel-Redirect X-Accel-Buffering Expires Cache-Control Set-Cookie Vary;
@@ -223,6 +228,7 @@ fn response_header_directives_match_nginx() {
     assert_eq!(field("/hide", "server"), ["up-srv"]);
     assert_eq!(field("/hide", "x-accel-buffering"), ["no"]);
     assert_eq!(field("/hide-more", "etag"), Vec::<&str>::new());
+    assert_eq!(field("/hide-more", "content-length"), ["5"], "never hidden");
     assert_eq!(nginx[at("/ignore")].body, "up", "X-Accel-Redirect ignored");
     assert_eq!(
         field("/cookies/page", "set-cookie"),
