@@ -380,6 +380,10 @@ mod tests {
         ] {
             assert!(!hidden(n.as_bytes()), "{n}");
         }
+        // The fast check and the configuration's list (used once a level changes it) agree.
+        for n in ringfront_config::DEFAULT_HIDDEN {
+            assert!(hidden(n.as_bytes()), "{n}");
+        }
     }
 
     #[test]
