@@ -420,6 +420,17 @@ mod tests {
             (lit(from), lit(&r.replacement)),
             ("http://b:81/".into(), "/".into())
         );
+        // Not with variables in `proxy_pass` (once they are read there).
+        let mut l = Level {
+            proxy_pass: Some(PassRaw {
+                uri: Some("/$x".into()),
+                ..pass(None)
+            }),
+            ..Level::default()
+        };
+        assert!(read(&mut l, "proxy_redirect", &["default"])
+            .unwrap_err()
+            .starts_with("\"proxy_redirect default\" cannot be used with \"proxy_pass\" directive with variables"));
         // Implied where nothing is written; not with `off`.
         let mut l = Level {
             proxy_pass: Some(pass(None)),
