@@ -241,11 +241,6 @@ mod tests {
                 .message,
             "\"autoindex on\" is not supported yet"
         );
-        assert!(check_noop(
-            &dir("proxy_redirect", &["default"], false),
-            Check::Only(&["default", "off"])
-        )
-        .is_ok());
         assert!(check_noop(&dir("proxy_buffer_size", &["4x"], false), Check::Size).is_err());
     }
 }

@@ -112,7 +112,8 @@ pub(crate) fn apply(
                 rules.push(access_rule(d)?);
             }
         }
-        "add_header" => crate::response_headers::add_header(level, d)?,
+        "add_header" | "add_trailer" => crate::response_headers::add_header(level, d)?,
+        "chunked_transfer_encoding" => set_once(&mut level.chunked_transfer_encoding, flag(d)?, d)?,
         "server_tokens" => crate::response_headers::server_tokens(level, d)?,
         _ if crate::files::apply(level, d, scope.prefix, scope.alias_len)? => {}
         _ if crate::error_pages::apply(level, d)? => {}
@@ -121,6 +122,7 @@ pub(crate) fn apply(
         _ if level.ssl.apply(d, scope.prefix)? => {}
         _ if level.proxy_ssl.apply(d, scope.prefix)? => {}
         _ if level.gzip.apply(d)? => {}
+        _ if crate::proxy_headers::apply(level, d)? => {}
         _ => return Ok(false),
     }
     Ok(true)

@@ -467,6 +467,8 @@ pub enum Variable {
     SentHttp(String),
     /// `$upstream_http_NAME`
     UpstreamHttp(String),
+    /// `$sent_trailer_NAME`: an `add_trailer` field already set (empty elsewhere).
+    SentTrailer(String),
     /// `$cookie_NAME`
     Cookie(String),
     /// `$https`: `on` on a TLS connection, empty otherwise.
@@ -844,6 +846,11 @@ pub struct LocationSettings {
     pub access_rules: Vec<AccessRule>,
     /// `add_header` in order, inherited whole from the nearest level that writes any.
     pub add_headers: Vec<AddHeader>,
+    /// `add_trailer` in order (inherited as `add_header`): fields sent after a chunked body.
+    pub add_trailers: Vec<AddHeader>,
+    /// `chunked_transfer_encoding` (default on): `off` sends bodies of unknown length
+    /// unframed, closing the connection, and no trailers.
+    pub chunked_transfer_encoding: bool,
     pub server_tokens: ServerTokens,
     /// `check_status [FORMAT]` in this location (not inherited): the health status page.
     pub check_status: Option<StatusFormat>,
@@ -857,4 +864,7 @@ pub struct LocationSettings {
     pub proxy_ssl: crate::ssl_model::ProxySsl,
     /// `gzip on` and the `gzip_*` settings; `None` where gzip is off.
     pub gzip: Option<crate::gzip::Gzip>,
+    /// What is done to the upstream response's fields (`proxy_hide_header`,
+    /// `proxy_redirect`, `proxy_cookie_*`, ...).
+    pub proxy_headers: crate::proxy_headers_model::ProxyHeaders,
 }

@@ -163,7 +163,8 @@ impl Targets<'_> {
     /// A location with everything inherited from `outer` (its enclosing location, server and
     /// http levels, already merged).
     fn location(&mut self, loc: &LocRaw, outer: &Level) -> Result<Location, ConfigError> {
-        let merged = loc.settings.inherit(outer);
+        let mut merged = loc.settings.inherit(outer);
+        crate::proxy_headers::settle(&mut merged, &loc.matcher);
         let proxy_pass = match &loc.settings.proxy_pass {
             Some(p) => Some(self.target(p)?),
             None => None,
@@ -179,7 +180,10 @@ impl Targets<'_> {
                 Some(p) => Some(self.target(p)?),
                 None => proxy_pass.clone(),
             };
-            if_settings.push(il.inherit(&merged).finish(self.env.prefix, pass)?);
+            let mut level = il.inherit(&merged);
+            // An `if` with its own `proxy_pass` gets its `proxy_redirect default` too.
+            crate::proxy_headers::settle(&mut level, &loc.matcher);
+            if_settings.push(level.finish(self.env.prefix, pass)?);
         }
         let limit_except = match &merged.limit_except {
             Some(l) => {

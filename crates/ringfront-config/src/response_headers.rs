@@ -1,4 +1,4 @@
-//! `add_header` and `server_tokens` (nginx's headers module and core): read with nginx's
+//! `add_header`, `add_trailer` and `server_tokens` (nginx's headers module and core): read with nginx's
 //! checks and messages; what they do to a response is the proxy's business.
 
 use crate::error::ConfigError;
@@ -7,8 +7,8 @@ use crate::settings::Level;
 use crate::tree::Directive;
 use crate::values::{err, set_once, template};
 
-/// `add_header NAME VALUE [always]`: every line at a level is kept, in order (the same name
-/// twice sends it twice, as nginx does).
+/// `add_header | add_trailer NAME VALUE [always]`: every line at a level is kept, in order
+/// (the same name twice sends it twice, as nginx does). A trailer replaces nothing.
 pub(crate) fn add_header(level: &mut Level, d: &Directive) -> Result<(), ConfigError> {
     let name = d.arg(0);
     let always = match d.args.get(2).map(String::as_str) {
@@ -21,9 +21,15 @@ pub(crate) fn add_header(level: &mut Level, d: &Directive) -> Result<(), ConfigE
         name: name.to_string(),
         value: template(d, d.arg(1))?,
         always,
-        replaces: name.eq_ignore_ascii_case("etag") || name.eq_ignore_ascii_case("last-modified"),
+        replaces: d.name == "add_header"
+            && (name.eq_ignore_ascii_case("etag") || name.eq_ignore_ascii_case("last-modified")),
     };
-    level.add_headers.get_or_insert_with(Vec::new).push(header);
+    let list = if d.name == "add_trailer" {
+        &mut level.add_trailers
+    } else {
+        &mut level.add_headers
+    };
+    list.get_or_insert_with(Vec::new).push(header);
     Ok(())
 }
 

@@ -16,6 +16,7 @@ use crate::values::{check_regex, err, template};
 const CONFIG: &[&str] = &[
     "proxy_pass",
     "add_header",
+    "add_trailer",
     "root",
     "access_log",
     "error_page",

@@ -70,12 +70,16 @@ pub(crate) struct Level {
     pub large_client_header_buffers: Option<(usize, usize)>,
     pub access_rules: Option<Vec<AccessRule>>,
     pub add_headers: Option<Vec<AddHeader>>,
+    pub add_trailers: Option<Vec<AddHeader>>,
+    pub chunked_transfer_encoding: Option<bool>,
     pub server_tokens: Option<ServerTokens>,
     /// `ssl_*` (http and server level; the server's merged ones are its TLS settings).
     pub ssl: crate::ssl::SslLevel,
     pub proxy_ssl: crate::ssl::ProxySslLevel,
     /// `gzip` and `gzip_*` (gzip.rs).
     pub gzip: crate::gzip::GzipLevel,
+    /// `proxy_hide_header`, `proxy_redirect`, `proxy_cookie_*`... (proxy_headers.rs).
+    pub proxy_headers: crate::proxy_headers::ProxyHeadersLevel,
 }
 
 const MINUTE: Duration = Duration::from_secs(60);
@@ -120,6 +124,8 @@ impl Default for LocationSettings {
             large_client_header_buffers: (4, 8 << 10),
             access_rules: Vec::new(),
             add_headers: Vec::new(),
+            add_trailers: Vec::new(),
+            chunked_transfer_encoding: true,
             server_tokens: ServerTokens::On,
             check_status: None,
             api: false,
@@ -127,6 +133,7 @@ impl Default for LocationSettings {
             internal: false,
             proxy_ssl: Default::default(),
             gzip: None,
+            proxy_headers: Default::default(),
         }
     }
 }
@@ -192,10 +199,16 @@ impl Level {
             ),
             access_rules: pick(&self.access_rules, &outer.access_rules),
             add_headers: pick(&self.add_headers, &outer.add_headers),
+            add_trailers: pick(&self.add_trailers, &outer.add_trailers),
+            chunked_transfer_encoding: pick(
+                &self.chunked_transfer_encoding,
+                &outer.chunked_transfer_encoding,
+            ),
             server_tokens: pick(&self.server_tokens, &outer.server_tokens),
             ssl: self.ssl.inherit(&outer.ssl),
             proxy_ssl: self.proxy_ssl.inherit(&outer.proxy_ssl),
             gzip: self.gzip.inherit(&outer.gzip),
+            proxy_headers: self.proxy_headers.inherit(&outer.proxy_headers),
         }
     }
 
@@ -260,6 +273,10 @@ impl Level {
                 .unwrap_or(d.large_client_header_buffers),
             access_rules: self.access_rules.unwrap_or(d.access_rules),
             add_headers: self.add_headers.unwrap_or(d.add_headers),
+            add_trailers: self.add_trailers.unwrap_or(d.add_trailers),
+            chunked_transfer_encoding: self
+                .chunked_transfer_encoding
+                .unwrap_or(d.chunked_transfer_encoding),
             server_tokens: self.server_tokens.unwrap_or(d.server_tokens),
             check_status: None,
             api: false,
@@ -267,6 +284,7 @@ impl Level {
             internal: false,
             proxy_ssl,
             gzip: self.gzip.finish(),
+            proxy_headers: self.proxy_headers.finish(),
         })
     }
 }

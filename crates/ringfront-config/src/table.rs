@@ -117,7 +117,7 @@ pub const NOOP_DIRECTIVES: &[&str] = &[
     "charset", "autoindex", "keepalive_disable", "reset_timedout_connection",
     "server_names_hash_bucket_size", "server_names_hash_max_size", "types_hash_max_size",
     "types_hash_bucket_size", "proxy_buffering", "proxy_buffer_size", "proxy_buffers",
-    "proxy_busy_buffers_size", "proxy_request_buffering", "proxy_redirect",
+    "proxy_busy_buffers_size", "proxy_request_buffering",
     "client_body_buffer_size", "client_header_buffer_size",
     // TLS knobs with nothing to do here (docs/configuration.md, "Accepted and ignored")
     "ssl_buffer_size", "ssl_stapling", "ssl_stapling_verify", "ssl_early_data",
@@ -192,6 +192,14 @@ pub(crate) static TABLE: &[Spec] = &[
     d("proxy_next_upstream", HSL, 1, MANY),
     d("proxy_next_upstream_tries", HSL, 1, 1),
     d("proxy_next_upstream_timeout", HSL, 1, 1),
+    // the upstream response's fields (proxy_headers.rs)
+    d("proxy_hide_header", HSL, 1, 1),
+    d("proxy_pass_header", HSL, 1, 1),
+    d("proxy_ignore_headers", HSL, 1, MANY),
+    d("proxy_redirect", HSL, 1, 2),
+    d("proxy_cookie_domain", HSL, 1, 2),
+    d("proxy_cookie_path", HSL, 1, 2),
+    d("proxy_cookie_flags", HSL, 1, 4),
     // the rewrite module (rewrite.rs, rewrite_if.rs)
     d("return", SLI, 1, 2),
     d("rewrite", SLI, 2, 3),
@@ -228,6 +236,8 @@ pub(crate) static TABLE: &[Spec] = &[
     d("deny", HSL | LIMIT, 1, 1),
     b("limit_except", LOCATION, 1, MANY),
     d("add_header", HSL, 2, 3),
+    d("add_trailer", HSL, 2, 3),
+    d("chunked_transfer_encoding", HSL, 1, 1),
     d("server_tokens", HSL, 1, 1),
     // response compression (gzip.rs)
     d("gzip", HSL, 1, 1),
@@ -302,7 +312,6 @@ pub(crate) static TABLE: &[Spec] = &[
     noop("proxy_buffers", HSL, 2, 2, Check::Any),
     noop("proxy_busy_buffers_size", HSL, 1, 1, Check::Size),
     noop("proxy_request_buffering", HSL, 1, 1, Check::Flag),
-    noop("proxy_redirect", HSL, 1, 2, Check::Only(&["default", "off"])),
     noop("client_body_buffer_size", HSL, 1, 1, Check::Size),
     noop("client_header_buffer_size", HS, 1, 1, Check::Size),
     // TLS: records are rustls's (16 KiB, as nginx's default ssl_buffer_size); OCSP
@@ -333,8 +342,6 @@ pub(crate) static TABLE: &[Spec] = &[
     // nginx directives not implemented yet: an error, so no configuration is half-understood
     unsupported("sticky", UPSTREAM, 1, MANY),
     d("internal", LOCATION, 0, 0),
-    unsupported("proxy_hide_header", HSL, 1, 1),
-    unsupported("proxy_pass_header", HSL, 1, 1),
     unsupported("proxy_cache", HSL, 1, 1),
     unsupported("proxy_cache_path", HTTP, 2, MANY),
     b("map", HTTP, 2, 2),

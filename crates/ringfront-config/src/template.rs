@@ -101,6 +101,7 @@ type MakeVariable = fn(String) -> Variable;
 const PREFIXED: &[(&str, MakeVariable)] = &[
     ("http_", Variable::Http),
     ("sent_http_", Variable::SentHttp),
+    ("sent_trailer_", Variable::SentTrailer),
     ("upstream_http_", Variable::UpstreamHttp),
     ("upstream_cookie_", Variable::UpstreamCookie),
     ("cookie_", Variable::Cookie),

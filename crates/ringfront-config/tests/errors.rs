@@ -628,8 +628,20 @@ fn locations_return_error_page() {
         "\"gzip_static\" with \"on\" is not supported yet in F:3"
     );
     assert_eq!(
-        h("proxy_redirect http://a/ /;"),
-        "\"proxy_redirect\" with \"http://a/ /\" is not supported yet in F:3"
+        h("proxy_redirect default;"),
+        "\"proxy_redirect default\" should be placed after the \"proxy_pass\" directive in F:3"
+    );
+    assert_eq!(
+        h("proxy_redirect off; proxy_redirect off;"),
+        "\"proxy_redirect\" directive is duplicate in F:3"
+    );
+    assert_eq!(
+        h("proxy_ignore_headers Expires Nope;"),
+        "invalid value \"Nope\" in F:3"
+    );
+    assert_eq!(
+        h("proxy_cookie_flags on;"),
+        "invalid parameter \"on\" in F:3"
     );
 }
 

@@ -23,8 +23,9 @@ pub enum ResponseError {
     /// `Content-Length` that is not plain digits or is too large.
     #[error("upstream sent invalid Content-Length")]
     InvalidContentLength,
-    /// Two `Content-Length` headers with different values.
-    #[error("upstream sent conflicting Content-Length headers")]
+    /// Two `Content-Length` headers, even with the same value (nginx 1.23's
+    /// `upstream sent duplicate header line`): a response is never relayed with one.
+    #[error("upstream sent duplicate Content-Length headers")]
     ConflictingContentLength,
     /// Both `Content-Length` and `Transfer-Encoding` (nginx refuses these too).
     #[error("upstream sent both Content-Length and Transfer-Encoding")]
@@ -135,6 +136,9 @@ impl ResponseHead {
             let name = h.name.get(buf);
             let value = h.value.get(buf);
             if name.eq_ignore_ascii_case(b"content-length") {
+                if length.0.is_some() {
+                    return Err(ResponseError::ConflictingContentLength);
+                }
                 length.add(value).map_err(|e| match e {
                     LengthError::Invalid => ResponseError::InvalidContentLength,
                     LengthError::Conflict => ResponseError::ConflictingContentLength,

@@ -15,7 +15,7 @@ use ringfront_upstream::exchange::{Cause, Event, Failure, Phase};
 
 use crate::io::{read_more, write_all, IoFail};
 use crate::req::{Cx, Reply};
-use crate::response_headers::{hidden, Decor};
+use crate::response_headers::Decor;
 
 /// The response to relay and where it comes from.
 pub struct Relay<'a> {
@@ -64,6 +64,15 @@ struct End {
 }
 
 impl Relay<'_> {
+    /// `$proxy_host` of the group the location proxies to.
+    fn proxy_host(&self) -> &str {
+        let cx = self.cx;
+        cx.loc
+            .upstream
+            .and_then(|u| cx.snap.groups.get(u))
+            .map_or("", |g| g.proxy_host.as_str())
+    }
+
     fn url(&self) -> String {
         self.cx.upstream_url(self.peer, self.uri)
     }
@@ -106,7 +115,8 @@ impl Relay<'_> {
         let mut mode = match framing {
             BodyFraming::None => Mode::Done,
             BodyFraming::Length(n) => Mode::Length(n),
-            BodyFraming::Chunked if req.head.minor_version == 0 => {
+            // An HTTP/1.0 client, or `chunked_transfer_encoding off`: unframed, then close.
+            BodyFraming::Chunked if req.head.minor_version == 0 || !s.chunked_transfer_encoding => {
                 Mode::Dechunk(ChunkedDecoder::new())
             }
             BodyFraming::Chunked => Mode::Chunked(ChunkedDecoder::new()),
@@ -130,7 +140,21 @@ impl Relay<'_> {
         let upstream_head = rbuf.get(..self.head.head_len).unwrap_or_default();
         let mut decor = Decor::new(s, Some(req))
             .with_snap(self.cx.snap)
-            .with_upstream(self.tries, upstream_head);
+            .with_upstream(self.tries, upstream_head)
+            .with_proxy_host(self.proxy_host());
+        // `add_trailer`: an HTTP/1.1 body goes chunked, ours, to end with the trailers
+        // (nginx's chunked filter with `expect_trailers`; the upstream's length dropped).
+        // Not on a compressed body (the gzip filter frames it).
+        let trailers = !s.add_trailers.is_empty()
+            && !matches!(mode, Mode::Done)
+            && !gz.as_ref().is_some_and(|g| g.compresses())
+            && crate::trailers::possible(req.head.minor_version, req.head_only)
+            && decor.trailers_apply(status);
+        if trailers {
+            if let Mode::Chunked(dec) = mode {
+                mode = Mode::Dechunk(dec);
+            }
+        }
         // `expires modified` counts from the upstream's `Last-Modified`, as nginx.
         if let Some(t) = self
             .head
@@ -139,12 +163,13 @@ impl Relay<'_> {
         {
             decor = decor.with_mtime(t);
         }
+        let chunk_out = matches!(mode, Mode::Chunked(_)) || trailers;
         let head_bytes = encode_head(
             self.head,
             &rbuf,
             upgrade,
             keep,
-            &mode,
+            chunk_out,
             &decor,
             gz.as_ref(),
             &mut out,
@@ -163,6 +188,10 @@ impl Relay<'_> {
         }
         if let Some(g) = gz.as_mut() {
             g.seal(&mut out, head_bytes as usize, end.complete);
+        }
+        if trailers {
+            let last = end.complete.then(|| self.last_chunk());
+            crate::trailers::frame(&mut out, head_bytes as usize, last.as_deref());
         }
         end.body_sent = out.len() as u64 - head_bytes;
         let (r, o) = write_all(&mut client, out, s.send_timeout).await;
@@ -191,6 +220,7 @@ impl Relay<'_> {
             self.body(
                 &mut mode,
                 &mut gz,
+                trailers,
                 &mut upstream,
                 &mut client,
                 &mut bufs,
@@ -209,11 +239,34 @@ impl Relay<'_> {
         r
     }
 
-    /// Streams the rest of the body, 16 KiB at a time.
+    /// The last chunk and the `add_trailer` fields, evaluated at the body's end as nginx.
+    fn last_chunk(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        Decor::new(self.cx.settings(), Some(self.cx.req))
+            .with_snap(self.cx.snap)
+            .with_proxy_host(self.proxy_host())
+            .last_chunk(self.head.status, &mut out);
+        out
+    }
+
+    /// The last chunk of a body that ended with the upstream's close.
+    async fn send_last_chunk(&self, client: &mut ClientStream, end: &mut End) {
+        let last = self.last_chunk();
+        end.body_sent += last.len() as u64;
+        let (r, _) = write_all(client, last, self.cx.settings().send_timeout).await;
+        if let Err(e) = r {
+            self.log_client_error(&e);
+            end.client_ok = false;
+        }
+    }
+
+    /// Streams the rest of the body, 16 KiB at a time; with `trailers`, each piece framed as
+    /// a chunk of ours.
     async fn body(
         &self,
         mode: &mut Mode,
         gz: &mut Option<crate::gzip_relay::RelayGzip>,
+        trailers: bool,
         upstream: &mut UpstreamStream,
         client: &mut ClientStream,
         bufs: &mut [Vec<u8>; 2],
@@ -228,6 +281,10 @@ impl Relay<'_> {
             match r {
                 Ok(0) if matches!(mode, Mode::UntilClose) => {
                     end.complete = true;
+                    if trailers {
+                        self.send_last_chunk(client, end).await;
+                        return;
+                    }
                     if gz.is_none() {
                         return;
                     }
@@ -262,7 +319,11 @@ impl Relay<'_> {
             if let Some(g) = gz.as_mut() {
                 i = g.pass(bufs, i, end.complete);
             }
-            let chunk = std::mem::take(&mut bufs[i]);
+            let mut chunk = std::mem::take(&mut bufs[i]);
+            if trailers {
+                let last = end.complete.then(|| self.last_chunk());
+                crate::trailers::frame(&mut chunk, 0, last.as_deref());
+            }
             end.body_sent += chunk.len() as u64;
             let (r, b) = write_all(client, chunk, s.send_timeout).await;
             bufs[i] = b;
@@ -325,23 +386,25 @@ impl Relay<'_> {
 
 /// The head the client gets: the upstream's status; our `Server` and `Date`; the upstream's
 /// fields minus hop-by-hop ones (an upgrade keeps `Upgrade`/`Connection`), nginx's hidden
-/// ones and any an `add_header ETag|Last-Modified` replaces; our framing and `Connection`;
-/// the location's `add_header`s; then the gzip filter's changes (gzip_relay.rs). Returns
-/// its length.
+/// ones and any an `add_header ETag|Last-Modified` replaces; our framing (`chunked`: ours,
+/// without the upstream's `Content-Length`) and `Connection`; the location's `add_header`s;
+/// then the gzip filter's changes (gzip_relay.rs). Returns its length.
 #[allow(clippy::too_many_arguments)] // the head's inputs, each of its own kind
 fn encode_head(
     head: &ResponseHead,
     rbuf: &[u8],
     upgrade: bool,
     keep: bool,
-    mode: &Mode,
+    chunked: bool,
     decor: &Decor<'_>,
     gz: Option<&crate::gzip_relay::RelayGzip>,
     out: &mut Vec<u8>,
 ) -> usize {
     let status = head.status;
     let mut h = HeadWriter::relayed(out, status, head.reason.get(rbuf));
-    decor.first(&mut h);
+    // Only looked up where `proxy_pass_header` may have passed them.
+    let sends = |n: &str| decor.upstream_sends(n) && head.header(rbuf, n).is_some();
+    decor.first_unless(&mut h, sends("server"), sends("date"));
     let conn_hdr = head.header(rbuf, "connection").unwrap_or(b"");
     for f in &head.headers {
         let name = f.name.get(rbuf);
@@ -350,15 +413,22 @@ fn encode_head(
         if !keep_upgrade && (is_hop_by_hop(name) || connection_lists(conn_hdr, name)) {
             continue;
         }
-        if hidden(name) || decor.replaces(name, status) {
+        if decor.hides(name)
+            || decor.replaces(name, status)
+            || (chunked && name.eq_ignore_ascii_case(b"content-length"))
+        {
             continue;
         }
-        if gz.is_some_and(|g| g.field(&mut h, name, f.value.get(rbuf))) {
+        let value = f.value.get(rbuf);
+        if gz.is_some_and(|g| g.field(&mut h, name, value)) {
             continue;
         }
-        h.header(name, f.value.get(rbuf));
+        match crate::proxy_redirect::edited(decor, name, value) {
+            Some(v) => h.header(name, &v),
+            None => h.header(name, value),
+        };
     }
-    if matches!(mode, Mode::Chunked(_)) || gz.is_some_and(|g| g.chunked()) {
+    if chunked || gz.is_some_and(|g| g.chunked()) {
         h.header(b"Transfer-Encoding", b"chunked");
     }
     if !upgrade {
@@ -515,9 +585,28 @@ mod tests {
         let mut head = ResponseHead::new();
         head.parse(raw).unwrap();
         let mut out = Vec::new();
-        let n = encode_head(&head, raw, false, true, mode, decor, None, &mut out);
+        let chunked = matches!(mode, Mode::Chunked(_));
+        let n = encode_head(&head, raw, false, true, chunked, decor, None, &mut out);
         assert_eq!(n, out.len());
         String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn a_location_hide_list_and_the_upstream_server_passed() {
+        let settings = ringfront_config::LocationSettings {
+            proxy_headers: ringfront_config::ProxyHeaders {
+                hide: Some(vec!["date".into(), "x-secret".into()]),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let decor = Decor::new(&settings, None).at(0);
+        let raw = b"HTTP/1.1 200 OK\r\nX-Secret: s\r\nServer: up\r\nX-Pad: p\r\nX-SECRET: t\r\nContent-Length: 0\r\n\r\n";
+        assert_eq!(
+            encode(raw, &decor, &Mode::Length(0)),
+            "HTTP/1.1 200 OK\r\nDate: Thu, 01 Jan 1970 00:00:00 GMT\r\nServer: up\r\n\
+             X-Pad: p\r\nContent-Length: 0\r\nConnection: keep-alive\r\n\r\n"
+        );
     }
 
     #[test]

@@ -45,6 +45,15 @@ impl<'a> Answer<'a> {
     pub fn sent(&self, status: u16) -> u16 {
         self.err_status.unwrap_or(status)
     }
+
+    /// Whether the answer with `status` goes chunked to carry `add_trailer` fields.
+    pub fn trailers(&self, status: u16) -> bool {
+        self.decor.trailers_apply(status)
+            && self
+                .decor
+                .req()
+                .is_some_and(|r| crate::trailers::possible(r.head.minor_version, self.head_only))
+    }
 }
 
 /// Whether the status gets a redirect page and a `Location` header.
@@ -92,12 +101,14 @@ fn build_with(
 ) -> u64 {
     let sent = if normal { a.sent(status) } else { status };
     let typed = !body.is_empty() || sent >= 200 && sent != 204 && sent != 304;
+    let chunked = typed && a.trailers(sent);
     let fields = Fields {
         content_type: typed.then_some(content_type),
         length: typed.then_some(body.len() as u64),
         before: extra,
         after: &[],
         last,
+        chunked,
     };
     match normal {
         true => head(out, a, status, &fields),
@@ -106,8 +117,14 @@ fn build_with(
     if a.head_only {
         return 0;
     }
+    let from = out.len();
     out.extend_from_slice(body);
-    body.len() as u64
+    if chunked {
+        let mut end = Vec::new();
+        a.decor.last_chunk(status, &mut end);
+        crate::trailers::frame(out, from, Some(&end));
+    }
+    (out.len() - from) as u64
 }
 
 /// The fields of a head besides `Server`, `Date`, `Connection` and `add_header`, in
@@ -121,6 +138,8 @@ pub struct Fields<'f> {
     pub before: &'f [(&'f str, &'f [u8])],
     pub after: &'f [(&'f str, &'f [u8])],
     pub last: &'f [(&'f str, &'f [u8])],
+    /// `Transfer-Encoding: chunked` instead of `Content-Length` (`add_trailer`).
+    pub chunked: bool,
 }
 
 /// Appends a normal response's head (with [`Answer::sent`]'s status).
@@ -143,11 +162,14 @@ fn write_head(out: &mut Vec<u8>, a: &Answer<'_>, status: u16, f: &Fields<'_>) {
     if let Some(t) = f.content_type {
         h.header(b"Content-Type", t.as_bytes());
     }
-    if let Some(n) = f.length {
+    if let Some(n) = f.length.filter(|_| !f.chunked) {
         h.header_num(b"Content-Length", n);
     }
     for (n, v) in f.before {
         h.header(n.as_bytes(), v);
+    }
+    if f.chunked {
+        h.header(b"Transfer-Encoding", b"chunked");
     }
     h.header(
         b"Connection",

@@ -3,7 +3,9 @@
 //! location's `add_header`s last; and which upstream fields nginx's default
 //! `proxy_hide_header` list drops from relayed responses.
 
-use ringfront_config::{AddHeader, Expires, LocationSettings, Template, TemplatePart};
+use ringfront_config::{
+    AddHeader, Expires, LocationSettings, ProxyHeaders, Template, TemplatePart, Variable,
+};
 use ringfront_http::{server_token, HeadWriter};
 
 use crate::req::Req;
@@ -45,6 +47,9 @@ pub struct Decor<'a> {
     version: bool,
     date: [u8; crate::date::LEN],
     adds: &'a [AddHeader],
+    trailers: &'a [AddHeader],
+    /// `chunked_transfer_encoding`: trailers need chunks.
+    chunked: bool,
     /// For variables in `add_header` values.
     req: Option<&'a Req<'a>>,
     /// For `map`, `geo` and `split_clients` variables in them.
@@ -55,6 +60,10 @@ pub struct Decor<'a> {
     /// A relayed response's tries and upstream head, for `$upstream_*` in values.
     tries: Option<&'a [ringfront_upstream::exchange::TryRecord]>,
     upstream_head: &'a [u8],
+    /// What a relayed response's upstream fields go through.
+    pub proxy: &'a ProxyHeaders,
+    /// `$proxy_host` of a proxied response ("" otherwise).
+    proxy_host: &'a str,
 }
 
 impl<'a> Decor<'a> {
@@ -65,12 +74,16 @@ impl<'a> Decor<'a> {
             version: settings.server_tokens.version(),
             date: crate::date::now(),
             adds: &settings.add_headers,
+            trailers: &settings.add_trailers,
+            chunked: settings.chunked_transfer_encoding,
             req,
             snap: None,
             expires: &settings.files.expires,
             mtime: None,
             tries: None,
             upstream_head: &[],
+            proxy: &settings.proxy_headers,
+            proxy_host: "",
         }
     }
 
@@ -82,6 +95,12 @@ impl<'a> Decor<'a> {
     ) -> Self {
         self.tries = Some(tries);
         self.upstream_head = upstream_head;
+        self
+    }
+
+    /// For a response proxied to the group whose `$proxy_host` this is.
+    pub fn with_proxy_host(mut self, proxy_host: &'a str) -> Self {
+        self.proxy_host = proxy_host;
         self
     }
 
@@ -105,8 +124,46 @@ impl<'a> Decor<'a> {
 
     /// `Server` and `Date`, written right after the status line as nginx does.
     pub fn first(&self, h: &mut HeadWriter<'_>) {
-        h.header(b"Server", server_token(self.version).as_bytes())
-            .header(b"Date", &self.date);
+        self.first_unless(h, false, false);
+    }
+
+    /// The same, leaving out those the upstream's own replace (`proxy_pass_header Server`).
+    pub fn first_unless(&self, h: &mut HeadWriter<'_>, server: bool, date: bool) {
+        if !server {
+            h.header(b"Server", server_token(self.version).as_bytes());
+        }
+        if !date {
+            h.header(b"Date", &self.date);
+        }
+    }
+
+    /// Whether an upstream field is hidden: nginx's default list, or the location's
+    /// (`proxy_hide_header`, `proxy_pass_header`). `Content-Length` never is: nginx takes the
+    /// length from the upstream before the list applies, and the body is framed by it.
+    pub fn hides(&self, name: &[u8]) -> bool {
+        match &self.proxy.hide {
+            None => hidden(name),
+            Some(list) => {
+                list.iter().any(|h| name.eq_ignore_ascii_case(h.as_bytes()))
+                    && !name.eq_ignore_ascii_case(b"content-length")
+            }
+        }
+    }
+
+    /// Whether the upstream's own `name` (`server` or `date`), when it has one, is passed
+    /// (`proxy_pass_header`), so ours is not sent.
+    pub fn upstream_sends(&self, name: &str) -> bool {
+        self.proxy.hide.is_some() && !self.hides(name.as_bytes())
+    }
+
+    /// The variables of the request, for the upstream fields' rewrites.
+    pub fn vars(&self) -> Option<crate::vars::Vars<'_>> {
+        self.req.map(|r| r.vars(self.proxy_host, None, self.snap))
+    }
+
+    /// The request this answers, if it was read whole.
+    pub fn req(&self) -> Option<&Req<'a>> {
+        self.req
     }
 
     fn applies(a: &AddHeader, status: u16) -> bool {
@@ -128,6 +185,62 @@ impl<'a> Decor<'a> {
         })
     }
 
+    /// Whether an `add_trailer` applies to `status`: then nginx's headers filter sets
+    /// `expect_trailers`, and an HTTP/1.1 body goes chunked to carry them.
+    pub fn trailers_apply(&self, status: u16) -> bool {
+        self.chunked && self.trailers.iter().any(|t| Self::applies(t, status))
+    }
+
+    /// The last chunk with the `add_trailer` fields that apply to `status` (one whose value
+    /// is empty left out), and the blank line that ends the body.
+    pub fn last_chunk(&self, status: u16, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"0\r\n");
+        let vars = self.req.map(|r| {
+            let mut v = r.vars(self.proxy_host, None, self.snap);
+            v.status = status;
+            v
+        });
+        let first = out.len();
+        for t in self.trailers.iter().filter(|t| Self::applies(t, status)) {
+            let mark = out.len();
+            out.extend_from_slice(t.name.as_bytes());
+            out.extend_from_slice(b": ");
+            let start = out.len();
+            for part in &t.value.parts {
+                match (part, &vars) {
+                    (TemplatePart::Var(Variable::SentTrailer(name)), _) => {
+                        let set = sent_trailer(&out[first..mark], name).map(<[u8]>::to_vec);
+                        out.extend_from_slice(&set.unwrap_or_default());
+                    }
+                    (TemplatePart::Literal(s), _) => out.extend_from_slice(s.as_bytes()),
+                    (part, Some(v)) => {
+                        let one = Template {
+                            parts: vec![part.clone()],
+                        };
+                        crate::vars::render(out, &one, v, false);
+                    }
+                    (_, None) => {}
+                }
+            }
+            if out.len() == start {
+                out.truncate(mark);
+            } else {
+                out.extend_from_slice(b"\r\n");
+            }
+        }
+        out.extend_from_slice(b"\r\n");
+    }
+
+    /// Whether `add_header ETag|Last-Modified` number `i` is replaced by a later one of the
+    /// same name: nginx keeps one such field, the last set (an empty last one removes it).
+    fn superseded(&self, i: usize, status: u16) -> bool {
+        let a = &self.adds[i];
+        a.replaces
+            && self.adds[i + 1..].iter().any(|b| {
+                b.replaces && Self::applies(b, status) && b.name.eq_ignore_ascii_case(&a.name)
+            })
+    }
+
     /// With the configuration's `map`, `geo` and `split_clients` variables.
     pub fn with_snap(mut self, snap: &'a crate::snapshot::Snapshot) -> Self {
         self.snap = Some(snap);
@@ -143,7 +256,12 @@ impl<'a> Decor<'a> {
                 Expires::Var { value, modified } => {
                     let mut text = Vec::new();
                     if let Some(r) = self.req {
-                        crate::vars::render(&mut text, value, &r.vars("", None, self.snap), false);
+                        crate::vars::render(
+                            &mut text,
+                            value,
+                            &r.vars(self.proxy_host, None, self.snap),
+                            false,
+                        );
                     }
                     let text = String::from_utf8_lossy(&text);
                     // nginx fails the request on a bad value; here it writes nothing.
@@ -158,7 +276,7 @@ impl<'a> Decor<'a> {
             return;
         }
         let vars = self.req.map(|r| {
-            let mut v = r.vars("", None, self.snap);
+            let mut v = r.vars(self.proxy_host, None, self.snap);
             v.status = status;
             if let Some(tries) = self.tries {
                 v.tries = tries;
@@ -166,7 +284,10 @@ impl<'a> Decor<'a> {
             }
             v
         });
-        for a in self.adds.iter().filter(|a| Self::applies(a, status)) {
+        for (i, a) in self.adds.iter().enumerate() {
+            if !Self::applies(a, status) || self.superseded(i, status) {
+                continue;
+            }
             h.header_with(a.name.as_bytes(), |o| match &vars {
                 Some(v) => crate::vars::render(o, &a.value, v, false),
                 None => literals(o, &a.value),
@@ -224,6 +345,25 @@ impl Decor<'_> {
     }
 }
 
+/// `$sent_trailer_NAME`: the value of a trailer line already in `lines` whose name is NAME
+/// (`-` read as `_`, any case), as nginx's `ngx_http_variable_unknown_header`.
+fn sent_trailer<'b>(lines: &'b [u8], name: &str) -> Option<&'b [u8]> {
+    lines.split(|&b| b == b'\n').find_map(|l| {
+        let l = l.strip_suffix(b"\r")?;
+        let i = l.windows(2).position(|w| w == b": ")?;
+        let same = l[..i].len() == name.len()
+            && l[..i].iter().zip(name.bytes()).all(|(&a, b)| {
+                let a = if a == b'-' {
+                    b'_'
+                } else {
+                    a.to_ascii_lowercase()
+                };
+                a == b
+            });
+        same.then(|| &l[i + 2..])
+    })
+}
+
 fn literals(out: &mut Vec<u8>, t: &Template) {
     for part in &t.parts {
         if let TemplatePart::Literal(s) = part {
@@ -260,6 +400,73 @@ mod tests {
         ] {
             assert!(!hidden(n.as_bytes()), "{n}");
         }
+        // The fast check and the configuration's list (used once a level changes it) agree.
+        for n in ringfront_config::DEFAULT_HIDDEN {
+            assert!(hidden(n.as_bytes()), "{n}");
+        }
+    }
+
+    #[test]
+    fn the_last_add_header_etag_wins_and_an_empty_one_removes_it() {
+        use ringfront_config::{parse_template, AddHeader};
+        let add = |name: &str, value: &str, always| AddHeader {
+            name: name.into(),
+            value: parse_template(value).unwrap(),
+            always,
+            replaces: true,
+        };
+        let head = |adds| {
+            let settings = ringfront_config::LocationSettings {
+                add_headers: adds,
+                ..Default::default()
+            };
+            let mut out = Vec::new();
+            let mut h = HeadWriter::relayed(&mut out, 200, b"OK");
+            Decor::new(&settings, None).last(&mut h, 200);
+            h.finish();
+            String::from_utf8(out).unwrap()
+        };
+        let cleared = head(vec![add("ETag", "foo", true), add("ETag", "", true)]);
+        assert!(!cleared.contains("ETag"), "{cleared}");
+        let last = head(vec![add("ETag", "a", true), add("etag", "b", false)]);
+        assert!(
+            last.contains("etag: b\r\n") && !last.contains("ETag: a"),
+            "{last}"
+        );
+    }
+
+    #[test]
+    fn the_last_chunk_carries_the_trailers_that_apply() {
+        use ringfront_config::{parse_template, AddHeader};
+        let add = |name: &str, value: &str, always| AddHeader {
+            name: name.into(),
+            value: parse_template(value).unwrap(),
+            always,
+            replaces: false,
+        };
+        let settings = ringfront_config::LocationSettings {
+            add_trailers: vec![
+                add("X-Var", "v$status", false),
+                add("X-Empty", "", true),
+                add("X-Seen", "[$sent_trailer_x_var]", true),
+            ],
+            ..Default::default()
+        };
+        let (buf, head) = crate::testutil::request_head(b"GET / HTTP/1.1\r\nHost: h\r\n\r\n");
+        let req = crate::testutil::req(&buf, &head);
+        let decor = Decor::new(&settings, Some(&req));
+        assert!(decor.trailers_apply(200) && decor.trailers_apply(404));
+        let mut out = Vec::new();
+        decor.last_chunk(200, &mut out);
+        assert_eq!(out, b"0\r\nX-Var: v200\r\nX-Seen: [v200]\r\n\r\n");
+        out.clear();
+        decor.last_chunk(404, &mut out);
+        assert_eq!(out, b"0\r\nX-Seen: []\r\n\r\n");
+        let none = ringfront_config::LocationSettings {
+            add_trailers: vec![add("X-Var", "v", false)],
+            ..Default::default()
+        };
+        assert!(!Decor::new(&none, None).trailers_apply(500));
     }
 
     #[test]

@@ -95,12 +95,15 @@ pub async fn send(
         }
         false => (String::new(), String::new(), len),
     };
+    // A compressed file is framed by the gzip filter; trailers are not added to it.
+    let chunked = body && !multipart && compress.is_none() && answer.trailers(status);
     let fields = Fields {
         content_type: body.then_some(if multipart { &multi_type } else { ctype }),
         length: (body && compress.is_none()).then_some(len),
         before: &before,
         after,
         last: &last,
+        chunked,
     };
     out.clear();
     respond::head(&mut out, &answer, status, &fields);
@@ -117,6 +120,12 @@ pub async fn send(
         (true, None) => {
             let how = (&plan.parts[..], &boundary[..], ctype, size);
             crate::static_multipart::body(cx, &mut stream, &file, out, how).await
+        }
+        // `add_trailer`: the file as chunks, then the trailers.
+        (false, None) if chunked => {
+            let mut end = Vec::new();
+            answer.decor.last_chunk(status, &mut end);
+            crate::trailers::file_out(cx, &mut stream, &file, out, (start, len), &end).await
         }
         (false, None) => body_out(cx, &mut stream, &file, out, start, len).await,
     };

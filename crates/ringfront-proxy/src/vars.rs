@@ -472,6 +472,8 @@ pub fn push_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, dash: bool) {
             std::net::IpAddr::V6(a) => out.extend_from_slice(&a.octets()),
         },
         Variable::UpstreamCacheStatus => out.extend_from_slice(empty),
+        // `$sent_trailer_*` has a value only in a later `add_trailer` (trailers.rs).
+        Variable::SentTrailer(_) => out.extend_from_slice(empty),
     }
 }
 
