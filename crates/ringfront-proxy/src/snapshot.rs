@@ -120,6 +120,9 @@ pub struct ServerRt {
     pub tls: Option<ringfront_tls::ServerHandshake>,
     /// The server level's rewrite directives, run before the location is chosen.
     pub rewrite: crate::rewrite_rt::Program,
+    /// A location may answer nginx's auto redirect (`route::auto_redirect`): without one
+    /// the search for it is skipped.
+    pub auto_redirects: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -392,7 +395,7 @@ impl Snapshot {
                 .locations
                 .iter()
                 .map(|l| b.location(Some(l.matcher.clone()), &l.settings, &l.locations))
-                .collect::<Result<_, _>>()?;
+                .collect::<Result<Vec<_>, _>>()?;
             let fallback = b.location(None, &s.settings, &[])?;
             let mut name_regexes = Vec::new();
             let mut name_captures = Vec::new();
@@ -413,6 +416,7 @@ impl Snapshot {
                 false => None,
             };
             servers.push(ServerRt {
+                auto_redirects: crate::route::has_auto_redirects(&locations),
                 name_captures,
                 rewrite: crate::rewrite_rt::Program::build(
                     &s.settings.rewrite,
