@@ -322,3 +322,59 @@ fn error_pages_match_nginx() {
     }
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// The classic `error_page 497 https://$host$request_uri`: plain HTTP sent to a TLS port
+/// gets a 302 to the same URL over https, as from nginx.
+#[test]
+fn plain_http_on_a_tls_port_is_redirected_as_by_nginx() {
+    use ringfront_testkit::pki::{Key, Pki};
+    let dir = ringfront_testkit::TempDir::new("rf-errpage-pki");
+    let pki = Pki::new(dir.path(), "edge");
+    let cert = pki.server("a", Key::EcdsaP256, &["a.test"]);
+    let config = |p: u16| {
+        fill(
+            r#"worker_processes 1;
+events { worker_connections 64; }
+http {
+    access_log off;
+    server {
+        listen 127.0.0.1:{PORT} ssl;
+        server_name a.test;
+        ssl_certificate {CERT};
+        ssl_certificate_key {KEY};
+        error_page 497 https://$host:$server_port$request_uri;
+        location /keep/ {
+            error_page 497 =307 https://$host$uri;
+            return 200 "tls\n";
+        }
+        location / { return 200 "tls\n"; }
+    }
+}
+"#,
+            &[
+                ("PORT", p.to_string()),
+                ("CERT", cert.cert.display().to_string()),
+                ("KEY", cert.key.display().to_string()),
+            ],
+        )
+    };
+    let (n, r, np, rp) = common::nginx_and_ringfront(config);
+    let answers = |p: u16| {
+        ["/a/b?c=d", "/keep/x?y=1"]
+            .iter()
+            .map(|path| {
+                let mut c = Client::connect(("127.0.0.1", p));
+                let r = c.request("GET", path, &[("Host", "a.test")], b"");
+                let location = r.header("Location").unwrap_or("-");
+                let location = location.replace(&format!(":{p}"), ":PORT");
+                let conn = r.header("Connection").unwrap_or("-");
+                format!("{} {location} {conn}", r.status)
+            })
+            .collect::<Vec<_>>()
+    };
+    let nginx = answers(np);
+    let ours = answers(rp);
+    drop((n, r));
+    assert_eq!(ours, nginx);
+    assert_eq!(nginx[0], "302 https://a.test:PORT/a/b?c=d close");
+}
