@@ -1,12 +1,13 @@
 //! `error_page` against real nginx on the same configuration: internal redirects to a URI
 //! (its arguments, variables, the method made GET, HEAD kept, the server's rewrite
-//! directives run again, not for a named location), to a named location and to
-//! URLs; `=CODE`, `=` alone and the error's own status on the page's answer (an erring
-//! redirect's `Location` kept on it, proxied or built-in); errors of
-//! static files, `return`, `deny`, a dead upstream, a folder's and a rewrite's redirects;
-//! a body too large and a denied request with a body (answered, then closed);
-//! `recursive_error_pages` off and on, the redirection cycle, and
-//! `proxy_intercept_errors` (which statuses are intercepted, which backend answered).
+//! directives run again, not for a named location), to a named location and to URLs;
+//! `=CODE`, `=` alone and the error's own status on the page's answer (an erring
+//! redirect's `Location` kept on it, proxied or built-in); errors of static files,
+//! `return`, `deny`, a dead upstream, a folder's and a rewrite's redirects; a body too
+//! large and a denied request with a body (answered, then closed); an `if` block's own
+//! `error_page`; `recursive_error_pages` off and on, the redirection cycle;
+//! `proxy_intercept_errors` (which statuses are intercepted, which backend answered); and
+//! `error_page 497` on a TLS port.
 
 mod common;
 
@@ -145,6 +146,12 @@ http {
             error_page 404 /srvrw/abc;
             return 404;
         }
+        location /ifep/ {
+            if ($arg_x) {
+                error_page 404 /page;
+            }
+            return 404;
+        }
         location /tointernal/ {
             error_page 404 =200 /int/page;
             return 404;
@@ -228,6 +235,8 @@ const REQUESTS: &[(&str, &str)] = &[
     ("GET", "/icpt/auth"),
     ("GET", "/to204/x"),
     ("GET", "/tointernal/x?q=1"),
+    ("GET", "/ifep/a?x=1"),
+    ("GET", "/ifep/a"),
     ("GET", "/torunsuri/x"),
     ("GET", "/torunsnamed/x"),
     ("GET", "/tosrv/x"),
