@@ -398,6 +398,7 @@ mod tests {
             uri: uri.map(String::from),
             tls: false,
             origin: Default::default(),
+            vars: None,
         };
         let loc = LocationMatch::Prefix("/app/".into());
         let lit = |t: &Template| match &t.parts[..] {

@@ -89,7 +89,11 @@ pub async fn process<'s>(
             None => Cow::Borrowed(req.path),
         };
         let loc = match rw.named.take() {
-            None => match crate::route::auto_redirect(&server.locations, &uri) {
+            None => match server
+                .auto_redirects
+                .then(|| crate::route::auto_redirect(&server.locations, &uri))
+                .flatten()
+            {
                 Some(to) => {
                     let location = crate::route::auto_location(to, run.args(rw));
                     return (

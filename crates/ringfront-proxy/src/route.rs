@@ -156,6 +156,22 @@ pub fn auto_redirect<'a>(locs: &'a [LocationRt], path: &str) -> Option<&'a Locat
     }
 }
 
+/// Whether any of `locs` (nested ones too) can answer an auto redirect: a proxying prefix
+/// or exact location named with a final `/` after something (`location /` never does).
+pub fn has_auto_redirects(locs: &[LocationRt]) -> bool {
+    locs.iter().any(|l| {
+        let named = match &l.matcher {
+            Some(
+                LocationMatch::Prefix(p)
+                | LocationMatch::PrefixNoRegex(p)
+                | LocationMatch::Exact(p),
+            ) => p.len() > 1 && p.ends_with('/'),
+            _ => false,
+        };
+        (named && l.upstream.is_some()) || has_auto_redirects(&l.children)
+    })
+}
+
 /// The `Location` of an auto redirect: the location's name escaped, then the arguments.
 pub fn auto_location(loc: &LocationRt, args: &[u8]) -> Vec<u8> {
     let name = match &loc.matcher {
@@ -190,7 +206,43 @@ pub fn location<'a>(server: &'a ServerRt, path: &str) -> &'a LocationRt {
 
 #[cfg(test)]
 mod tests {
-    use super::name_match;
+    use super::{auto_location, auto_redirect, name_match};
+
+    fn snapshot(locations: &str) -> crate::snapshot::Snapshot {
+        let text = format!(
+            "events {{}}\nhttp {{\n server {{\n  listen 127.0.0.1:1;\n{locations}\n }}\n}}\n"
+        );
+        let host = ringfront_config::MemoryHost::default();
+        let path = std::path::Path::new("/t/r.conf");
+        let cfg = ringfront_config::parse_str(&text, path, &host).unwrap();
+        crate::snapshot::Snapshot::build(&cfg, 1).unwrap()
+    }
+
+    #[test]
+    fn auto_redirect_to_a_proxying_location_named_with_a_slash() {
+        let plain = snapshot("location / { proxy_pass http://127.0.0.1:2; }");
+        assert!(
+            !plain.servers[0].auto_redirects,
+            "`location /` never redirects"
+        );
+        let snap = snapshot(
+            "location /a/ { proxy_pass http://127.0.0.1:2; }
+             location /own { return 200; }
+             location /own/ { proxy_pass http://127.0.0.1:2; }
+             location /s/ { }
+             location /n/ { location /n/p/ { proxy_pass http://127.0.0.1:2; } }",
+        );
+        let server = &snap.servers[0];
+        assert!(server.auto_redirects);
+        let to =
+            |path: &str| auto_redirect(&server.locations, path).map(|l| auto_location(l, b"k=1"));
+        assert_eq!(to("/a").as_deref(), Some(&b"/a/?k=1"[..]));
+        assert_eq!(to("/n/p").as_deref(), Some(&b"/n/p/?k=1"[..]), "nested");
+        assert_eq!(to("/own"), None, "a location of the URI's own name");
+        assert_eq!(to("/s"), None, "not proxying");
+        assert_eq!(to("/a/"), None);
+        assert_eq!(to("/b"), None);
+    }
 
     fn m(pass: usize, name: &str, host: &str) -> bool {
         name_match(pass, name, host).is_some()

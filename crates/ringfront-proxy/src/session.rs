@@ -312,7 +312,11 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         true => crate::request_id::draw(),
         false => [0; 16],
     };
-    let (loc, outcome) = {
+    let (loc, outcome) = if refuse.is_some() {
+        // nginx refuses (497, 495, 496) before any location: the server's settings and
+        // error pages answer.
+        (&chosen.0.fallback, Outcome::Continue)
+    } else {
         let path = request_path(&buf, &head);
         let pre = Req {
             buf: &buf,
@@ -346,7 +350,9 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         let ctx = log_context(buf, &head, client, server_name, None);
         w.log(&snap, level, conn_id, format_args!("{msg}{ctx}"));
     };
-    let denied = matches!(outcome, Outcome::Continue) && crate::dispatch::denied(loc, client);
+    let denied = refuse.is_none()
+        && matches!(outcome, Outcome::Continue)
+        && crate::dispatch::denied(loc, client);
     if denied {
         log(
             LogLevel::Error,

@@ -142,6 +142,9 @@ pub struct ServerRt {
     pub tls: Option<ringfront_tls::ServerHandshake>,
     /// The server level's rewrite directives, run before the location is chosen.
     pub rewrite: crate::rewrite_rt::Program,
+    /// A location may answer nginx's auto redirect (`route::auto_redirect`): without one
+    /// the search for it is skipped.
+    pub auto_redirects: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -485,7 +488,7 @@ impl Snapshot {
                 .locations
                 .iter()
                 .map(|l| b.location(Some(l.matcher.clone()), &l.settings, &l.locations))
-                .collect::<Result<_, _>>()?;
+                .collect::<Result<Vec<_>, _>>()?;
             let fallback = b.location(None, &s.settings, &[])?;
             let mut name_regexes = Vec::new();
             let mut name_captures = Vec::new();
@@ -511,6 +514,7 @@ impl Snapshot {
             };
             let tls = built.filter(|_| s.listens.iter().any(|l| l.ssl));
             servers.push(ServerRt {
+                auto_redirects: crate::route::has_auto_redirects(&locations),
                 name_captures,
                 rewrite: crate::rewrite_rt::Program::build(
                     &s.settings.rewrite,

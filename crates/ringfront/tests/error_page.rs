@@ -1,12 +1,13 @@
 //! `error_page` against real nginx on the same configuration: internal redirects to a URI
 //! (its arguments, variables, the method made GET, HEAD kept, the server's rewrite
-//! directives run again, not for a named location), to a named location and to
-//! URLs; `=CODE`, `=` alone and the error's own status on the page's answer (an erring
-//! redirect's `Location` kept on it, proxied or built-in); errors of
-//! static files, `return`, `deny`, a dead upstream, a folder's and a rewrite's redirects;
-//! a body too large and a denied request with a body (answered, then closed);
-//! `recursive_error_pages` off and on, the redirection cycle, and
-//! `proxy_intercept_errors` (which statuses are intercepted, which backend answered).
+//! directives run again, not for a named location), to a named location and to URLs;
+//! `=CODE`, `=` alone and the error's own status on the page's answer (an erring
+//! redirect's `Location` kept on it, proxied or built-in); errors of static files,
+//! `return`, `deny`, a dead upstream, a folder's and a rewrite's redirects; a body too
+//! large and a denied request with a body (answered, then closed); an `if` block's own
+//! `error_page`; `recursive_error_pages` off and on, the redirection cycle;
+//! `proxy_intercept_errors` (which statuses are intercepted, which backend answered); and
+//! `error_page 497` on a TLS port.
 
 mod common;
 
@@ -145,6 +146,12 @@ http {
             error_page 404 /srvrw/abc;
             return 404;
         }
+        location /ifep/ {
+            if ($arg_x) {
+                error_page 404 /page;
+            }
+            return 404;
+        }
         location /tointernal/ {
             error_page 404 =200 /int/page;
             return 404;
@@ -228,6 +235,8 @@ const REQUESTS: &[(&str, &str)] = &[
     ("GET", "/icpt/auth"),
     ("GET", "/to204/x"),
     ("GET", "/tointernal/x?q=1"),
+    ("GET", "/ifep/a?x=1"),
+    ("GET", "/ifep/a"),
     ("GET", "/torunsuri/x"),
     ("GET", "/torunsnamed/x"),
     ("GET", "/tosrv/x"),
@@ -321,4 +330,60 @@ fn error_pages_match_nginx() {
         assert!(has(want), "{want}: {nginx:?}");
     }
     let _ = std::fs::remove_dir_all(&root);
+}
+
+/// The classic `error_page 497 https://$host$request_uri`: plain HTTP sent to a TLS port
+/// gets a 302 to the same URL over https, as from nginx.
+#[test]
+fn plain_http_on_a_tls_port_is_redirected_as_by_nginx() {
+    use ringfront_testkit::pki::{Key, Pki};
+    let dir = ringfront_testkit::TempDir::new("rf-errpage-pki");
+    let pki = Pki::new(dir.path(), "edge");
+    let cert = pki.server("a", Key::EcdsaP256, &["a.test"]);
+    let config = |p: u16| {
+        fill(
+            r#"worker_processes 1;
+events { worker_connections 64; }
+http {
+    access_log off;
+    server {
+        listen 127.0.0.1:{PORT} ssl;
+        server_name a.test;
+        ssl_certificate {CERT};
+        ssl_certificate_key {KEY};
+        error_page 497 https://$host:$server_port$request_uri;
+        location /keep/ {
+            error_page 497 =307 https://$host$uri;
+            return 200 "tls\n";
+        }
+        location / { return 200 "tls\n"; }
+    }
+}
+"#,
+            &[
+                ("PORT", p.to_string()),
+                ("CERT", cert.cert.display().to_string()),
+                ("KEY", cert.key.display().to_string()),
+            ],
+        )
+    };
+    let (n, r, np, rp) = common::nginx_and_ringfront(config);
+    let answers = |p: u16| {
+        ["/a/b?c=d", "/keep/x?y=1"]
+            .iter()
+            .map(|path| {
+                let mut c = Client::connect(("127.0.0.1", p));
+                let r = c.request("GET", path, &[("Host", "a.test")], b"");
+                let location = r.header("Location").unwrap_or("-");
+                let location = location.replace(&format!(":{p}"), ":PORT");
+                let conn = r.header("Connection").unwrap_or("-");
+                format!("{} {location} {conn}", r.status)
+            })
+            .collect::<Vec<_>>()
+    };
+    let nginx = answers(np);
+    let ours = answers(rp);
+    drop((n, r));
+    assert_eq!(ours, nginx);
+    assert_eq!(nginx[0], "302 https://a.test:PORT/a/b?c=d close");
 }
