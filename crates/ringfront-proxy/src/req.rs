@@ -175,14 +175,15 @@ impl Cx<'_> {
         &self.loc.settings
     }
 
-    /// `http://PEER/URI` (`https://` for `proxy_pass https://`), as nginx names the
-    /// upstream in its error-log lines.
+    /// `http://PEER/URI` (`https://` for `proxy_pass https://`; `http://unix:PATH:/URI` for a
+    /// unix-domain peer), as nginx names the upstream in its error-log lines.
     pub fn upstream_url(&self, peer: &str, uri: &str) -> String {
         let scheme = match self.loc.upstream_tls {
             Some(_) => "https",
             None => "http",
         };
-        format!("{scheme}://{peer}{uri}")
+        let colon = if peer.starts_with("unix:") { ":" } else { "" };
+        format!("{scheme}://{peer}{colon}{uri}")
     }
 
     /// One error-log line about this request (`ctx` appended as nginx does).

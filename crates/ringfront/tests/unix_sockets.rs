@@ -113,7 +113,7 @@ fn socket_path(tag: &str) -> PathBuf {
 fn unix_socket_upstreams_match_nginx() {
     let sock = socket_path("a");
     unix_backend(&sock);
-    let (_n, _r, np, rp) = common::nginx_and_ringfront(|p| config(p, &sock));
+    let (_n, rf, np, rp) = common::nginx_and_ringfront(|p| config(p, &sock));
     let n = answers(np, &sock);
     let r = answers(rp, &sock);
     for (a, x) in n.iter().zip(&r) {
@@ -121,6 +121,12 @@ fn unix_socket_upstreams_match_nginx() {
         println!("{mark} nginx: {a:?}\n     rf: {x:?}");
     }
     assert_eq!(r, n);
+    // nginx's words for the refused socket, the URL naming it as nginx does.
+    let line = "connect() failed (2: No such file or directory) while connecting to upstream";
+    let url = "upstream: \"http://unix:/nonexistent/ringfront.sock:/var?b=unix:/nonexistent/ringfront.sock\"";
+    let second = std::time::Duration::from_secs(5);
+    assert!(rf.wait_for_stderr(line, second), "{line}");
+    assert!(rf.wait_for_stderr(url, second), "{url}");
     let s = sock.display();
     assert_eq!(
         n,
