@@ -50,6 +50,13 @@ enum Mode {
     UntilClose,
 }
 
+/// What the body passes through on its way out: the gzip filter, or our chunks ending
+/// with the `add_trailer` fields (never both).
+struct Filters<'g> {
+    gz: &'g mut Option<crate::gzip_relay::RelayGzip>,
+    trailers: bool,
+}
+
 /// How the body ended.
 #[derive(Default)]
 struct End {
@@ -182,6 +189,10 @@ impl Relay<'_> {
             ..End::default()
         };
         let heads = self.kept_heads(&rbuf, &out, head_bytes);
+        if upgrade {
+            // What the upstream sent right behind its 101 is the tunnel's first bytes.
+            out.extend_from_slice(initial);
+        }
         match consume(&mut mode, initial, &mut out, &mut end.extra) {
             Ok(done) => end.complete = done,
             Err(bad) => end.failure = Some(bad),
@@ -203,7 +214,8 @@ impl Relay<'_> {
         end.client_ok = true;
         if upgrade {
             let early = req.pipelined.to_vec();
-            tunnel(
+            // The upgraded connection's bytes to the client count as body, as nginx's.
+            end.body_sent += tunnel(
                 client,
                 upstream,
                 early,
@@ -217,10 +229,13 @@ impl Relay<'_> {
         let mut upstream = upstream;
         let mut bufs = [rbuf, out];
         if !end.complete && end.failure.is_none() {
+            let mut filters = Filters {
+                gz: &mut gz,
+                trailers,
+            };
             self.body(
                 &mut mode,
-                &mut gz,
-                trailers,
+                &mut filters,
                 &mut upstream,
                 &mut client,
                 &mut bufs,
@@ -265,14 +280,14 @@ impl Relay<'_> {
     async fn body(
         &self,
         mode: &mut Mode,
-        gz: &mut Option<crate::gzip_relay::RelayGzip>,
-        trailers: bool,
+        filters: &mut Filters<'_>,
         upstream: &mut UpstreamStream,
         client: &mut ClientStream,
         bufs: &mut [Vec<u8>; 2],
         end: &mut End,
     ) {
         let s = self.cx.settings();
+        let (gz, trailers) = (&mut *filters.gz, filters.trailers);
         loop {
             let mut rbuf = std::mem::take(&mut bufs[0]);
             rbuf.clear();
@@ -509,8 +524,9 @@ async fn pump<R: AsyncReadRent, W: AsyncWriteRent>(
     w: &mut W,
     idle: std::time::Duration,
     send: std::time::Duration,
-) {
+) -> u64 {
     let mut buf = Vec::with_capacity(16 * 1024);
+    let mut copied = 0;
     loop {
         buf.clear();
         let (res, b) = read_more(r, buf, 16 * 1024, idle).await;
@@ -519,34 +535,38 @@ async fn pump<R: AsyncReadRent, W: AsyncWriteRent>(
             Ok(n) if n > 0 => {}
             _ => break,
         }
+        let n = buf.len() as u64;
         let (res, b) = write_all(w, buf, send).await;
         buf = b;
         if res.is_err() {
             break;
         }
+        copied += n;
     }
     let _ = w.shutdown().await;
+    copied
 }
 
 /// Copies bytes both ways until both sides are done (proxy_read_timeout is the idle limit),
 /// starting with the bytes the client sent right behind its upgrade request (nginx sends
-/// its preread bytes upstream too).
+/// its preread bytes upstream too); the bytes that went to the client.
 async fn tunnel(
     client: ClientStream,
     mut upstream: UpstreamStream,
     early: Vec<u8>,
     idle: std::time::Duration,
     send: std::time::Duration,
-) {
+) -> u64 {
     if write_all(&mut upstream, early, send).await.0.is_err() {
-        return;
+        return 0;
     }
     let (mut cr, mut cw) = client.into_split();
     let (mut ur, mut uw) = upstream.into_split();
-    monoio::join!(
+    let (_, to_client) = monoio::join!(
         pump(&mut cr, &mut uw, idle, send),
         pump(&mut ur, &mut cw, idle, send)
     );
+    to_client
 }
 
 #[cfg(test)]

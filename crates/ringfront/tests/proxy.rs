@@ -228,6 +228,52 @@ fn bytes_pipelined_behind_an_upgrade_reach_the_tunnel() {
     );
 }
 
+/// What the upstream sends right behind its 101, in the same write, reaches the client
+/// first through the tunnel, and the tunnelled bytes count as body in the access log
+/// (`$body_bytes_sent`, as nginx).
+#[test]
+fn bytes_behind_an_upstream_101_reach_the_client_and_are_logged() {
+    let be = ringfront_testkit::RawBackend::start(
+        b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\nhello-from-up",
+        ringfront_testkit::After::Close,
+    );
+    let dir = ringfront_testkit::TempDir::new("rf-upgrade-log");
+    let log = dir.path().join("a.log");
+    let p = port();
+    let conf = proxy_config(
+        p,
+        &[format!("127.0.0.1:{}", be.port())],
+        "",
+        &format!(
+            "proxy_set_header Upgrade $http_upgrade; proxy_set_header Connection \"upgrade\";
+             access_log {} bytes;",
+            log.display()
+        ),
+    )
+    .replace(
+        "http {",
+        "http {\n    log_format bytes \"$status $body_bytes_sent\";",
+    );
+    let rf = Ringfront::start(&conf);
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", p)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(
+        b"GET /ws HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
+    )
+    .unwrap();
+    let mut got = Vec::new();
+    s.read_to_end(&mut got).unwrap();
+    let text = String::from_utf8_lossy(&got);
+    assert!(
+        text.starts_with("HTTP/1.1 101 ") && text.ends_with("\r\n\r\nhello-from-up"),
+        "{text}"
+    );
+    // The tunnel ends (and the request is logged) when the client side closes too.
+    drop(s);
+    assert_eq!(common::log_lines(&log, 1), ["101 13"]);
+    drop(rf);
+}
+
 #[test]
 fn ambiguous_framing_is_rejected_and_never_forwarded() {
     let be = Backend::start();

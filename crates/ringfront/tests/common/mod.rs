@@ -61,6 +61,20 @@ pub fn port() -> u16 {
     free_port()
 }
 
+/// Waits (bounded, 10 s) until the log file at `path` holds at least `lines` lines (the
+/// writer thread flushes when idle); its lines.
+pub fn log_lines(path: &std::path::Path, lines: usize) -> Vec<String> {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let got: Vec<String> = text.lines().map(str::to_string).collect();
+        if got.len() >= lines || std::time::Instant::now() > end {
+            return got;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// The `X-Backend` header (the serving backend's port) of a response.
 pub fn served_by(r: &ringfront_testkit::Response) -> u16 {
     r.header("x-backend")
