@@ -493,6 +493,8 @@ pub enum Variable {
     BinaryRemoteAddr,
     /// `$upstream_cache_status`: always empty (ringfront has no cache).
     UpstreamCacheStatus,
+    /// `$proxy_port`: the port of `proxy_pass`'s address (80 or 443 when none is written).
+    ProxyPort,
 }
 
 /// The TLS variables read from the handshake's facts and the client certificate.

@@ -35,6 +35,7 @@ const NAMED: &[(&str, Variable)] = &[
     ("connection", Variable::ConnectionId),
     ("connection_requests", Variable::ConnectionRequests),
     ("proxy_host", Variable::ProxyHost),
+    ("proxy_port", Variable::ProxyPort),
     ("proxy_add_x_forwarded_for", Variable::ProxyAddXForwardedFor),
     ("upstream_addr", Variable::UpstreamAddr),
     ("upstream_status", Variable::UpstreamStatus),

@@ -118,7 +118,7 @@ impl Relay<'_> {
         let upstream_head = rbuf.get(..self.head.head_len).unwrap_or_default();
         let mut decor = Decor::new(s, Some(req))
             .with_snap(self.cx.snap)
-            .with_upstream(self.tries, upstream_head);
+            .with_upstream(self.cx, self.tries, upstream_head);
         // `expires modified` counts from the upstream's `Last-Modified`, as nginx.
         if let Some(t) = self
             .head

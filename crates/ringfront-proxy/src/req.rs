@@ -89,6 +89,7 @@ impl Req<'_> {
             local: self.local,
             server_name: self.server_name,
             proxy_host,
+            proxy_tls: false,
             conn_id: self.conn_id,
             conn_requests: self.conn_requests,
             start: self.start,

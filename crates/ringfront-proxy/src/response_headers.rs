@@ -55,6 +55,8 @@ pub struct Decor<'a> {
     /// A relayed response's tries and upstream head, for `$upstream_*` in values.
     tries: Option<&'a [ringfront_upstream::exchange::TryRecord]>,
     upstream_head: &'a [u8],
+    /// `$proxy_host` and the scheme for `$proxy_port`.
+    proxy: (&'a str, bool),
 }
 
 impl<'a> Decor<'a> {
@@ -71,17 +73,25 @@ impl<'a> Decor<'a> {
             mtime: None,
             tries: None,
             upstream_head: &[],
+            proxy: ("", false),
         }
     }
 
-    /// For a relayed response: the tries so far and the upstream's head (raw).
+    /// For a relayed response: the tries so far, the upstream's head (raw) and the
+    /// location's upstream (`$proxy_host`, `$proxy_port`).
     pub fn with_upstream(
         mut self,
+        cx: &'a crate::req::Cx<'a>,
         tries: &'a [ringfront_upstream::exchange::TryRecord],
         upstream_head: &'a [u8],
     ) -> Self {
         self.tries = Some(tries);
         self.upstream_head = upstream_head;
+        let group = cx.loc.upstream.and_then(|u| cx.snap.groups.get(u));
+        self.proxy = (
+            group.map_or("", |g| g.proxy_host.as_str()),
+            cx.loc.upstream_tls.is_some(),
+        );
         self
     }
 
@@ -158,7 +168,8 @@ impl<'a> Decor<'a> {
             return;
         }
         let vars = self.req.map(|r| {
-            let mut v = r.vars("", None, self.snap);
+            let mut v = r.vars(self.proxy.0, None, self.snap);
+            v.proxy_tls = self.proxy.1;
             v.status = status;
             if let Some(tries) = self.tries {
                 v.tries = tries;

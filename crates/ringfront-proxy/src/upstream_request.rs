@@ -205,7 +205,8 @@ unsafe impl monoio::buf::IoVecBuf for Rest {
 /// Builds the request head; the body is kept as it is.
 pub fn build(cx: &Cx<'_>, proxy_host: &str, keepalive: bool, body: Vec<u8>) -> Outbound {
     let (s, req) = (cx.settings(), cx.req);
-    let v = req.vars(proxy_host, None, Some(cx.snap));
+    let mut v = req.vars(proxy_host, None, Some(cx.snap));
+    v.proxy_tls = cx.loc.upstream_tls.is_some();
     let (body, length) = body_sent(cx, &v, body);
     let mut method = Vec::new();
     match &s.proxy_method {

@@ -21,6 +21,8 @@ pub struct Vars<'a> {
     pub local: SocketAddr,
     pub server_name: &'a str,
     pub proxy_host: &'a str,
+    /// `proxy_pass https://`: `$proxy_port` defaults to 443.
+    pub proxy_tls: bool,
     pub conn_id: u64,
     pub conn_requests: u64,
     pub start: Instant,
@@ -272,6 +274,16 @@ fn push_upstream_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>) {
     }
 }
 
+/// `$proxy_port`: the port `$proxy_host` names (`[::1]:8080`), else the scheme's.
+fn proxy_port(host: &str, tls: bool) -> &str {
+    let port = host.rfind(':').map(|i| &host[i + 1..]);
+    match port {
+        Some(p) if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) => p,
+        _ if tls => "443",
+        _ => "80",
+    }
+}
+
 /// `$upstream_addr` of one try: the peer's name, or the group's when none was selected.
 pub fn try_addr(topo: Option<&Topology>, peer: TryPeer) -> &str {
     let name = match (topo, peer) {
@@ -411,6 +423,10 @@ pub fn push_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, dash: bool) {
         Variable::ConnectionId => push_num(out, v.conn_id),
         Variable::ConnectionRequests => push_num(out, v.conn_requests),
         Variable::ProxyHost => out.extend_from_slice(v.proxy_host.as_bytes()),
+        Variable::ProxyPort if v.proxy_host.is_empty() => out.extend_from_slice(empty),
+        Variable::ProxyPort => {
+            out.extend_from_slice(proxy_port(v.proxy_host, v.proxy_tls).as_bytes())
+        }
         Variable::ProxyAddXForwardedFor => {
             for xff in headers_named(v, "x_forwarded_for") {
                 out.extend_from_slice(xff);
@@ -567,5 +583,10 @@ mod tests {
         let mut o = vec![];
         push_secs(&mut o, Duration::from_millis(2003));
         assert_eq!(o, b"2.003");
+        assert_eq!(proxy_port("127.0.0.1:8081", false), "8081");
+        assert_eq!(proxy_port("up", false), "80");
+        assert_eq!(proxy_port("up", true), "443");
+        assert_eq!(proxy_port("[::1]", false), "80");
+        assert_eq!(proxy_port("[::1]:9", true), "9");
     }
 }

@@ -81,6 +81,16 @@ http {
         location /conn {
             return 200 "$connections_active $connections_reading $connections_writing $connections_waiting\n";
         }
+        location /lit {
+            add_header X-PH $proxy_host;
+            add_header X-PP $proxy_port;
+            proxy_pass http://127.0.0.1:{UP};
+        }
+        location /grp {
+            add_header X-PH $proxy_host;
+            add_header X-PP $proxy_port;
+            proxy_pass http://up;
+        }
         location /hdr {
             return 200 "$http_cookie|$cookie_b|$cookie_A|$cookie_c|$http_x_forwarded_for|$proxy_add_x_forwarded_for\n";
         }
@@ -124,6 +134,8 @@ const CASES: &[Case] = &[
     ("GET", "/cc", &[], b""),
     ("GET", "/m1", &[], b""),
     ("GET", "/conn", &[], b""),
+    ("GET", "/lit", &[], b""),
+    ("GET", "/grp", &[], b""),
     (
         "GET",
         "/hdr",
@@ -243,8 +255,18 @@ fn variables_match_nginx() {
     );
     assert_eq!(nginx[8].2, "first first|first other\n");
     assert_eq!(nginx[9].2, "1 0 1 0\n");
+    assert!(
+        nginx[10].1.contains(&("x-pp".into(), "UP".into())),
+        "{:?}",
+        nginx[10]
+    );
+    assert!(
+        nginx[11].1.contains(&("x-pp".into(), "80".into())),
+        "{:?}",
+        nginx[11]
+    );
     assert_eq!(
-        nginx[10].2,
+        nginx[12].2,
         "a=1; B = 2 ;x; c=3,d=4|2 |1|3,d=4|10.0.0.1, 10.0.0.2|10.0.0.1, 10.0.0.2, 127.0.0.1\n"
     );
 
