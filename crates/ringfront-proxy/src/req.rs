@@ -73,6 +73,8 @@ pub struct Req<'a> {
     pub tries: &'a [TryRecord],
     /// `$request_id`'s bytes (zero unless a template reads it).
     pub id: [u8; 16],
+    /// The body's length once read (`$content_length` of a chunked request, as nginx).
+    pub body_len: u64,
 }
 
 impl Req<'_> {
@@ -104,6 +106,7 @@ impl Req<'_> {
             stats: self.stats,
             request_length: self.length,
             request_id: self.id,
+            body_len: self.body_len,
             topo: snap.map(|s| &s.topology),
             maps: snap.map_or(&[], |s| &s.maps),
             splits: snap.map_or(&[], |s| &s.splits),

@@ -60,6 +60,8 @@ pub struct Vars<'a> {
     pub request_length: u64,
     /// `$request_id`'s bytes.
     pub request_id: [u8; 16],
+    /// The body's length once read.
+    pub body_len: u64,
 }
 
 /// `$uri` and `$args` as the rewrite directives left them.
@@ -456,9 +458,14 @@ pub fn push_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, dash: bool) {
         },
         // ringfront never writes a body to a file.
         Variable::RequestBodyFile => out.extend_from_slice(empty),
-        Variable::ContentLength => {
-            out.extend_from_slice(header_named(v, "content_length").unwrap_or(empty))
-        }
+        Variable::ContentLength => match header_named(v, "content_length") {
+            Some(n) => out.extend_from_slice(n),
+            // nginx counts a chunked body as it reads it: its length once read.
+            None if matches!(v.head.framing, ringfront_http::BodyFraming::Chunked) => {
+                push_num(out, v.body_len)
+            }
+            None => out.extend_from_slice(empty),
+        },
         Variable::ContentType => {
             out.extend_from_slice(header_named(v, "content_type").unwrap_or(empty))
         }

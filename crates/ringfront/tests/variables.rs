@@ -127,6 +127,12 @@ const CASES: &[Case] = &[
         b"0123456789",
     ),
     ("POST", "/file", &[], b"0123456789"),
+    (
+        "POST",
+        "/body",
+        &[("Transfer-Encoding", "chunked")],
+        b"4\r\n0123\r\n6\r\n456789\r\n0\r\n\r\n",
+    ),
     ("GET", "/arg?l=42&x&y=", &[], b""),
     ("GET", "/up?a=1", &[], b""),
     ("GET", "/two", &[], b""),
@@ -235,38 +241,44 @@ fn variables_match_nginx() {
         "{:?}",
         nginx[1]
     );
-    assert_eq!(nginx[3].2, "42:::");
+    // A chunked body: `$content_length` is its length once read.
     assert!(
-        nginx[4].1.contains(&("x-uc".into(), "s1".into())),
+        nginx[3].1.contains(&("x-cl".into(), "10".into())),
         "{:?}",
-        nginx[4]
+        nginx[3]
     );
+    assert_eq!(nginx[4].2, "42:::");
     assert!(
-        nginx[5].1.contains(&("x-st".into(), "502, 200".into())),
+        nginx[5].1.contains(&("x-uc".into(), "s1".into())),
         "{:?}",
         nginx[5]
     );
     assert!(
+        nginx[6].1.contains(&("x-st".into(), "502, 200".into())),
+        "{:?}",
         nginx[6]
+    );
+    assert!(
+        nginx[7]
             .1
             .contains(&("x-ip".into(), "127.0.0.1:DEAD".into())),
         "{:?}",
-        nginx[6]
+        nginx[7]
     );
-    assert_eq!(nginx[8].2, "first first|first other\n");
-    assert_eq!(nginx[9].2, "1 0 1 0\n");
+    assert_eq!(nginx[9].2, "first first|first other\n");
+    assert_eq!(nginx[10].2, "1 0 1 0\n");
     assert!(
-        nginx[10].1.contains(&("x-pp".into(), "UP".into())),
-        "{:?}",
-        nginx[10]
-    );
-    assert!(
-        nginx[11].1.contains(&("x-pp".into(), "80".into())),
+        nginx[11].1.contains(&("x-pp".into(), "UP".into())),
         "{:?}",
         nginx[11]
     );
+    assert!(
+        nginx[12].1.contains(&("x-pp".into(), "80".into())),
+        "{:?}",
+        nginx[12]
+    );
     assert_eq!(
-        nginx[12].2,
+        nginx[13].2,
         "a=1; B = 2 ;x; c=3,d=4|2 |1|3,d=4|10.0.0.1, 10.0.0.2|10.0.0.1, 10.0.0.2, 127.0.0.1\n"
     );
 
