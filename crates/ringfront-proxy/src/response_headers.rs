@@ -179,6 +179,12 @@ impl<'a> Decor<'a> {
         });
         for a in self.adds.iter().filter(|a| Self::applies(a, status)) {
             h.header_with(a.name.as_bytes(), |o| match &vars {
+                Some(v) if crate::vars::reads_sent_fields(&a.value) => {
+                    // `$sent_http_*`: the fields written so far, as nginx's headers_out.
+                    let written = o.len().saturating_sub(a.name.len() + 2);
+                    let sent = o[..written].to_vec();
+                    crate::vars::render(o, &a.value, &v.with_sent_head(&sent), false)
+                }
                 Some(v) => crate::vars::render(o, &a.value, v, false),
                 None => literals(o, &a.value),
             });

@@ -64,6 +64,24 @@ pub struct Vars<'a> {
     pub body_len: u64,
 }
 
+impl<'a> Vars<'a> {
+    /// The same, with `sent_head` as the response's fields so far (`$sent_http_*`).
+    pub fn with_sent_head<'b>(&'b self, sent_head: &'b [u8]) -> Vars<'b> {
+        Vars {
+            sent_head,
+            depth: std::cell::Cell::new(self.depth.get()),
+            ..*self
+        }
+    }
+}
+
+/// Whether a template reads `$sent_http_*` (so `add_header` shows it the fields so far).
+pub fn reads_sent_fields(t: &Template) -> bool {
+    t.parts
+        .iter()
+        .any(|p| matches!(p, TemplatePart::Var(Variable::SentHttp(_))))
+}
+
 /// `$uri` and `$args` as the rewrite directives left them.
 fn current<'a>(
     v: &Vars<'a>,

@@ -52,6 +52,7 @@ http {
             add_header X-UH $upstream_http_x_up;
             add_header X-UC $upstream_cookie_sid;
             add_header X-UC2 $upstream_cookie_other;
+            add_header X-SU $sent_http_x_up;
             proxy_pass http://up;
         }
         location /two {
@@ -76,6 +77,8 @@ http {
         location /cc {
             add_header Cache-Control max-age=3600;
             add_header Cache-Control private;
+            add_header X-Sent-CC $sent_http_cache_control;
+            add_header X-Sent-None $sent_http_x_none;
             return 200 "cc\n";
         }
         location /conn {
@@ -248,6 +251,19 @@ fn variables_match_nginx() {
         nginx[3]
     );
     assert_eq!(nginx[4].2, "42:::");
+    // `$sent_http_*` in `add_header`: the fields before it (the upstream's, earlier ones).
+    assert!(
+        nginx[5].1.contains(&("x-su".into(), "up-value".into())),
+        "{:?}",
+        nginx[5]
+    );
+    assert!(
+        nginx[8]
+            .1
+            .contains(&("x-sent-cc".into(), "max-age=3600, private".into())),
+        "{:?}",
+        nginx[8]
+    );
     assert!(
         nginx[5].1.contains(&("x-uc".into(), "s1".into())),
         "{:?}",
