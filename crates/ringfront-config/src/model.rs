@@ -453,8 +453,6 @@ pub enum Variable {
     ConnectionId,
     ConnectionRequests,
     ProxyHost,
-    /// `$proxy_port`: the port of `$proxy_host`, 80 when it has none.
-    ProxyPort,
     ProxyAddXForwardedFor,
     UpstreamAddr,
     UpstreamStatus,
@@ -510,6 +508,8 @@ pub enum Variable {
     BinaryRemoteAddr,
     /// `$upstream_cache_status`: always empty (ringfront has no cache).
     UpstreamCacheStatus,
+    /// `$proxy_port`: the port of `proxy_pass`'s address (80 or 443 when none is written).
+    ProxyPort,
 }
 
 /// The TLS variables read from the handshake's facts and the client certificate.

@@ -155,22 +155,6 @@ fn split_v6(rest: &str) -> Result<(&str, Option<&str>, &str), UrlError> {
     Ok((&rest[..=close], port, uri))
 }
 
-/// `$proxy_port` from `$proxy_host`: the port it names, else 80 (`$proxy_host` leaves out
-/// the scheme's default port, so an `https://` one without a port also reads 80, where
-/// nginx says 443); empty outside a proxied location.
-pub fn port_of(proxy_host: &str) -> &[u8] {
-    if proxy_host.is_empty() {
-        return b"";
-    }
-    let after = proxy_host
-        .rfind(']')
-        .map_or(proxy_host, |i| &proxy_host[i..]);
-    match after.rfind(':') {
-        Some(i) => &after.as_bytes()[i + 1..],
-        None => b"80",
-    }
-}
-
 /// nginx's `ngx_atoi` on a port: digits only, 1..=65535.
 fn parse_port(text: &str) -> Option<u16> {
     if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
@@ -228,15 +212,6 @@ mod tests {
         assert_eq!((u.host, u.host_header), ("[::1]", "[::1]:8182"));
         assert_eq!(u.addr, Some("[::1]:8182".parse().unwrap()));
         assert_eq!(ok("http://[::1]").addr, Some("[::1]:80".parse().unwrap()));
-    }
-
-    #[test]
-    fn proxy_port_from_proxy_host() {
-        assert_eq!(port_of("127.0.0.1:8081"), b"8081");
-        assert_eq!(port_of("u"), b"80");
-        assert_eq!(port_of("[::1]"), b"80");
-        assert_eq!(port_of("[::1]:81"), b"81");
-        assert_eq!(port_of(""), b"");
     }
 
     #[test]

@@ -147,7 +147,7 @@ impl Relay<'_> {
         let upstream_head = rbuf.get(..self.head.head_len).unwrap_or_default();
         let mut decor = Decor::new(s, Some(req))
             .with_snap(self.cx.snap)
-            .with_upstream(self.tries, upstream_head)
+            .with_upstream(self.cx, self.tries, upstream_head)
             .with_proxy_host(self.proxy_host());
         // `add_trailer`: an HTTP/1.1 body goes chunked, ours, to end with the trailers
         // (nginx's chunked filter with `expect_trailers`; the upstream's length dropped).

@@ -76,6 +76,8 @@ pub struct Req<'a> {
     pub tries: &'a [TryRecord],
     /// `$request_id`'s bytes (zero unless a template reads it).
     pub id: [u8; 16],
+    /// The body's length once read (`$content_length` of a chunked request, as nginx).
+    pub body_len: u64,
 }
 
 impl Req<'_> {
@@ -92,6 +94,7 @@ impl Req<'_> {
             local: self.local,
             server_name: self.server_name,
             proxy_host,
+            proxy_tls: false,
             conn_id: self.conn_id,
             conn_requests: self.conn_requests,
             start: self.start,
@@ -110,6 +113,7 @@ impl Req<'_> {
             stats: self.stats,
             request_length: self.length,
             request_id: self.id,
+            body_len: self.body_len,
             topo: snap.map(|s| &s.topology),
             maps: snap.map_or(&[], |s| &s.maps),
             splits: snap.map_or(&[], |s| &s.splits),

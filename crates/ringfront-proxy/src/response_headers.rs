@@ -64,6 +64,8 @@ pub struct Decor<'a> {
     pub proxy: &'a ProxyHeaders,
     /// `$proxy_host` of a proxied response ("" otherwise).
     proxy_host: &'a str,
+    /// The scheme of that upstream is https (for `$proxy_port`).
+    proxy_tls: bool,
 }
 
 impl<'a> Decor<'a> {
@@ -84,17 +86,23 @@ impl<'a> Decor<'a> {
             upstream_head: &[],
             proxy: &settings.proxy_headers,
             proxy_host: "",
+            proxy_tls: false,
         }
     }
 
-    /// For a relayed response: the tries so far and the upstream's head (raw).
+    /// For a relayed response: the tries so far, the upstream's head (raw) and the
+    /// location's upstream (`$proxy_host`, `$proxy_port`).
     pub fn with_upstream(
         mut self,
+        cx: &'a crate::req::Cx<'a>,
         tries: &'a [ringfront_upstream::exchange::TryRecord],
         upstream_head: &'a [u8],
     ) -> Self {
         self.tries = Some(tries);
         self.upstream_head = upstream_head;
+        let group = cx.loc.upstream.and_then(|u| cx.snap.groups.get(u));
+        self.proxy_host = group.map_or("", |g| g.proxy_host.as_str());
+        self.proxy_tls = cx.loc.upstream_tls.is_some();
         self
     }
 
@@ -158,7 +166,11 @@ impl<'a> Decor<'a> {
 
     /// The variables of the request, for the upstream fields' rewrites.
     pub fn vars(&self) -> Option<crate::vars::Vars<'_>> {
-        self.req.map(|r| r.vars(self.proxy_host, None, self.snap))
+        self.req.map(|r| {
+            let mut v = r.vars(self.proxy_host, None, self.snap);
+            v.proxy_tls = self.proxy_tls;
+            v
+        })
     }
 
     /// The request this answers, if it was read whole.
@@ -277,6 +289,7 @@ impl<'a> Decor<'a> {
         }
         let vars = self.req.map(|r| {
             let mut v = r.vars(self.proxy_host, None, self.snap);
+            v.proxy_tls = self.proxy_tls;
             v.status = status;
             if let Some(tries) = self.tries {
                 v.tries = tries;
@@ -289,6 +302,12 @@ impl<'a> Decor<'a> {
                 continue;
             }
             h.header_with(a.name.as_bytes(), |o| match &vars {
+                Some(v) if crate::vars::reads_sent_fields(&a.value) => {
+                    // `$sent_http_*`: the fields written so far, as nginx's headers_out.
+                    let written = o.len().saturating_sub(a.name.len() + 2);
+                    let sent = o[..written].to_vec();
+                    crate::vars::render(o, &a.value, &v.with_sent_head(&sent), false)
+                }
                 Some(v) => crate::vars::render(o, &a.value, v, false),
                 None => literals(o, &a.value),
             });

@@ -339,6 +339,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
             length: head_len as u64,
             tries: &[],
             id: request_id,
+            body_len: 0,
         };
         crate::dispatch::location(w, &snap, chosen, &pre, &mut rw).await
     };
@@ -412,6 +413,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         },
         tries: &[],
         id: request_id,
+        body_len: body.len() as u64,
     };
     let req = Req {
         path: rw.uri.as_deref().unwrap_or(&path),

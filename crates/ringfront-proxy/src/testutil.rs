@@ -51,5 +51,6 @@ pub fn req<'a>(buf: &'a [u8], head: &'a ringfront_http::RequestHead) -> crate::r
         length: 0,
         tries: &[],
         id: [0; 16],
+        body_len: 0,
     }
 }

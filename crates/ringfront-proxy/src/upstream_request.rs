@@ -215,7 +215,8 @@ pub fn build(
     vars_uri: Option<&[u8]>,
 ) -> Outbound {
     let (s, req) = (cx.settings(), cx.req);
-    let v = req.vars(proxy_host, None, Some(cx.snap));
+    let mut v = req.vars(proxy_host, None, Some(cx.snap));
+    v.proxy_tls = cx.loc.upstream_tls.is_some();
     let (body, length) = body_sent(cx, &v, body);
     let mut method = Vec::new();
     match &s.proxy_method {

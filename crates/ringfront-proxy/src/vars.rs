@@ -21,6 +21,8 @@ pub struct Vars<'a> {
     pub local: SocketAddr,
     pub server_name: &'a str,
     pub proxy_host: &'a str,
+    /// `proxy_pass https://`: `$proxy_port` defaults to 443.
+    pub proxy_tls: bool,
     pub conn_id: u64,
     pub conn_requests: u64,
     pub start: Instant,
@@ -58,6 +60,26 @@ pub struct Vars<'a> {
     pub request_length: u64,
     /// `$request_id`'s bytes.
     pub request_id: [u8; 16],
+    /// The body's length once read.
+    pub body_len: u64,
+}
+
+impl<'a> Vars<'a> {
+    /// The same, with `sent_head` as the response's fields so far (`$sent_http_*`).
+    pub fn with_sent_head<'b>(&'b self, sent_head: &'b [u8]) -> Vars<'b> {
+        Vars {
+            sent_head,
+            depth: std::cell::Cell::new(self.depth.get()),
+            ..*self
+        }
+    }
+}
+
+/// Whether a template reads `$sent_http_*` (so `add_header` shows it the fields so far).
+pub fn reads_sent_fields(t: &Template) -> bool {
+    t.parts
+        .iter()
+        .any(|p| matches!(p, TemplatePart::Var(Variable::SentHttp(_))))
 }
 
 /// `$uri` and `$args` as the rewrite directives left them.
@@ -272,6 +294,16 @@ fn push_upstream_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>) {
     }
 }
 
+/// `$proxy_port`: the port `$proxy_host` names (`[::1]:8080`), else the scheme's.
+fn proxy_port(host: &str, tls: bool) -> &str {
+    let port = host.rfind(':').map(|i| &host[i + 1..]);
+    match port {
+        Some(p) if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) => p,
+        _ if tls => "443",
+        _ => "80",
+    }
+}
+
 /// `$upstream_addr` of one try: the peer's name, or the group's when none was selected.
 pub fn try_addr(topo: Option<&Topology>, peer: TryPeer) -> &str {
     let name = match (topo, peer) {
@@ -416,7 +448,10 @@ pub fn push_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, dash: bool) {
         Variable::ConnectionId => push_num(out, v.conn_id),
         Variable::ConnectionRequests => push_num(out, v.conn_requests),
         Variable::ProxyHost => out.extend_from_slice(v.proxy_host.as_bytes()),
-        Variable::ProxyPort => out.extend_from_slice(crate::pass_url::port_of(v.proxy_host)),
+        Variable::ProxyPort if v.proxy_host.is_empty() => out.extend_from_slice(empty),
+        Variable::ProxyPort => {
+            out.extend_from_slice(proxy_port(v.proxy_host, v.proxy_tls).as_bytes())
+        }
         Variable::ProxyAddXForwardedFor => {
             for xff in headers_named(v, "x_forwarded_for") {
                 out.extend_from_slice(xff);
@@ -446,9 +481,14 @@ pub fn push_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, dash: bool) {
         },
         // ringfront never writes a body to a file.
         Variable::RequestBodyFile => out.extend_from_slice(empty),
-        Variable::ContentLength => {
-            out.extend_from_slice(header_named(v, "content_length").unwrap_or(empty))
-        }
+        Variable::ContentLength => match header_named(v, "content_length") {
+            Some(n) => out.extend_from_slice(n),
+            // nginx counts a chunked body as it reads it: its length once read.
+            None if matches!(v.head.framing, ringfront_http::BodyFraming::Chunked) => {
+                push_num(out, v.body_len)
+            }
+            None => out.extend_from_slice(empty),
+        },
         Variable::ContentType => {
             out.extend_from_slice(header_named(v, "content_type").unwrap_or(empty))
         }
@@ -575,5 +615,10 @@ mod tests {
         let mut o = vec![];
         push_secs(&mut o, Duration::from_millis(2003));
         assert_eq!(o, b"2.003");
+        assert_eq!(proxy_port("127.0.0.1:8081", false), "8081");
+        assert_eq!(proxy_port("up", false), "80");
+        assert_eq!(proxy_port("up", true), "443");
+        assert_eq!(proxy_port("[::1]", false), "80");
+        assert_eq!(proxy_port("[::1]:9", true), "9");
     }
 }

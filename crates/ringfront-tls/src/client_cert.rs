@@ -76,6 +76,19 @@ pub fn self_issued(der: &[u8]) -> bool {
     parse(der).is_some_and(|c| c.subject().as_raw() == c.issuer().as_raw())
 }
 
+/// OpenSSL's words when the validity period does not hold now (`None`: it holds).
+pub fn time_problem(der: &[u8]) -> Option<&'static str> {
+    let c = parse(der)?;
+    let now = x509_parser::time::ASN1Time::now();
+    if now < c.validity().not_before {
+        Some("certificate is not yet valid")
+    } else if now > c.validity().not_after {
+        Some("certificate has expired")
+    } else {
+        None
+    }
+}
+
 /// `$ssl_client_s_dn`.
 pub fn subject_dn(der: &[u8]) -> String {
     parse(der).map_or_else(String::new, |c| rfc2253(c.subject()))

@@ -89,6 +89,9 @@ pub struct Verdict {
     verifier: Arc<dyn ClientCertVerifier>,
     depth: u32,
     pub mode: VerifyClient,
+    /// The configured CA certificates as written: a self-issued client certificate that
+    /// is one of them verifies, as in OpenSSL (webpki takes no CA as an end entity).
+    anchors: Arc<[CertificateDer<'static>]>,
 }
 
 impl Verdict {
@@ -101,6 +104,12 @@ impl Verdict {
             self.verifier
                 .verify_client_cert(leaf, inter, UnixTime::now())
         };
+        if rest.is_empty() && self.anchors.contains(leaf) && crate::client_cert::self_issued(leaf) {
+            return match crate::client_cert::time_problem(leaf) {
+                None => "SUCCESS".into(),
+                Some(why) => format!("FAILED:{why}"),
+            };
+        }
         let allowed = (self.depth.max(1) - 1) as usize;
         match verify(&rest[..rest.len().min(allowed)]) {
             Ok(_) => "SUCCESS".into(),
@@ -149,12 +158,15 @@ pub fn client_auth(
         });
     }
     let mut roots = rustls::RootCertStore::empty();
+    let mut anchors = Vec::new();
     for f in [&ssl.client_certificate, &ssl.trusted_certificate]
         .into_iter()
         .flatten()
     {
         roots.roots.extend(crate::pem::trust_anchors(f)?.roots);
+        anchors.extend(crate::pem::certificates(f)?);
     }
+    let anchors: Arc<[CertificateDer<'static>]> = anchors.into();
     let place = ssl
         .client_certificate
         .as_ref()
@@ -185,7 +197,7 @@ pub fn client_auth(
     };
     let inner = match inner {
         Some(v) => v,
-        None => return Ok(no_ca(provider, ssl.verify_client)),
+        None => return Ok(no_ca(provider, ssl.verify_client, anchors)),
     };
     Ok(ClientAuth {
         handshake: Arc::new(Requesting {
@@ -197,12 +209,17 @@ pub fn client_auth(
             verifier: inner,
             depth: ssl.verify_depth,
             mode: ssl.verify_client,
+            anchors,
         }),
     })
 }
 
 /// `optional_no_ca` with no CA file: ask for a certificate, check the key signature only.
-fn no_ca(provider: &Arc<CryptoProvider>, mode: VerifyClient) -> ClientAuth {
+fn no_ca(
+    provider: &Arc<CryptoProvider>,
+    mode: VerifyClient,
+    anchors: Arc<[CertificateDer<'static>]>,
+) -> ClientAuth {
     let sig = SignatureOnly(provider.clone());
     let inner: Arc<dyn ClientCertVerifier> = Arc::new(sig);
     ClientAuth {
@@ -215,6 +232,7 @@ fn no_ca(provider: &Arc<CryptoProvider>, mode: VerifyClient) -> ClientAuth {
             verifier: inner,
             depth: 100,
             mode,
+            anchors,
         }),
     }
 }

@@ -585,7 +585,9 @@ http {
         .args(["-sS", "--max-time", "10"])
         .arg(format!("http://127.0.0.1:{plain_port}/")));
     assert_eq!(plain.out, "http");
-    let lines = log_lines(&log, 2);
+    // Three answered requests: the http/1.1 ALPN one, curl over TLS and the plain one (the
+    // log is written by a thread of its own: wait for all of them).
+    let lines = log_lines(&log, 3);
     let want_tls = format!("https on {tls_port} 200");
     let want_plain = format!("http  {plain_port} 200");
     assert!(lines.contains(&want_tls), "{lines:?}");

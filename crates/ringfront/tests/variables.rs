@@ -52,6 +52,7 @@ http {
             add_header X-UH $upstream_http_x_up;
             add_header X-UC $upstream_cookie_sid;
             add_header X-UC2 $upstream_cookie_other;
+            add_header X-SU $sent_http_x_up;
             proxy_pass http://up;
         }
         location /two {
@@ -76,10 +77,22 @@ http {
         location /cc {
             add_header Cache-Control max-age=3600;
             add_header Cache-Control private;
+            add_header X-Sent-CC $sent_http_cache_control;
+            add_header X-Sent-None $sent_http_x_none;
             return 200 "cc\n";
         }
         location /conn {
             return 200 "$connections_active $connections_reading $connections_writing $connections_waiting\n";
+        }
+        location /lit {
+            add_header X-PH $proxy_host;
+            add_header X-PP $proxy_port;
+            proxy_pass http://127.0.0.1:{UP};
+        }
+        location /grp {
+            add_header X-PH $proxy_host;
+            add_header X-PP $proxy_port;
+            proxy_pass http://up;
         }
         location /hdr {
             return 200 "$http_cookie|$cookie_b|$cookie_A|$cookie_c|$http_x_forwarded_for|$proxy_add_x_forwarded_for\n";
@@ -117,6 +130,12 @@ const CASES: &[Case] = &[
         b"0123456789",
     ),
     ("POST", "/file", &[], b"0123456789"),
+    (
+        "POST",
+        "/body",
+        &[("Transfer-Encoding", "chunked")],
+        b"4\r\n0123\r\n6\r\n456789\r\n0\r\n\r\n",
+    ),
     ("GET", "/arg?l=42&x&y=", &[], b""),
     ("GET", "/up?a=1", &[], b""),
     ("GET", "/two", &[], b""),
@@ -124,6 +143,8 @@ const CASES: &[Case] = &[
     ("GET", "/cc", &[], b""),
     ("GET", "/m1", &[], b""),
     ("GET", "/conn", &[], b""),
+    ("GET", "/lit", &[], b""),
+    ("GET", "/grp", &[], b""),
     (
         "GET",
         "/hdr",
@@ -223,28 +244,57 @@ fn variables_match_nginx() {
         "{:?}",
         nginx[1]
     );
-    assert_eq!(nginx[3].2, "42:::");
+    // A chunked body: `$content_length` is its length once read.
     assert!(
-        nginx[4].1.contains(&("x-uc".into(), "s1".into())),
+        nginx[3].1.contains(&("x-cl".into(), "10".into())),
         "{:?}",
-        nginx[4]
+        nginx[3]
     );
+    assert_eq!(nginx[4].2, "42:::");
+    // `$sent_http_*` in `add_header`: the fields before it (the upstream's, earlier ones).
     assert!(
-        nginx[5].1.contains(&("x-st".into(), "502, 200".into())),
+        nginx[5].1.contains(&("x-su".into(), "up-value".into())),
         "{:?}",
         nginx[5]
     );
     assert!(
-        nginx[6]
+        nginx[8]
             .1
-            .contains(&("x-ip".into(), "127.0.0.1:DEAD".into())),
+            .contains(&("x-sent-cc".into(), "max-age=3600, private".into())),
+        "{:?}",
+        nginx[8]
+    );
+    assert!(
+        nginx[5].1.contains(&("x-uc".into(), "s1".into())),
+        "{:?}",
+        nginx[5]
+    );
+    assert!(
+        nginx[6].1.contains(&("x-st".into(), "502, 200".into())),
         "{:?}",
         nginx[6]
     );
-    assert_eq!(nginx[8].2, "first first|first other\n");
-    assert_eq!(nginx[9].2, "1 0 1 0\n");
+    assert!(
+        nginx[7]
+            .1
+            .contains(&("x-ip".into(), "127.0.0.1:DEAD".into())),
+        "{:?}",
+        nginx[7]
+    );
+    assert_eq!(nginx[9].2, "first first|first other\n");
+    assert_eq!(nginx[10].2, "1 0 1 0\n");
+    assert!(
+        nginx[11].1.contains(&("x-pp".into(), "UP".into())),
+        "{:?}",
+        nginx[11]
+    );
+    assert!(
+        nginx[12].1.contains(&("x-pp".into(), "80".into())),
+        "{:?}",
+        nginx[12]
+    );
     assert_eq!(
-        nginx[10].2,
+        nginx[13].2,
         "a=1; B = 2 ;x; c=3,d=4|2 |1|3,d=4|10.0.0.1, 10.0.0.2|10.0.0.1, 10.0.0.2, 127.0.0.1\n"
     );
 

@@ -79,18 +79,21 @@ fn curl(ca: &Path, port: u16, path: &str, cert: Option<(&Path, &Path)>) -> Strin
 }
 
 /// An X.509 v1 self-signed certificate, as `openssl req -x509` makes without extensions.
-fn v1_cert(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+fn v1_cert(dir: &Path, name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
     let conf = dir.join("v1.cnf");
     std::fs::write(
         &conf,
         "[ req ]\ndefault_bits = 2048\nencrypt_key = no\ndistinguished_name = dn\n[ dn ]\n",
     )
     .unwrap();
-    let (crt, key) = (dir.join("v1.crt"), dir.join("v1.key"));
+    let (crt, key) = (
+        dir.join(format!("{name}.crt")),
+        dir.join(format!("{name}.key")),
+    );
     let o = Command::new("openssl")
         .args(["req", "-x509", "-new", "-config"])
         .arg(&conf)
-        .args(["-subj", "/CN=v1 self/O=x\\/y"])
+        .args(["-subj", &format!("/CN={name} self/O=x\\/y")])
         .arg("-out")
         .arg(&crt)
         .arg("-keyout")
@@ -110,7 +113,13 @@ fn tls_variables_match_nginx() {
         "c",
         "/C=US/ST=Some, State/O=Org+OU=Unit/CN=Client \"Q\" <x>; é/emailAddress=a@b.test",
     );
-    let v1 = v1_cert(dir.path());
+    let v1 = v1_cert(dir.path(), "v1");
+    // A self-signed certificate that is in the CA file verifies, as in OpenSSL.
+    let trusted = v1_cert(dir.path(), "trusted");
+    let bundle = dir.path().join("bundle.pem");
+    let mut cas = std::fs::read(&pki.ca.cert).unwrap();
+    cas.extend(std::fs::read(&trusted.0).unwrap());
+    std::fs::write(&bundle, cas).unwrap();
     let config = |port: u16| {
         fill(
             CONFIG,
@@ -118,7 +127,7 @@ fn tls_variables_match_nginx() {
                 ("PORT", port.to_string()),
                 ("CERT", p(&server.cert)),
                 ("KEY", p(&server.key)),
-                ("CA", p(&pki.ca.cert)),
+                ("CA", p(&bundle)),
             ],
         )
     };
@@ -126,8 +135,9 @@ fn tls_variables_match_nginx() {
         let ca = &pki.ca.cert;
         let signed = Some((client.cert.as_path(), client.key.as_path()));
         let selfsigned = Some((v1.0.as_path(), v1.1.as_path()));
+        let in_store = Some((trusted.0.as_path(), trusted.1.as_path()));
         let mut got = Vec::new();
-        for cert in [signed, selfsigned, None] {
+        for cert in [signed, selfsigned, None, in_store] {
             for path in ["/", "/raw", "/escaped", "/tabbed"] {
                 got.push(curl(ca, port, path, cert));
             }
@@ -172,4 +182,5 @@ fn tls_variables_match_nginx() {
         "{}",
         nginx[8]
     );
+    assert!(nginx[12].contains("verify=SUCCESS\n"), "{}", nginx[12]);
 }
