@@ -137,7 +137,7 @@ impl Relay<'_> {
             keep,
             &mode,
             &decor,
-            gz.as_ref(),
+            gz.as_deref(),
             &mut out,
         ) as u64;
         // Body bytes that came with the head.
@@ -199,7 +199,7 @@ impl Relay<'_> {
     async fn body(
         &self,
         mode: &mut Mode,
-        gz: &mut Option<crate::gzip_relay::RelayGzip>,
+        gz: &mut Option<Box<crate::gzip_relay::RelayGzip>>,
         upstream: &mut UpstreamStream,
         client: &mut ClientStream,
         bufs: &mut [Vec<u8>; 2],
