@@ -86,7 +86,7 @@ pub fn json_body(n: usize) -> Vec<u8> {
             "{{\"id\":{i},\"name\":\"peer-{}\",\"weight\":{},\"healthy\":{},\"latency_ms\":{}.{}}},",
             i * 2654435761 % 65_521,
             i % 5 + 1,
-            i % 7 != 0,
+            !i.is_multiple_of(7),
             i * 13 % 400,
             i % 10
         );
