@@ -51,3 +51,48 @@ pub fn chunked_body(payload: usize, chunk: usize) -> Vec<u8> {
     out.extend_from_slice(b"0\r\n\r\n");
     out
 }
+
+/// A 64 KiB HTML page as a CMS renders it (repeated markup with varying text), the body the
+/// gzip bench compresses.
+pub fn html_body(n: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(n + 256);
+    out.extend_from_slice(b"<!doctype html><html><head><title>Articles</title></head><body><ul>\n");
+    let mut i = 1u64;
+    while out.len() < n {
+        let line = format!(
+            "<li class=\"article\" data-id=\"{i}\"><a href=\"/articles/{}/{}\">Article {} about \
+             upstream number {}</a><span class=\"date\">2024-0{}-1{}</span></li>\n",
+            i * 7919 % 10_007,
+            i % 97,
+            i,
+            i * 31 % 113,
+            i % 9 + 1,
+            i % 10
+        );
+        out.extend_from_slice(line.as_bytes());
+        i += 1;
+    }
+    out.truncate(n);
+    out
+}
+
+/// A 64 KiB JSON API answer (an array of records).
+pub fn json_body(n: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(n + 256);
+    out.push(b'[');
+    let mut i = 1u64;
+    while out.len() < n {
+        let rec = format!(
+            "{{\"id\":{i},\"name\":\"peer-{}\",\"weight\":{},\"healthy\":{},\"latency_ms\":{}.{}}},",
+            i * 2654435761 % 65_521,
+            i % 5 + 1,
+            !i.is_multiple_of(7),
+            i * 13 % 400,
+            i % 10
+        );
+        out.extend_from_slice(rec.as_bytes());
+        i += 1;
+    }
+    out.truncate(n);
+    out
+}

@@ -43,8 +43,9 @@ impl Fields for Upstream<'_> {
 }
 
 /// What the filter does to this response; `None` when it changes nothing (gzip off,
-/// or a response it does not consider, or `Vary` alone without `gzip_vary`).
-pub fn start(g: &Gzip, cx: &Cx<'_>, head: &ResponseHead, buf: &[u8]) -> Option<RelayGzip> {
+/// or a response it does not consider, or `Vary` alone without `gzip_vary`). Boxed: the
+/// relay's future stays as small as it is without gzip.
+pub fn start(g: &Gzip, cx: &Cx<'_>, head: &ResponseHead, buf: &[u8]) -> Option<Box<RelayGzip>> {
     let up = Upstream { head, buf };
     let resp = Response {
         status: head.status,
@@ -63,12 +64,12 @@ pub fn start(g: &Gzip, cx: &Cx<'_>, head: &ResponseHead, buf: &[u8]) -> Option<R
     // A HEAD answer has no body to compress (nginx's chunked filter skips HEAD too).
     let body = compress && !req.head_only;
     let chunked = body && req.head.minor_version >= 1;
-    Some(RelayGzip {
+    Some(Box::new(RelayGzip {
         vary,
         stream: body.then(|| GzipStream::new(g.comp_level, chunked, head.content_length)),
         chunked,
         compress,
-    })
+    }))
 }
 
 impl RelayGzip {

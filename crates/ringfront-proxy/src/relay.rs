@@ -53,7 +53,7 @@ enum Mode {
 /// What the body passes through on its way out: the gzip filter, or our chunks ending
 /// with the `add_trailer` fields (never both).
 struct Filters<'g> {
-    gz: &'g mut Option<crate::gzip_relay::RelayGzip>,
+    gz: &'g mut Option<Box<crate::gzip_relay::RelayGzip>>,
     trailers: bool,
 }
 
@@ -178,7 +178,7 @@ impl Relay<'_> {
             keep,
             chunk_out,
             &decor,
-            gz.as_ref(),
+            gz.as_deref(),
             &mut out,
         );
         let head_bytes = crate::error_redirect::relayed_head(&mut out, self.cx, head_bytes) as u64;
