@@ -15,11 +15,12 @@ use crate::values::{check_regex, err, set_once};
 #[derive(Debug, Clone)]
 pub(crate) struct LocRaw {
     pub matcher: LocationMatch,
-    pub settings: Level,
+    /// Boxed, as `own`: nested locations recurse, and these are large.
+    pub settings: Box<Level>,
     pub locations: Vec<LocRaw>,
     pub origin: Origin,
     /// Location-only directives that are never inherited.
-    pub own: OwnRaw,
+    pub own: Box<OwnRaw>,
 }
 
 /// What a location writes for itself alone: nginx Plus `health_check` and `api`, Tengine
@@ -191,9 +192,9 @@ pub(crate) fn location_block(
             | LocationMatch::PrefixNoRegex(p) => Some(p.len()),
         },
     };
-    let mut settings = Level::default();
+    let mut settings = Box::<Level>::default();
     let mut locations = Vec::new();
-    let mut own = OwnRaw::default();
+    let mut own = Box::<OwnRaw>::default();
     for_each(d.children(), LOCATION, |c| {
         if c.name == "location" {
             locations.push(location_block(c, Some(&matcher), env, formats)?);

@@ -161,18 +161,28 @@ impl Targets<'_> {
     }
 
     /// A location with everything inherited from `outer` (its enclosing location, server and
-    /// http levels, already merged).
+    /// http levels, already merged). Nested locations recurse through here: the frame keeps
+    /// only boxes, the work is in `merged_level` and `finish_location`.
     fn location(&mut self, loc: &LocRaw, outer: &Level) -> Result<Location, ConfigError> {
-        let mut merged = loc.settings.inherit(outer);
-        crate::proxy_headers::settle(&mut merged, &loc.matcher);
-        let proxy_pass = match &loc.settings.proxy_pass {
-            Some(p) => Some(self.target(p)?),
-            None => None,
-        };
+        let merged = merged_level(loc, outer);
         let mut nested = Vec::with_capacity(loc.locations.len());
         for inner in &loc.locations {
             nested.push(self.location(inner, &merged)?);
         }
+        self.finish_location(loc, merged, nested)
+    }
+
+    #[inline(never)]
+    fn finish_location(
+        &mut self,
+        loc: &LocRaw,
+        merged: Box<Level>,
+        nested: Vec<Location>,
+    ) -> Result<Location, ConfigError> {
+        let proxy_pass = match &loc.settings.proxy_pass {
+            Some(p) => Some(self.target(p)?),
+            None => None,
+        };
         let mut if_settings = Vec::with_capacity(merged.if_levels.len());
         for il in &merged.if_levels {
             // nginx's `if` inherits the location's `proxy_pass` unless it has its own.
@@ -434,4 +444,12 @@ pub(crate) fn finish_http(raw: HttpRaw, env: &Env<'_>) -> Result<HttpConf, Confi
         captures: raw.captures,
         uses: raw.uses,
     })
+}
+
+/// The location's own settings over `outer`'s, `proxy_redirect default` settled.
+#[inline(never)]
+fn merged_level(loc: &LocRaw, outer: &Level) -> Box<Level> {
+    let mut merged = Box::new(loc.settings.inherit(outer));
+    crate::proxy_headers::settle(&mut merged, &loc.matcher);
+    merged
 }

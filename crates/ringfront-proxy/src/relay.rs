@@ -421,8 +421,11 @@ fn encode_head(
     let sends = |n: &str| decor.upstream_sends(n) && head.header(rbuf, n).is_some();
     decor.first_unless(&mut h, sends("server"), sends("date"));
     let conn_hdr = head.header(rbuf, "connection").unwrap_or(b"");
-    for f in &head.headers {
+    for (i, f) in head.headers.iter().enumerate() {
         let name = f.name.get(rbuf);
+        if superseded_type(head, rbuf, i, name) {
+            continue;
+        }
         let keep_upgrade = upgrade
             && (name.eq_ignore_ascii_case(b"upgrade") || name.eq_ignore_ascii_case(b"connection"));
         if !keep_upgrade && (is_hop_by_hop(name) || connection_lists(conn_hdr, name)) {
@@ -454,6 +457,15 @@ fn encode_head(
         g.last(&mut h);
     }
     h.finish()
+}
+
+/// nginx keeps one `Content-Type` for a response (the upstream's last one wins,
+/// `ngx_http_upstream_copy_content_type`): an earlier one is not relayed.
+fn superseded_type(head: &ResponseHead, rbuf: &[u8], i: usize, name: &[u8]) -> bool {
+    name.eq_ignore_ascii_case(b"content-type")
+        && head.headers[i + 1..]
+            .iter()
+            .any(|f| f.name.get(rbuf).eq_ignore_ascii_case(b"content-type"))
 }
 
 fn bad_chunk() -> Failure {

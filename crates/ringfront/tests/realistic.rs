@@ -7,7 +7,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use ringfront_testkit::{Backend, Client, Nginx, Recorded, Response, Ringfront, TempDir};
+use ringfront_testkit::{Backend, Canned, Client, Nginx, Recorded, Response, Ringfront, TempDir};
 
 /// One request: method, target, extra headers.
 type Req = (
@@ -56,6 +56,20 @@ fn signature_free(text: &str) -> String {
     out
 }
 
+/// The body as the client reads it: gzip-decoded when it came compressed (the compressed
+/// bytes differ between zlib builds; what they decode to must not).
+fn decoded(r: &Response) -> String {
+    if r.header("content-encoding") != Some("gzip") {
+        return r.text();
+    }
+    let mut out = String::new();
+    let mut d = flate2::read::GzDecoder::new(&r.body[..]);
+    match std::io::Read::read_to_string(&mut d, &mut out) {
+        Ok(_) => out,
+        Err(e) => format!("(bad gzip: {e})"),
+    }
+}
+
 struct Run {
     backends: [Backend; 3],
     root: TempDir,
@@ -69,6 +83,8 @@ impl Run {
             ("assets/app.3f2a.js", "console.log(1);\n"),
             ("assets/site.css", "body{}\n"),
             ("about/index.html", "<html>about</html>\n"),
+            ("errors/404.html", "<html>our 404</html>\n"),
+            ("errors/50x.html", "<html>our 50x</html>\n"),
         ];
         for (name, text) in files {
             let p = root.path().join(name);
@@ -137,7 +153,7 @@ fn record(run: &Run, port: u16, req: &Req) -> String {
         h.push((k, v));
     }
     let r = c.request(method, target, &h, b"");
-    let body = signature_free(r.text().trim_end());
+    let body = signature_free(decoded(&r).trim_end());
     let mut line = format!("{} {method} {target}: {body}", r.status);
     for f in RESPONSE_FIELDS {
         for v in r.header_all(f) {
@@ -170,8 +186,13 @@ fn replay(run: &Run, port: u16, reqs: &[Req]) -> Vec<String> {
 
 /// Runs `name` on nginx, then on ringfront, and compares; nginx's lines.
 fn differential(name: &str, reqs: &[Req], prepare: impl Fn(&Path)) -> Vec<String> {
+    differential_with(name, reqs, |run: &Run| prepare(run.root.path()))
+}
+
+/// [`differential`] with the backends at hand too (canned answers).
+fn differential_with(name: &str, reqs: &[Req], prepare: impl Fn(&Run)) -> Vec<String> {
     let run = Run::new();
-    prepare(run.root.path());
+    prepare(&run);
     let np = common::port();
     let nginx = Nginx::start(&run.config(name, np), np);
     let n = replay(&run, np, reqs);
@@ -295,4 +316,87 @@ fn spa_static() {
         |root| std::fs::write(root.join("maintenance.on"), "").unwrap(),
     );
     assert!(down.iter().all(|l| l.starts_with("503 ")), "{down:?}");
+}
+
+#[test]
+fn canary_split() {
+    let n = differential(
+        "canary.conf",
+        &[
+            ("GET", "/", &[("Cookie", "uid=1")]),
+            ("GET", "/", &[("Cookie", "uid=2")]),
+            ("GET", "/", &[("Cookie", "uid=3")]),
+            ("GET", "/", &[("Cookie", "uid=4")]),
+            ("GET", "/", &[("Cookie", "uid=5")]),
+            ("GET", "/", &[("Cookie", "uid=6")]),
+            ("GET", "/", &[("Cookie", "uid=7")]),
+            ("GET", "/", &[("Cookie", "uid=8")]),
+            ("GET", "/", &[("Cookie", "uid=9")]),
+            ("GET", "/", &[("Cookie", "uid=1"), ("X-Pool", "canary")]),
+            ("GET", "/", &[("Cookie", "uid=1"), ("X-Pool", "stable")]),
+        ],
+        |_| {},
+    );
+    some_proxied(&n);
+    assert!(n.iter().any(|l| l.contains("backend 2")), "{n:?}");
+}
+
+#[test]
+fn error_pages() {
+    let n = differential(
+        "error-pages.conf",
+        &[
+            ("GET", "/api/ok", &[]),
+            ("GET", "/api/fail?code=500", &[]),
+            ("GET", "/api/gone?code=503", &[]),
+            ("GET", "/api/missing?code=404", &[]),
+            ("GET", "/down/x", &[]),
+            ("GET", "/nothing-here", &[]),
+            ("GET", "/errors/404.html", &[]),
+        ],
+        |_| {},
+    );
+    some_proxied(&n);
+    assert!(n.iter().any(|l| l.contains("our 50x")), "{n:?}");
+}
+
+#[test]
+fn headers_and_gzip() {
+    let n = differential_with(
+        "headers-gzip.conf",
+        &[
+            ("GET", "/shop/login", &[]),
+            ("GET", "/shop/item", &[("Accept-Encoding", "gzip")]),
+            ("GET", "/shop/item", &[]),
+            (
+                "GET",
+                "/shop/data.json",
+                &[("Accept-Encoding", "gzip, deflate")],
+            ),
+        ],
+        |run| {
+            let b = &run.backends[0];
+            b.set_route(
+                "/login",
+                Canned::status(302, "moved")
+                    .header("Location", "http://app.internal/account")
+                    .header("Set-Cookie", "sid=1; Path=/; HttpOnly"),
+            );
+            b.set_route(
+                "/data.json",
+                Canned::status(200, "{\"items\":[1,2,3,4,5,6,7,8,9,10]}")
+                    .header("Content-Type", "application/json"),
+            );
+        },
+    );
+    some_proxied(&n);
+    assert!(
+        n.iter().any(|l| l.contains("content-encoding: gzip")),
+        "{n:?}"
+    );
+    assert!(
+        n.iter()
+            .any(|l| l.contains("location: http://app.example.com:PORT/shop/account")),
+        "{n:?}"
+    );
 }
