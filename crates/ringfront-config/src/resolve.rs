@@ -351,13 +351,14 @@ fn check_listens(servers: &[ServerRaw]) -> Result<(), ConfigError> {
     for (index, server) in servers.iter().enumerate() {
         for l in &server.listens {
             let addr = l.listen.addr;
+            let name = l.listen.name();
             for (_, other_server, other) in seen.iter().filter(|(a, _, _)| *a == addr) {
                 let message = if *other_server == index {
-                    format!("a duplicate listen {addr}")
+                    format!("a duplicate listen {name}")
                 } else if l.listen.default_server && other.listen.default_server {
-                    format!("a duplicate default server for {addr}")
+                    format!("a duplicate default server for {name}")
                 } else if l.sockopts && other.sockopts {
-                    format!("duplicate listen options for {addr}")
+                    format!("duplicate listen options for {name}")
                 } else {
                     continue;
                 };
