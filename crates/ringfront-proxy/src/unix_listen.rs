@@ -115,3 +115,50 @@ fn remove_stale(path: &Path) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rt(path: &Path) -> ListenRt {
+        ListenRt {
+            addr: ringfront_config::unix_addr::listen_key(path),
+            ssl: false,
+            backlog: 16,
+            options: Default::default(),
+            unix: Some(path.into()),
+        }
+    }
+
+    fn path(tag: &str) -> PathBuf {
+        std::env::temp_dir().join(format!("rf-unix-listen-{}-{tag}.sock", std::process::id()))
+    }
+
+    /// A stale file goes; a live socket is refused in nginx's words; mode 0666; the file
+    /// leaves with the socket.
+    #[test]
+    fn binds_over_stale_files_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let p = path("stale");
+        drop(UnixListener::bind(&p).unwrap());
+        let l = rt(&p);
+        let b = Bound {
+            key: l.addr,
+            path: p.clone(),
+            listener: bind(&l, &p).unwrap(),
+        };
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o666);
+        let err = bind(&l, &p).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "bind() to unix:{} failed (98: Address already in use)",
+                p.display()
+            )
+        );
+        assert!(UnixStream::connect(&p).is_ok(), "the live socket was kept");
+        drop(b);
+        assert!(!p.exists());
+    }
+}
