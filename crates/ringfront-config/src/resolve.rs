@@ -286,6 +286,14 @@ impl Targets<'_> {
         }
         // The deprecated `ssl on` makes every address of the server a TLS one.
         let all_ssl = s.settings.ssl.enable == Some(true);
+        if let Some(l) = s
+            .listens
+            .iter()
+            .find(|l| all_ssl && l.listen.unix.is_some())
+        {
+            let msg = "\"ssl\" parameter of the \"listen\" directive is not supported yet on unix:";
+            return Err(ConfigError::at(msg, &l.origin));
+        }
         let ssl = merged.ssl.clone().finish()?;
         Ok(Server {
             listens: s

@@ -493,6 +493,10 @@ fn listen() {
         "\"ssl\" parameter of the \"listen\" directive is not supported yet on unix: in F:4"
     );
     assert_eq!(
+        h("server {\n listen unix:/tmp/s;\n ssl on;\n}"),
+        "\"ssl\" parameter of the \"listen\" directive is not supported yet on unix: in F:4"
+    );
+    assert_eq!(
         h("server {\n listen unix:/tmp/s;\n listen unix:/tmp/s;\n}"),
         "a duplicate listen unix:/tmp/s in F:5"
     );
