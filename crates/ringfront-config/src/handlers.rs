@@ -107,10 +107,7 @@ pub(crate) fn apply(
         }
         "allow" | "deny" => {
             let rules = level.access_rules.get_or_insert_with(Vec::new);
-            // `unix:` rules only ever match unix-socket clients, which ringfront has none of.
-            if arg != "unix:" {
-                rules.push(access_rule(d)?);
-            }
+            rules.push(access_rule(d)?);
         }
         "add_header" | "add_trailer" => crate::response_headers::add_header(level, d)?,
         "chunked_transfer_encoding" => set_once(&mut level.chunked_transfer_encoding, flag(d)?, d)?,
@@ -132,14 +129,20 @@ pub(crate) fn apply(
 fn access_rule(d: &Directive) -> Result<AccessRule, ConfigError> {
     let arg = d.arg(0);
     let allow = d.name == "allow";
-    if arg == "all" {
-        return Ok(AccessRule { allow, net: None });
+    if arg == "all" || arg == "unix:" {
+        let unix = arg == "unix:";
+        return Ok(AccessRule {
+            allow,
+            net: None,
+            unix,
+        });
     }
     let net = crate::cidr::Cidr::parse(arg)
         .ok_or_else(|| err(d, format!("invalid parameter \"{arg}\"")))?;
     Ok(AccessRule {
         allow,
         net: Some(net),
+        unix: false,
     })
 }
 

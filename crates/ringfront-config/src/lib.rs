@@ -31,7 +31,7 @@
 //!   parameters and forms): `sticky`,
 //!   `resolve`, `service=`, directives inside `if` other than the rewrite module's and
 //!   `proxy_pass`/`add_header`/`root`/`access_log`/`error_page`,
-//!   `set` of a map/geo/split_clients variable, `listen unix:` and `listen ... http2`,
+//!   `set` of a map/geo/split_clients variable, `listen ... http2`, `listen unix:... ssl`,
 //!   `gzip_static on|always`, `worker_cpu_affinity auto MASK`; `worker_processes 0` is
 //!   refused.
 //! - Include cycles and nesting deeper than 100 levels are errors (nginx would recurse).
@@ -79,6 +79,7 @@ mod table;
 mod template;
 mod tree;
 mod units;
+pub mod unix_addr;
 mod upstream;
 mod values;
 

@@ -342,6 +342,19 @@ pub struct Listen {
     pub options: SocketOptions,
     /// `listen ... ssl`: connections to this address speak TLS first.
     pub ssl: bool,
+    /// `listen unix:PATH`: the socket's path; `addr` is then its key
+    /// ([`crate::unix_addr::listen_key`]).
+    pub unix: Option<std::path::PathBuf>,
+}
+
+impl Listen {
+    /// The address as nginx names it in messages: `127.0.0.1:80`, `unix:/path`.
+    pub fn name(&self) -> String {
+        match &self.unix {
+            Some(p) => format!("unix:{}", p.display()),
+            None => self.addr.to_string(),
+        }
+    }
 }
 
 /// Socket options of a `listen`, set on the listening socket (accepted connections inherit
@@ -768,14 +781,21 @@ pub enum AccessLog {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AccessRule {
     pub allow: bool,
-    /// `None` is `all`.
+    /// `None` is `all` (or `unix:`).
     pub net: Option<Cidr>,
+    /// `unix:`: the rule applies to unix-domain clients only.
+    pub unix: bool,
 }
 
 impl AccessRule {
-    /// Whether the rule applies to `ip` (IPv4-mapped IPv6 addresses match IPv4 rules).
+    /// Whether the rule applies to `ip` (IPv4-mapped IPv6 addresses match IPv4 rules). A
+    /// unix-domain client ([`crate::unix_addr::UNIX_CLIENT`]) is matched by `all` and
+    /// `unix:` only, as nginx keeps its unix rules apart.
     pub fn matches(&self, ip: std::net::IpAddr) -> bool {
-        self.net.is_none_or(|n| n.contains(ip))
+        if crate::unix_addr::is_unix_ip(ip) {
+            return self.net.is_none();
+        }
+        !self.unix && self.net.is_none_or(|n| n.contains(ip))
     }
 }
 

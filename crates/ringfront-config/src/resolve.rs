@@ -296,6 +296,14 @@ impl Targets<'_> {
         }
         // The deprecated `ssl on` makes every address of the server a TLS one.
         let all_ssl = s.settings.ssl.enable == Some(true);
+        if let Some(l) = s
+            .listens
+            .iter()
+            .find(|l| all_ssl && l.listen.unix.is_some())
+        {
+            let msg = "\"ssl\" parameter of the \"listen\" directive is not supported yet on unix:";
+            return Err(ConfigError::at(msg, &l.origin));
+        }
         let ssl = merged.ssl.clone().finish()?;
         Ok(Server {
             listens: s
@@ -361,13 +369,14 @@ fn check_listens(servers: &[ServerRaw]) -> Result<(), ConfigError> {
     for (index, server) in servers.iter().enumerate() {
         for l in &server.listens {
             let addr = l.listen.addr;
+            let name = l.listen.name();
             for (_, other_server, other) in seen.iter().filter(|(a, _, _)| *a == addr) {
                 let message = if *other_server == index {
-                    format!("a duplicate listen {addr}")
+                    format!("a duplicate listen {name}")
                 } else if l.listen.default_server && other.listen.default_server {
-                    format!("a duplicate default server for {addr}")
+                    format!("a duplicate default server for {name}")
                 } else if l.sockopts && other.sockopts {
-                    format!("duplicate listen options for {addr}")
+                    format!("duplicate listen options for {name}")
                 } else {
                     continue;
                 };

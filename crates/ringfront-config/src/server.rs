@@ -3,7 +3,7 @@
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
-use crate::address::listen_addrs;
+use crate::address::{listen_addrs, AddrError};
 use crate::build::Env;
 use crate::directives::{for_each, unhandled, SERVER};
 use crate::error::ConfigError;
@@ -52,12 +52,19 @@ const NOT_YET: &[&str] = &[
 /// address a host name resolves to.
 fn listen(d: &Directive, host: &dyn Host) -> Result<Vec<ListenRaw>, ConfigError> {
     let text = d.arg(0);
-    let addrs = listen_addrs(text, host).map_err(|e| {
+    let unix = unix_path(text);
+    let addrs = match &unix {
+        Some(Ok(path)) => Ok(vec![crate::unix_addr::listen_key(path)]),
+        Some(Err(e)) => Err(*e),
+        None => listen_addrs(text, host),
+    }
+    .map_err(|e| {
         err(
             d,
             format!("{} in \"{text}\" of the \"listen\" directive", e.as_str()),
         )
     })?;
+    let unix = unix.and_then(Result::ok);
     let mut default_server = false;
     let mut reuseport = false;
     let mut backlog = DEFAULT_BACKLOG;
@@ -114,6 +121,10 @@ fn listen(d: &Directive, host: &dyn Host) -> Result<Vec<ListenRaw>, ConfigError>
             p => return Err(err(d, format!("invalid parameter \"{p}\""))),
         }
     }
+    if ssl && unix.is_some() {
+        let msg = "\"ssl\" parameter of the \"listen\" directive is not supported yet on unix:";
+        return Err(err(d, msg.to_string()));
+    }
     Ok(addrs
         .into_iter()
         .map(|addr| ListenRaw {
@@ -124,11 +135,24 @@ fn listen(d: &Directive, host: &dyn Host) -> Result<Vec<ListenRaw>, ConfigError>
                 backlog,
                 options,
                 ssl,
+                unix: unix.clone(),
             },
             sockopts,
             origin: d.origin.clone(),
         })
         .collect())
+}
+
+/// `unix:PATH` (`None` for any other address), as nginx's `ngx_parse_unix_domain_url`:
+/// a path that fits `sun_path` with its final NUL.
+fn unix_path(text: &str) -> Option<Result<std::path::PathBuf, AddrError>> {
+    let prefix = text.get(..5).filter(|p| p.eq_ignore_ascii_case("unix:"))?;
+    let path = &text[prefix.len()..];
+    Some(match path.len() {
+        0 => Err(AddrError::NoPath),
+        n if n >= 108 => Err(AddrError::LongPath),
+        _ => Ok(path.into()),
+    })
 }
 
 /// `rcvbuf=SIZE`, `sndbuf=SIZE`, `so_keepalive=on|off|[idle]:[interval]:[count]` (nginx's
@@ -238,6 +262,7 @@ pub(crate) fn server_block(
                 backlog: DEFAULT_BACKLOG,
                 options: SocketOptions::default(),
                 ssl: false,
+                unix: None,
             },
             sockopts: false,
             origin: d.origin.clone(),

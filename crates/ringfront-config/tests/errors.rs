@@ -191,10 +191,6 @@ fn upstream_servers() {
         "invalid port in upstream \"127.0.0.1:99999\" in F:4"
     );
     assert_eq!(
-        h("server {\n listen unix:/tmp/s;\n}"),
-        "unix domain sockets are not supported in \"unix:/tmp/s\" of the \"listen\" directive in F:4"
-    );
-    assert_eq!(
         h("upstream u {\n server 127.0.0.1 drain;\n}"),
         "\"drain\" parameter is not supported yet in F:4"
     );
@@ -484,6 +480,27 @@ fn listen() {
         "invalid port in \"127.0.0.1:81-0\" of the \"listen\" directive in F:4"
     );
     assert_eq!(
+        h("server {\n listen unix:;\n}"),
+        "no path in the unix domain socket in \"unix:\" of the \"listen\" directive in F:4"
+    );
+    let long = format!("unix:/{}", "a".repeat(107));
+    assert_eq!(
+        h(&format!("server {{\n listen {long};\n}}")),
+        format!("too long path in the unix domain socket in \"{long}\" of the \"listen\" directive in F:4")
+    );
+    assert_eq!(
+        h("server {\n listen unix:/tmp/s ssl;\n}"),
+        "\"ssl\" parameter of the \"listen\" directive is not supported yet on unix: in F:4"
+    );
+    assert_eq!(
+        h("server {\n listen unix:/tmp/s;\n ssl on;\n}"),
+        "\"ssl\" parameter of the \"listen\" directive is not supported yet on unix: in F:4"
+    );
+    assert_eq!(
+        h("server {\n listen unix:/tmp/s;\n listen unix:/tmp/s;\n}"),
+        "a duplicate listen unix:/tmp/s in F:5"
+    );
+    assert_eq!(
         h("server {\n listen 0;\n}"),
         "invalid port in \"0\" of the \"listen\" directive in F:4"
     );
@@ -687,12 +704,14 @@ fn allow_and_deny_rules() {
     }
     let c = parse(&cfg("allow 10.1.0.0/16; allow unix:; deny all;")).unwrap();
     let rules = &c.http.servers[0].locations[0].settings.access_rules;
-    assert_eq!(rules.len(), 2);
-    assert!(rules[0].allow && !rules[1].allow);
+    assert_eq!(rules.len(), 3);
+    assert!(rules[0].allow && rules[1].allow && !rules[2].allow);
     assert!(rules[0].matches("10.1.200.3".parse().unwrap()));
     assert!(!rules[0].matches("10.2.0.1".parse().unwrap()));
     assert!(rules[0].matches("::ffff:10.1.0.9".parse().unwrap()));
-    assert!(rules[1].matches("2001:db8::1".parse().unwrap()));
+    // `unix:` matches unix-domain clients only.
+    assert!(rules[1].unix && !rules[1].matches("10.2.0.1".parse().unwrap()));
+    assert!(rules[2].matches("2001:db8::1".parse().unwrap()));
 }
 
 #[test]

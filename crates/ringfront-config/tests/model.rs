@@ -428,6 +428,36 @@ fn servers_listens_names_locations() {
     assert!(bare.server_names.is_empty());
 }
 
+/// `listen unix:PATH`: the path kept, the address its key; `allow`/`deny unix:` rules kept
+/// apart from address rules.
+#[test]
+fn unix_listens_and_access_rules() {
+    use ringfront_config::unix_addr::{listen_key, UNIX_CLIENT};
+    let cfg = http(
+        "server {
+            listen unix:/tmp/a.sock default_server backlog=7;
+            location / { allow unix:; deny all; }
+            location /v6 { deny ::/0; }
+        }",
+    );
+    let s = &cfg.http.servers[0];
+    let l = &s.listens[0];
+    assert_eq!(l.unix.as_deref(), Some(std::path::Path::new("/tmp/a.sock")));
+    assert_eq!(l.addr, listen_key(std::path::Path::new("/tmp/a.sock")));
+    assert_eq!(l.name(), "unix:/tmp/a.sock");
+    assert!(l.default_server && l.backlog == 7);
+    let rules = |i: usize| s.locations[i].settings.access_rules.clone();
+    let unix = UNIX_CLIENT.ip();
+    let inet: std::net::IpAddr = "127.0.0.1".parse().unwrap();
+    let [allow_unix, deny_all] = &rules(0)[..] else {
+        panic!("two rules")
+    };
+    assert!(allow_unix.matches(unix) && !allow_unix.matches(inet));
+    assert!(deny_all.matches(unix) && deny_all.matches(inet));
+    let v6 = &rules(1)[0];
+    assert!(!v6.matches(unix) && v6.matches("::1".parse().unwrap()));
+}
+
 #[test]
 fn proxy_settings_and_units() {
     let cfg = http(

@@ -7,6 +7,16 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use ringfront_config::GeoBlock;
 
+/// The address `geo` looks up for `client` (no source variable): 255.255.255.255 for a
+/// unix-domain client, as nginx's lookup of an address that is not IPv4 or IPv6.
+pub fn client(client: std::net::SocketAddr) -> IpAddr {
+    if ringfront_config::unix_addr::is_unix(client) {
+        IpAddr::V4(Ipv4Addr::BROADCAST)
+    } else {
+        client.ip()
+    }
+}
+
 /// The value for `addr`.
 pub fn pick(g: &GeoBlock, addr: IpAddr) -> &str {
     if !g.ranges.is_empty() {

@@ -26,6 +26,7 @@ mod http_time;
 mod idle;
 mod io;
 pub mod listen;
+mod listener;
 mod local;
 mod location_url;
 pub mod logger;
@@ -65,6 +66,7 @@ mod stream;
 mod testutil;
 mod trailers;
 mod try_files;
+mod unix_listen;
 mod upstream;
 mod upstream_request;
 mod upstream_tls;
@@ -153,6 +155,8 @@ pub struct Shared {
     /// When the engine started (Unix milliseconds), for status pages.
     pub started_unix_ms: u64,
     pub(crate) release_memory: Option<fn()>,
+    /// `listen unix:` sockets, shared by the workers.
+    pub(crate) unix: unix_listen::UnixSockets,
 }
 
 impl Shared {
@@ -194,12 +198,14 @@ impl Engine {
     /// Binds every listener for every worker (so errors surface here), then starts the workers.
     pub fn start(snap: Snapshot, opts: &EngineOptions, logger: Logger) -> std::io::Result<Engine> {
         let workers = opts.workers.max(1);
+        let unix = unix_listen::UnixSockets::default();
+        unix.sync(&snap)?;
         let mut per_worker = Vec::with_capacity(workers);
         for _ in 0..workers {
             let ls = snap
                 .listens
                 .iter()
-                .map(listen::bind_std)
+                .map(|l| listener::for_worker(l, &unix))
                 .collect::<std::io::Result<Vec<_>>>()?;
             per_worker.push(ls);
         }
@@ -216,6 +222,7 @@ impl Engine {
             workers: (0..workers).map(|_| WorkerStats::default()).collect(),
             started_unix_ms: clock::unix_ms(),
             release_memory: opts.release_memory,
+            unix,
         });
         let checker = Some(health::spawn(shared.clone(), health_rx)?);
         let cores = core_affinity::get_core_ids().unwrap_or_default();
@@ -267,7 +274,9 @@ impl Engine {
     /// Publishes a new configuration; requests in flight finish on the old one. Peers that
     /// survive keep their health, counters and keepalive connections. Returns once every
     /// worker serves it (new addresses accept, removed ones are closing), or after a second.
-    pub fn reload(&self, mut snap: Snapshot) {
+    /// Fails, publishing nothing, when a new `listen unix:` path cannot be bound.
+    pub fn reload(&self, mut snap: Snapshot) -> std::io::Result<()> {
+        self.shared.unix.sync(&snap)?;
         snap.adopt(&self.shared.snapshot.load());
         let generation = snap.generation;
         self.shared.snapshot.store(Arc::new(snap));
@@ -275,6 +284,7 @@ impl Engine {
         self.shared
             .applied
             .wait(generation, std::time::Duration::from_secs(1));
+        Ok(())
     }
 
     pub fn generation(&self) -> u64 {
@@ -303,6 +313,8 @@ impl Engine {
         if let Some(c) = self.checker {
             let _ = c.join();
         }
+        // nginx removes its unix sockets' files when it exits.
+        self.shared.unix.close_all();
         self.shared.logger.flush();
     }
 }

@@ -28,7 +28,7 @@ use std::os::unix::net::UnixListener;
 #[derive(Debug)]
 pub struct Claim {
     addr: SocketAddr,
-    _lock: UnixListener,
+    _lock: Option<UnixListener>,
 }
 
 impl Claim {
@@ -39,10 +39,19 @@ impl Claim {
 
 /// Claims `addr`, or says why not in nginx's words:
 /// `bind() to 127.0.0.1:8080 failed (98: Address already in use)`.
+/// A unix-domain `listen` (its key, `ringfront_config::unix_addr`) needs no claim: its one
+/// socket is bound by the engine, whose bind finds one somebody listens on
+/// (`unix_listen.rs`).
 pub fn claim(addr: SocketAddr) -> io::Result<Claim> {
+    if ringfront_config::unix_addr::is_unix(addr) {
+        return Ok(Claim { addr, _lock: None });
+    }
     let lock = lock(addr).map_err(|e| bind_failed(addr, &e))?;
     probe(addr).map_err(|e| bind_failed(addr, &e))?;
-    Ok(Claim { addr, _lock: lock })
+    Ok(Claim {
+        addr,
+        _lock: Some(lock),
+    })
 }
 
 fn lock(addr: SocketAddr) -> io::Result<UnixListener> {
@@ -64,7 +73,7 @@ fn probe(addr: SocketAddr) -> io::Result<()> {
 }
 
 /// nginx's wording for a failed bind: `bind() to ADDR failed (ERRNO: TEXT)`.
-pub(crate) fn bind_failed(addr: SocketAddr, e: &io::Error) -> io::Error {
+pub(crate) fn bind_failed(addr: impl std::fmt::Display, e: &io::Error) -> io::Error {
     io::Error::new(
         e.kind(),
         format!("bind() to {addr} failed ({})", os_error(e)),
@@ -198,6 +207,7 @@ mod tests {
             ssl: false,
             backlog: 16,
             options,
+            unix: None,
         };
         let options = ringfront_config::SocketOptions {
             fastopen: Some(7),
@@ -225,7 +235,7 @@ mod tests {
     #[test]
     fn errors_read_like_nginx() {
         let e = bind_failed(
-            "127.0.0.1:80".parse().unwrap(),
+            "127.0.0.1:80".parse::<SocketAddr>().unwrap(),
             &io::Error::from_raw_os_error(libc::EADDRINUSE),
         );
         assert_eq!(

@@ -118,6 +118,7 @@ impl Req<'_> {
             maps: snap.map_or(&[], |s| &s.maps),
             splits: snap.map_or(&[], |s| &s.splits),
             geos: snap.map_or(&[], |s| &s.geos),
+            listens: snap.map_or(&[], |s| &s.listens),
             depth: std::cell::Cell::new(0),
             tls: self.tls,
             rw: self.rw,
@@ -150,7 +151,7 @@ pub fn log_context(
     use std::fmt::Write as _;
     let mut s = format!(
         ", client: {}, server: {}, request: \"{} {} HTTP/1.{}\"",
-        client.ip(),
+        crate::vars::client_text(client),
         server_name,
         String::from_utf8_lossy(head.method.get(buf)),
         String::from_utf8_lossy(head.target.get(buf)),

@@ -1,6 +1,6 @@
 //! Worker threads: one monoio runtime per thread (io_uring, or epoll when io_uring is not
-//! available), optionally pinned to a core, each with its own `SO_REUSEPORT` listeners and
-//! accept loops, its keepalive reaper and pool sweep. The main task watches the engine's run
+//! available), optionally pinned to a core, each with its own `SO_REUSEPORT` listeners (a descriptor of
+//! the engine's one socket for `listen unix:`) and accept loops, its keepalive reaper and pool sweep. The main task watches the engine's run
 //! state to reload listeners, drain on QUIT and stop on TERM, and sleeps until woken: by
 //! the engine (reload, quit, stop) through its bell, by its own last request ending while it
 //! drains or waits to release memory, or by the one-shot quiet timer.
@@ -13,10 +13,9 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use monoio::net::TcpListener;
 use ringfront_config::LogLevel;
 
-use crate::listen::bind_std;
+use crate::listener::{for_worker, Accepted, Listener, StdListener};
 use crate::quiet::Quiet;
 use crate::snapshot::Snapshot;
 use crate::worker::Worker;
@@ -39,14 +38,14 @@ impl AcceptCtl {
     }
 }
 
-async fn accept_loop(w: Rc<Worker>, listener: Rc<TcpListener>, ctl: Rc<AcceptCtl>) {
+async fn accept_loop(w: Rc<Worker>, listener: Rc<Listener>, ctl: Rc<AcceptCtl>) {
     loop {
         if w.stopping() || ctl.gone.get() {
             return;
         }
         let handle = ctl.canceller.borrow().handle();
-        match listener.cancelable_accept(handle).await {
-            Ok((stream, _)) => {
+        match listener.accept(handle).await {
+            Ok(stream) => {
                 w.conn_accepted();
                 let snap = w.snapshot();
                 // Full: make room by closing the oldest idle keepalive connection, as nginx
@@ -64,8 +63,16 @@ async fn accept_loop(w: Rc<Worker>, listener: Rc<TcpListener>, ctl: Rc<AcceptCtl
                     drop(stream);
                     continue;
                 }
-                let _ = stream.set_nodelay(true);
-                if let Some(conn) = crate::session::Conn::new(w.clone(), stream) {
+                let conn = match stream {
+                    Accepted::Tcp(stream) => {
+                        let _ = stream.set_nodelay(true);
+                        crate::session::Conn::new(w.clone(), stream)
+                    }
+                    Accepted::Unix(stream, key) => {
+                        Some(crate::session::Conn::new_unix(w.clone(), stream, key))
+                    }
+                };
+                if let Some(conn) = conn {
                     let serve = crate::session::serve(conn);
                     // Only with `worker_shutdown_timeout` does a session race a reload.
                     match snap.shutdown_timeout {
@@ -101,13 +108,13 @@ async fn retiring(w: Rc<Worker>, generation: u64, serve: impl std::future::Futur
     }
 }
 
-fn spawn_accept(w: &Rc<Worker>, listener: TcpListener) -> Rc<AcceptCtl> {
+fn spawn_accept(w: &Rc<Worker>, listener: Listener) -> Rc<AcceptCtl> {
     let ctl = Rc::new(AcceptCtl::default());
     monoio::spawn(accept_loop(w.clone(), Rc::new(listener), ctl.clone()));
     ctl
 }
 
-async fn worker_main(w: Rc<Worker>, initial: Vec<(SocketAddr, TcpListener)>) {
+async fn worker_main(w: Rc<Worker>, initial: Vec<(SocketAddr, Listener)>) {
     let mut listeners: HashMap<SocketAddr, Rc<AcceptCtl>> = HashMap::new();
     let reaper = w.clone();
     monoio::spawn(async move { reaper.idle.reap().await });
@@ -229,7 +236,7 @@ fn rebind(w: &Rc<Worker>, listeners: &mut HashMap<SocketAddr, Rc<AcceptCtl>>, sn
         if listeners.contains_key(&l.addr) {
             continue;
         }
-        match bind_std(l).and_then(TcpListener::from_std) {
+        match for_worker(l, &w.shared.unix).and_then(|s| Listener::from_std(s, l.addr)) {
             Ok(lst) => {
                 listeners.insert(l.addr, spawn_accept(w, lst));
             }
@@ -244,7 +251,7 @@ pub fn run(
     index: usize,
     shared: Arc<Shared>,
     driver: Driver,
-    listeners: Vec<std::net::TcpListener>,
+    listeners: Vec<StdListener>,
     ready: std::sync::mpsc::Sender<Result<(), String>>,
 ) {
     let snap = shared.snapshot.load_full();
@@ -263,7 +270,7 @@ pub fn run(
         }
         let mut bound = Vec::new();
         for (l, conf) in listeners.into_iter().zip(snap.listens.iter()) {
-            match TcpListener::from_std(l) {
+            match Listener::from_std(l, conf.addr) {
                 Ok(l) => bound.push((conf.addr, l)),
                 Err(e) => {
                     let _ =

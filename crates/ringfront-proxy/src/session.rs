@@ -131,6 +131,9 @@ pub struct Conn {
     /// The status every request on this connection gets instead of an answer: 497 (plain
     /// HTTP on a TLS port), 495/496 (`ssl_verify_client` not satisfied).
     pub(crate) refuse: Option<u16>,
+    /// Accepted on `listen unix:`: the listen's key (`ringfront_config::unix_addr`), its
+    /// local address; the client's is then `UNIX_CLIENT`.
+    pub(crate) unix: Option<SocketAddr>,
 }
 
 /// Counts the connection in the worker's open connections for as long as it is open.
@@ -149,15 +152,24 @@ impl Conn {
         // Read once here, then served from the stream's cache for every request.
         stream.peer_addr().ok()?;
         stream.local_addr().ok()?;
+        Some(Self::open(w, stream.into(), None))
+    }
+
+    /// A connection accepted on the `listen unix:` keyed `key`.
+    pub fn new_unix(w: Rc<Worker>, stream: monoio::net::UnixStream, key: SocketAddr) -> Self {
+        Self::open(w, crate::stream::Stream::Unix(stream), Some(key))
+    }
+
+    fn open(w: Rc<Worker>, stream: ClientStream, unix: Option<SocketAddr>) -> Self {
         let id = w
             .shared
             .next_conn
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
             + 1;
         w.conn_opened();
-        Some(Conn {
+        Conn {
             open: Open(w),
-            stream: stream.into(),
+            stream,
             id,
             requests: 0,
             opened_ms: crate::clock::now_ms(),
@@ -165,7 +177,13 @@ impl Conn {
             idle: Rc::default(),
             tls: None,
             refuse: None,
-        })
+            unix,
+        }
+    }
+
+    /// The socket's own address (a unix listen's key).
+    pub(crate) fn local(&self) -> SocketAddr {
+        self.unix.unwrap_or_else(|| addr(self.stream.local_addr()))
     }
 }
 
@@ -184,12 +202,7 @@ const LEAN_IDLE_ABOVE: usize = 64;
 #[allow(clippy::manual_async_fn)] // an `async fn` would store its argument twice
 pub fn serve(mut conn: Conn) -> impl std::future::Future<Output = ()> {
     async move {
-        if conn
-            .open
-            .0
-            .snapshot()
-            .is_tls(addr(conn.stream.local_addr()))
-        {
+        if conn.open.0.snapshot().is_tls(conn.local()) {
             conn = match Box::pin(crate::handshake::run(conn)).await {
                 Some(c) => c,
                 None => return,
@@ -268,10 +281,13 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         idle,
         tls,
         refuse,
+        unix,
     } = conn;
     let w = &open.0;
-    let client = addr(stream.peer_addr());
-    let local = addr(stream.local_addr());
+    let (client, local) = match unix {
+        None => (addr(stream.peer_addr()), addr(stream.local_addr())),
+        Some(key) => (ringfront_config::unix_addr::UNIX_CLIENT, key),
+    };
     let mut buf = if buf.capacity() == 0 {
         w.take_buf()
     } else {
@@ -463,6 +479,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         idle,
         tls,
         refuse,
+        unix,
     })
 }
 

@@ -154,6 +154,18 @@ pub struct ListenRt {
     pub ssl: bool,
     pub backlog: i32,
     pub options: ringfront_config::SocketOptions,
+    /// `listen unix:PATH`: the path (`addr` is its key, `ringfront_config::unix_addr`).
+    pub unix: Option<std::path::PathBuf>,
+}
+
+impl ListenRt {
+    /// The address as nginx names it: `127.0.0.1:80`, `unix:/path`.
+    pub fn name(&self) -> String {
+        match &self.unix {
+            Some(p) => format!("unix:{}", p.display()),
+            None => self.addr.to_string(),
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -540,6 +552,7 @@ impl Snapshot {
                         ssl: l.ssl,
                         backlog: l.backlog,
                         options: l.options,
+                        unix: l.unix.clone(),
                     }),
                     Some(x) if x.options == Default::default() => {
                         x.options = l.options;

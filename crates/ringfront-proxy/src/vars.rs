@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use ringfront_config::unix_addr::is_unix;
 use ringfront_config::{Template, TemplatePart, Variable};
 use ringfront_http::RequestHead;
 use ringfront_upstream::exchange::{TryPeer, TryRecord};
@@ -62,6 +63,8 @@ pub struct Vars<'a> {
     pub request_id: [u8; 16],
     /// The body's length once read.
     pub body_len: u64,
+    /// The listening sockets, for `$server_addr` on `listen unix:` (its path).
+    pub listens: &'a [crate::snapshot::ListenRt],
 }
 
 impl<'a> Vars<'a> {
@@ -357,7 +360,7 @@ pub fn push_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, dash: bool) {
                         render(&mut text, t, v, false);
                         crate::geo::address(&text)
                     }
-                    None => v.client.ip(),
+                    None => crate::geo::client(v.client),
                 };
                 let addr = crate::geo::real(g, addr, v.head, v.buf);
                 out.extend_from_slice(crate::geo::pick(g, addr).as_bytes());
@@ -378,11 +381,11 @@ pub fn push_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, dash: bool) {
                 out.extend(h.iter().map(u8::to_ascii_lowercase));
             }
         }
-        Variable::RemoteAddr => out.extend_from_slice(v.client.ip().to_string().as_bytes()),
-        Variable::RemotePort => push_num(out, u64::from(v.client.port())),
+        Variable::RemoteAddr => push_addr(out, v.client),
+        Variable::RemotePort => push_port(out, v.client),
         Variable::RemoteUser => out.extend_from_slice(empty),
-        Variable::ServerAddr => out.extend_from_slice(v.local.ip().to_string().as_bytes()),
-        Variable::ServerPort => push_num(out, u64::from(v.local.port())),
+        Variable::ServerAddr => push_server_addr(out, v),
+        Variable::ServerPort => push_port(out, v.local),
         Variable::ServerName => out.extend_from_slice(v.server_name.as_bytes()),
         Variable::ServerProtocol => out.extend_from_slice(if v.head.minor_version == 0 {
             b"HTTP/1.0"
@@ -457,7 +460,7 @@ pub fn push_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, dash: bool) {
                 out.extend_from_slice(xff);
                 out.extend_from_slice(b", ");
             }
-            out.extend_from_slice(v.client.ip().to_string().as_bytes());
+            push_addr(out, v.client);
         }
         Variable::UpstreamAddr
         | Variable::UpstreamStatus
@@ -507,6 +510,10 @@ pub fn push_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, dash: bool) {
             }
         }
         Variable::Hostname => out.extend_from_slice(crate::request_id::hostname().as_bytes()),
+        // A unix client: nginx's bytes of its unnamed `sockaddr_un`, the family alone.
+        Variable::BinaryRemoteAddr if is_unix(v.client) => {
+            out.extend_from_slice(&(libc::AF_UNIX as libc::sa_family_t).to_ne_bytes());
+        }
         Variable::BinaryRemoteAddr => match v.client.ip() {
             std::net::IpAddr::V4(a) => out.extend_from_slice(&a.octets()),
             std::net::IpAddr::V6(a) => out.extend_from_slice(&a.octets()),
@@ -514,6 +521,49 @@ pub fn push_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, dash: bool) {
         Variable::UpstreamCacheStatus => out.extend_from_slice(empty),
         // `$sent_trailer_*` has a value only in a later `add_trailer` (trailers.rs).
         Variable::SentTrailer(_) => out.extend_from_slice(empty),
+    }
+}
+
+/// `$remote_addr`: the client's address, `unix:` on a unix-domain socket (nginx's text of
+/// its unnamed peer).
+fn push_addr(out: &mut Vec<u8>, a: SocketAddr) {
+    if is_unix(a) {
+        out.extend_from_slice(b"unix:");
+    } else {
+        out.extend_from_slice(a.ip().to_string().as_bytes());
+    }
+}
+
+/// The client as error-log lines name it (`client: unix:`).
+pub(crate) fn client_text(a: SocketAddr) -> String {
+    if is_unix(a) {
+        "unix:".into()
+    } else {
+        a.ip().to_string()
+    }
+}
+
+/// `$remote_port`, `$server_port`: empty on a unix-domain socket, which has no port.
+fn push_port(out: &mut Vec<u8>, a: SocketAddr) {
+    if !is_unix(a) {
+        push_num(out, u64::from(a.port()));
+    }
+}
+
+/// `$server_addr`: the socket's address, `unix:PATH` on `listen unix:PATH`.
+fn push_server_addr(out: &mut Vec<u8>, v: &Vars<'_>) {
+    if !is_unix(v.local) {
+        out.extend_from_slice(v.local.ip().to_string().as_bytes());
+        return;
+    }
+    out.extend_from_slice(b"unix:");
+    if let Some(p) = v.listens.iter().find(|l| l.addr == v.local) {
+        use std::os::unix::ffi::OsStrExt;
+        out.extend_from_slice(
+            p.unix
+                .as_deref()
+                .map_or(&[][..], |p| p.as_os_str().as_bytes()),
+        );
     }
 }
 

@@ -262,7 +262,7 @@ fn run(args: &cli::Args, early: &EarlyLog) -> Result<()> {
         cpus: cpus(&cfg, args, n),
         release_memory: Some(release::memory),
     };
-    let listens: Vec<String> = snap.listens.iter().map(|l| l.addr.to_string()).collect();
+    let listens: Vec<String> = snap.listens.iter().map(|l| l.name()).collect();
     let mut signals =
         signal_hook::iterator::Signals::new([SIGHUP, SIGUSR1, SIGQUIT, SIGTERM, SIGINT])
             .context("installing signal handlers")?;
@@ -284,9 +284,9 @@ fn run(args: &cli::Args, early: &EarlyLog) -> Result<()> {
         match sig {
             SIGHUP => match load(&path, &opts)
                 .and_then(|(_, snap)| claim_listens(&mut claims, &snap).map(|()| snap))
+                .and_then(|snap| e.reload(snap).map_err(|err| err.to_string()))
             {
-                Ok(snap) => {
-                    e.reload(snap);
+                Ok(()) => {
                     eprintln!(
                         "ringfront: [notice] reconfigured (generation {})",
                         e.generation()
