@@ -62,6 +62,22 @@ pub fn pacer(cx: &Cx<'_>) -> Option<Pacer> {
     Pacer::new(rate, size(cx, &s.limit_rate_after), start_ms(cx))
 }
 
+/// The pacer of a relayed response: the upstream's `X-Accel-Limit-Rate` (a number, unless
+/// `proxy_ignore_headers` names it) sets the rate, as nginx; otherwise [`pacer`].
+pub fn relayed_pacer(cx: &Cx<'_>, accel: Option<&[u8]>) -> Option<Pacer> {
+    let number = accel
+        .filter(|v| !v.is_empty() && v.iter().all(u8::is_ascii_digit))
+        .and_then(|v| std::str::from_utf8(v).ok()?.parse::<u64>().ok());
+    match number {
+        Some(rate) => Pacer::new(
+            rate,
+            size(cx, &cx.settings().limit_rate_after),
+            start_ms(cx),
+        ),
+        None => pacer(cx),
+    }
+}
+
 /// The `proxy_limit_rate` pacer of the upstream reads (nginx's event pipe: the bytes read
 /// against the rate since the response started); `None` without the directive.
 pub fn upstream_pacer(cx: &Cx<'_>) -> Option<Pacer> {

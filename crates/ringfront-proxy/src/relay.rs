@@ -7,7 +7,7 @@
 
 use crate::stream::{ClientStream, UpstreamStream};
 use monoio::io::{AsyncReadRent, AsyncWriteRent};
-use ringfront_config::LogLevel;
+use ringfront_config::{IgnoreHeaders, LogLevel};
 use ringfront_http::{
     connection_lists, is_hop_by_hop, BodyFraming, ChunkedDecoder, HeadWriter, ResponseHead,
 };
@@ -188,9 +188,13 @@ impl Relay<'_> {
         let head_bytes = crate::error_redirect::relayed_head(&mut out, self.cx, head_bytes) as u64;
         // Body bytes that came with the head.
         let initial = rbuf.get(self.head.head_len..).unwrap_or(&[]);
+        let accel_rate = self
+            .head
+            .header(&rbuf, "x-accel-limit-rate")
+            .filter(|_| !s.proxy_headers.ignores(IgnoreHeaders::XA_LIMIT_RATE));
         let mut end = End {
             read: initial.len() as u64,
-            pacer: crate::paced::pacer(self.cx),
+            pacer: crate::paced::relayed_pacer(self.cx, accel_rate),
             upstream_pacer: crate::paced::upstream_pacer(self.cx),
             ..End::default()
         };

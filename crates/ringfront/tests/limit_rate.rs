@@ -1,15 +1,15 @@
 //! `limit_rate`, `limit_rate_after` and `$limit_rate` against real nginx on the same
 //! configuration: a 64 KiB static file and a proxied 64 KiB body at 32k/s after 8k take
 //! the time nginx's arithmetic gives on both (the first second's budget, rate + after, goes
-//! at once: at least (size - after - rate) / rate), and `set $limit_rate` shows in a
-//! `return` body and an `add_header`.
+//! at once: at least (size - after - rate) / rate), as does an upstream's
+//! `X-Accel-Limit-Rate`; `set $limit_rate` shows in a `return` body and an `add_header`.
 
 mod common;
 
 use std::time::{Duration, Instant};
 
 use common::{fill, port};
-use ringfront_testkit::{Backend, Client, Nginx, Ringfront};
+use ringfront_testkit::{Backend, Canned, Client, Nginx, Ringfront};
 
 const SIZE: usize = 64 << 10;
 const RATE: f64 = 32768.0;
@@ -45,6 +45,10 @@ http {
             add_header X-Rate $limit_rate;
             return 200 "rate=$limit_rate\n";
         }
+        location /accel/ {
+            limit_rate 0;
+            proxy_pass http://127.0.0.1:{BACKEND};
+        }
         location /fast/ {
             limit_rate 0;
             alias {DIR}/;
@@ -71,13 +75,17 @@ fn timed(port: u16, path: &str) -> (usize, Duration) {
 #[test]
 fn limited_bodies_take_nginx_time_band() {
     let b = Backend::start();
+    // The upstream's `X-Accel-Limit-Rate` sets the rate where the location has none.
+    let mut accel = Canned::status(200, &"y".repeat(SIZE));
+    accel.headers = vec![("X-Accel-Limit-Rate".into(), "32768".into())];
+    b.set_route("/accel/big", accel);
     let dir = files();
     let (np, rp) = (port(), port());
     let _n = Nginx::start(&config(np, b.port(), &dir), np);
     let _r = Ringfront::start(&config(rp, b.port(), &dir));
     let least = Duration::from_secs_f64((SIZE as f64 - AFTER - RATE) / RATE);
     let most = Duration::from_secs(4);
-    for path in ["/big.bin", &format!("/up/x?size={SIZE}")] {
+    for path in ["/big.bin", &format!("/up/x?size={SIZE}"), "/accel/big"] {
         for (who, p) in [("nginx", np), ("ringfront", rp)] {
             let (len, took) = timed(p, path);
             assert_eq!(len, SIZE, "{who} {path}");
