@@ -1,7 +1,8 @@
 //! `limit_rate`, `limit_rate_after` and `$limit_rate` against real nginx on the same
-//! configuration: a 64 KiB static file and a proxied 64 KiB body at 32k/s after 8k take
-//! the time nginx's arithmetic gives on both (the first second's budget, rate + after, goes
-//! at once: at least (size - after - rate) / rate), as does an upstream's
+//! configuration: a 128 KiB static file and a proxied 128 KiB body at 32k/s after 8k take
+//! the time nginx's arithmetic gives on both (`rate * (whole seconds + 1) + after` may have
+//! gone; the first second may turn at once, so at least `ceil((size - after) / rate) - 2`
+//! seconds), as does an upstream's
 //! `X-Accel-Limit-Rate`; `set $limit_rate` shows in a `return` body and an `add_header`.
 
 mod common;
@@ -11,9 +12,11 @@ use std::time::{Duration, Instant};
 use common::{fill, port};
 use ringfront_testkit::{Backend, Canned, Client, Nginx, Ringfront};
 
-const SIZE: usize = 64 << 10;
+const SIZE: usize = 128 << 10;
 const RATE: f64 = 32768.0;
 const AFTER: f64 = 8192.0;
+/// A `return` body at 1k/s: more than the first second's budget, so one delay of a second.
+const RETURNED: usize = 2500;
 
 fn files() -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("ringfront-limit-rate-{}", std::process::id()));
@@ -49,6 +52,11 @@ http {
             limit_rate 0;
             proxy_pass http://127.0.0.1:{BACKEND};
         }
+        location /ret {
+            limit_rate 1k;
+            limit_rate_after 0;
+            return 200 "{TEXT}";
+        }
         location /fast/ {
             limit_rate 0;
             alias {DIR}/;
@@ -60,6 +68,7 @@ http {
             ("PORT", p.to_string()),
             ("BACKEND", backend.to_string()),
             ("DIR", dir.display().to_string()),
+            ("TEXT", "r".repeat(RETURNED)),
         ],
     )
 }
@@ -83,15 +92,28 @@ fn limited_bodies_take_nginx_time_band() {
     let (np, rp) = (port(), port());
     let _n = Nginx::start(&config(np, b.port(), &dir), np);
     let _r = Ringfront::start(&config(rp, b.port(), &dir));
-    let least = Duration::from_secs_f64((SIZE as f64 - AFTER - RATE) / RATE);
-    let most = Duration::from_secs(4);
+    let seconds = ((SIZE as f64 - AFTER) / RATE).ceil() - 2.0;
+    let least = Duration::from_secs_f64(seconds - 0.1);
+    let most = Duration::from_secs_f64(seconds + 3.0);
     for path in ["/big.bin", &format!("/up/x?size={SIZE}"), "/accel/big"] {
-        for (who, p) in [("nginx", np), ("ringfront", rp)] {
-            let (len, took) = timed(p, path);
+        // Both servers at once: each paces its own connection.
+        let other = std::thread::spawn({
+            let path = path.to_string();
+            move || timed(np, &path)
+        });
+        let ours = timed(rp, path);
+        let theirs = other.join().expect("nginx fetch");
+        for (who, (len, took)) in [("nginx", theirs), ("ringfront", ours)] {
             assert_eq!(len, SIZE, "{who} {path}");
             assert!(took >= least, "{who} {path}: {took:?} < {least:?}");
             assert!(took <= most, "{who} {path}: {took:?} > {most:?}");
         }
+    }
+    for (who, p) in [("nginx", np), ("ringfront", rp)] {
+        let (len, took) = timed(p, "/ret");
+        assert_eq!(len, RETURNED, "{who}");
+        let band = Duration::from_millis(900)..Duration::from_secs(4);
+        assert!(band.contains(&took), "{who} return: {took:?}");
     }
     // `limit_rate 0` lifts the server's limit: the file goes at once on both.
     for (who, p) in [("nginx", np), ("ringfront", rp)] {
