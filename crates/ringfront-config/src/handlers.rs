@@ -114,6 +114,7 @@ pub(crate) fn apply(
         "server_tokens" => crate::response_headers::server_tokens(level, d)?,
         _ if crate::files::apply(level, d, scope.prefix, scope.alias_len)? => {}
         _ if crate::error_pages::apply(level, d)? => {}
+        _ if crate::limit_rate::apply(level, d)? => {}
         _ if crate::limit_except::apply(level, d, scope)? => {}
         _ if crate::rewrite::apply(level, d, scope)? => {}
         _ if level.ssl.apply(d, scope.prefix)? => {}

@@ -55,6 +55,7 @@ mod host;
 mod http;
 mod lexer;
 mod limit_except;
+mod limit_rate;
 mod location;
 mod logs;
 mod main_conf;

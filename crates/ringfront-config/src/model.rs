@@ -416,6 +416,14 @@ pub struct Template {
     pub parts: Vec<TemplatePart>,
 }
 
+/// A size written as a constant or with variables (nginx's complex value size slot): the
+/// variables' value is read per request, and one that is not a size counts as 0.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SizeValue {
+    Fixed(u64),
+    Vars(Template),
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TemplatePart {
     Literal(String),
@@ -451,6 +459,8 @@ pub enum Variable {
     Uri,
     Args,
     IsArgs,
+    /// `$limit_rate`: the rate `set $limit_rate` gave this request, else 0.
+    LimitRate,
     /// `$arg_NAME`
     Arg(String),
     Request,
@@ -860,6 +870,12 @@ pub struct LocationSettings {
     pub client_header_timeout: Duration,
     pub client_body_timeout: Duration,
     pub send_timeout: Duration,
+    /// `limit_rate` (default 0, no limit): bytes per second to the client.
+    pub limit_rate: SizeValue,
+    /// `limit_rate_after` (default 0): bytes sent before `limit_rate` applies.
+    pub limit_rate_after: SizeValue,
+    /// `proxy_limit_rate` (default 0, no limit): bytes per second read from the upstream.
+    pub proxy_limit_rate: u64,
     /// (number, size) default (4, 8k).
     pub large_client_header_buffers: (usize, usize),
     /// `allow` / `deny` in order; empty allows everyone.

@@ -49,9 +49,6 @@ pub(crate) fn apply_in_if(
     Ok(())
 }
 
-/// The built-in variables nginx lets `set` change; ringfront changes `$args` only.
-const CHANGEABLE: &[&str] = &["args", "limit_rate"];
-
 /// `set $name VALUE`.
 fn set(d: &Directive) -> Result<RewriteOp, ConfigError> {
     let Some(name) = d.arg(0).strip_prefix('$') else {
@@ -65,8 +62,8 @@ fn set(d: &Directive) -> Result<RewriteOp, ConfigError> {
     if lower == "args" {
         return Ok(RewriteOp::SetArgs(value));
     }
-    if CHANGEABLE.contains(&lower.as_str()) {
-        return Err(err(d, format!("\"set ${lower}\" is not supported yet")));
+    if lower == "limit_rate" {
+        return Ok(RewriteOp::SetLimitRate(value));
     }
     if crate::template::builtin(&lower) {
         return Err(err(d, format!("the duplicate \"{lower}\" variable")));

@@ -20,14 +20,14 @@ const CONFIG: &[&str] = &[
     "root",
     "access_log",
     "error_page",
+    "limit_rate",
+    "limit_rate_after",
 ];
 
 /// Directives nginx allows inside a location's `if` that ringfront does not have there.
 const LOCATION_IF: &[&str] = &[
     "add_trailer",
     "expires",
-    "limit_rate",
-    "limit_rate_after",
     "sendfile",
     "aio",
     "directio",

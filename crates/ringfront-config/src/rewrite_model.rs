@@ -14,6 +14,8 @@ pub enum RewriteOp {
     },
     /// `set $args VALUE`: the request's arguments become VALUE.
     SetArgs(Template),
+    /// `set $limit_rate VALUE`: this request's `limit_rate` becomes VALUE, a size.
+    SetLimitRate(Template),
     Rewrite(Box<Rewrite>),
     /// `return`: stops the level's directives and answers.
     Return(Return),

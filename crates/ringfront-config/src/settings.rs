@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::model::{
     AccessLog, AccessRule, AddHeader, ErrorPage, LocationSettings, NextUpstream, Origin, ProxyPass,
-    ServerTokens, Template,
+    ServerTokens, SizeValue, Template,
 };
 use crate::rewrite_model::RewriteOp;
 
@@ -67,6 +67,9 @@ pub(crate) struct Level {
     pub client_header_timeout: Option<Duration>,
     pub client_body_timeout: Option<Duration>,
     pub send_timeout: Option<Duration>,
+    pub limit_rate: Option<SizeValue>,
+    pub limit_rate_after: Option<SizeValue>,
+    pub proxy_limit_rate: Option<u64>,
     pub large_client_header_buffers: Option<(usize, usize)>,
     pub access_rules: Option<Vec<AccessRule>>,
     pub add_headers: Option<Vec<AddHeader>>,
@@ -121,6 +124,9 @@ impl Default for LocationSettings {
             client_header_timeout: MINUTE,
             client_body_timeout: MINUTE,
             send_timeout: MINUTE,
+            limit_rate: SizeValue::Fixed(0),
+            limit_rate_after: SizeValue::Fixed(0),
+            proxy_limit_rate: 0,
             large_client_header_buffers: (4, 8 << 10),
             access_rules: Vec::new(),
             add_headers: Vec::new(),
@@ -193,6 +199,9 @@ impl Level {
             client_header_timeout: pick(&self.client_header_timeout, &outer.client_header_timeout),
             client_body_timeout: pick(&self.client_body_timeout, &outer.client_body_timeout),
             send_timeout: pick(&self.send_timeout, &outer.send_timeout),
+            limit_rate: pick(&self.limit_rate, &outer.limit_rate),
+            limit_rate_after: pick(&self.limit_rate_after, &outer.limit_rate_after),
+            proxy_limit_rate: pick(&self.proxy_limit_rate, &outer.proxy_limit_rate),
             large_client_header_buffers: pick(
                 &self.large_client_header_buffers,
                 &outer.large_client_header_buffers,
@@ -268,6 +277,9 @@ impl Level {
                 .unwrap_or(d.client_header_timeout),
             client_body_timeout: self.client_body_timeout.unwrap_or(d.client_body_timeout),
             send_timeout: self.send_timeout.unwrap_or(d.send_timeout),
+            limit_rate: self.limit_rate.unwrap_or(d.limit_rate),
+            limit_rate_after: self.limit_rate_after.unwrap_or(d.limit_rate_after),
+            proxy_limit_rate: self.proxy_limit_rate.unwrap_or(d.proxy_limit_rate),
             large_client_header_buffers: self
                 .large_client_header_buffers
                 .unwrap_or(d.large_client_header_buffers),

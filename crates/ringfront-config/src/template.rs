@@ -26,6 +26,7 @@ const NAMED: &[(&str, Variable)] = &[
     ("status", Variable::Status),
     ("body_bytes_sent", Variable::BodyBytesSent),
     ("bytes_sent", Variable::BytesSent),
+    ("limit_rate", Variable::LimitRate),
     ("request_length", Variable::RequestLength),
     ("request_time", Variable::RequestTime),
     ("time_local", Variable::TimeLocal),

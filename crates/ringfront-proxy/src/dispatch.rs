@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 
 use ringfront_http::RequestHead;
 
-use crate::io::write_all;
+use crate::paced::write_paced;
 use crate::req::{Cx, Reply, Req};
 use crate::rewrite::Outcome;
 use crate::rewrite_state::RwState;
@@ -78,7 +78,8 @@ async fn send(
     if cx.snap.uses.response_heads {
         made.sent_head = crate::vars_response::head_of(&out).to_vec();
     }
-    let (r, o) = write_all(&mut stream, out, cx.settings().send_timeout).await;
+    let mut pacer = crate::paced::pacer(cx);
+    let (r, o) = write_paced(&mut stream, out, cx.settings().send_timeout, pacer.as_mut()).await;
     cx.w.give_buf(o);
     let reusable = made.reusable && r.is_ok();
     (Reply { reusable, ..made }, Some(stream))

@@ -6,7 +6,7 @@ use crate::stream::ClientStream;
 use ringfront_config::LocationMatch;
 
 use crate::error_redirect::Plan;
-use crate::io::write_all;
+use crate::paced::write_paced;
 use crate::req::{Cx, Reply};
 use crate::{respond, vars};
 
@@ -24,7 +24,8 @@ pub async fn error(
         return made;
     }
     let bytes = out.len() as u64;
-    let (r, o) = write_all(stream, std::mem::take(out), cx.settings().send_timeout).await;
+    let (taken, mut pacer) = (std::mem::take(out), crate::paced::pacer(cx));
+    let (r, o) = write_paced(stream, taken, cx.settings().send_timeout, pacer.as_mut()).await;
     *out = o;
     Reply {
         bytes_sent: bytes,

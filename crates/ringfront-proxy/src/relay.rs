@@ -7,13 +7,14 @@
 
 use crate::stream::{ClientStream, UpstreamStream};
 use monoio::io::{AsyncReadRent, AsyncWriteRent};
-use ringfront_config::LogLevel;
+use ringfront_config::{IgnoreHeaders, LogLevel};
 use ringfront_http::{
     connection_lists, is_hop_by_hop, BodyFraming, ChunkedDecoder, HeadWriter, ResponseHead,
 };
 use ringfront_upstream::exchange::{Cause, Event, Failure, Phase};
 
 use crate::io::{read_more, write_all, IoFail};
+use crate::paced::{read_paced, write_paced};
 use crate::req::{Cx, Reply};
 use crate::response_headers::Decor;
 
@@ -68,6 +69,9 @@ struct End {
     body_sent: u64,
     /// Body bytes read from the upstream.
     read: u64,
+    /// `limit_rate` on the writes to the client, `proxy_limit_rate` on the upstream reads.
+    pacer: Option<crate::rate_limit::Pacer>,
+    upstream_pacer: Option<crate::rate_limit::Pacer>,
 }
 
 impl Relay<'_> {
@@ -184,10 +188,20 @@ impl Relay<'_> {
         let head_bytes = crate::error_redirect::relayed_head(&mut out, self.cx, head_bytes) as u64;
         // Body bytes that came with the head.
         let initial = rbuf.get(self.head.head_len..).unwrap_or(&[]);
+        let accel_rate = self
+            .head
+            .header(&rbuf, "x-accel-limit-rate")
+            .filter(|_| !s.proxy_headers.ignores(IgnoreHeaders::XA_LIMIT_RATE));
         let mut end = End {
             read: initial.len() as u64,
+            pacer: crate::paced::relayed_pacer(self.cx, accel_rate),
+            upstream_pacer: crate::paced::upstream_pacer(self.cx),
             ..End::default()
         };
+        if let Some(p) = end.upstream_pacer.as_mut() {
+            // The head and the body bytes with it were read already.
+            p.wrote(rbuf.len() as u64, crate::clock::now_ms());
+        }
         let heads = self.kept_heads(&rbuf, &out, head_bytes);
         if upgrade {
             // What the upstream sent right behind its 101 is the tunnel's first bytes.
@@ -205,7 +219,8 @@ impl Relay<'_> {
             crate::trailers::frame(&mut out, head_bytes as usize, last.as_deref());
         }
         end.body_sent = out.len() as u64 - head_bytes;
-        let (r, o) = write_all(&mut client, out, s.send_timeout).await;
+        let pacer = end.pacer.as_mut().filter(|_| !upgrade);
+        let (r, o) = write_paced(&mut client, out, s.send_timeout, pacer).await;
         out = o;
         if let Err(e) = r {
             self.log_client_error(&e);
@@ -291,7 +306,8 @@ impl Relay<'_> {
         loop {
             let mut rbuf = std::mem::take(&mut bufs[0]);
             rbuf.clear();
-            let (r, b) = read_more(upstream, rbuf, 16 * 1024, s.proxy_read_timeout).await;
+            let pacer = end.upstream_pacer.as_mut();
+            let (r, b) = read_paced(upstream, rbuf, 16 * 1024, s.proxy_read_timeout, pacer).await;
             bufs[0] = b;
             match r {
                 Ok(0) if matches!(mode, Mode::UntilClose) => {
@@ -340,7 +356,7 @@ impl Relay<'_> {
                 crate::trailers::frame(&mut chunk, 0, last.as_deref());
             }
             end.body_sent += chunk.len() as u64;
-            let (r, b) = write_all(client, chunk, s.send_timeout).await;
+            let (r, b) = write_paced(client, chunk, s.send_timeout, end.pacer.as_mut()).await;
             bufs[i] = b;
             if let Err(e) = r {
                 self.log_client_error(&e);

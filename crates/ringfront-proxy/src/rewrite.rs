@@ -213,6 +213,10 @@ impl<'a, 's> Run<'a, 's> {
                     rw.rebuild = true;
                     Flow::Next
                 }
+                Op::SetLimitRate(value) => {
+                    self.set_limit_rate(value, rw);
+                    Flow::Next
+                }
                 Op::Rewrite(r) => self.rewrite(r, rw),
                 Op::Return(r) => Flow::Stop(Outcome::Return(r)),
                 Op::Break => {
@@ -385,6 +389,22 @@ impl<'a, 's> Run<'a, 's> {
         let mut v = self.req.vars("", None, Some(self.snap));
         v.rw = Some(rw);
         v
+    }
+
+    /// `set $limit_rate VALUE`: a size becomes this request's rate; anything else is
+    /// nginx's `invalid $limit_rate "x"` error and changes nothing.
+    fn set_limit_rate(&self, value: &Template, rw: &mut RwState) {
+        let v = self.eval(value, rw);
+        match std::str::from_utf8(&v)
+            .ok()
+            .and_then(ringfront_config::parse_size)
+        {
+            Some(rate) => rw.limit_rate = Some(rate),
+            None => self.error(format_args!(
+                "invalid $limit_rate \"{}\"",
+                String::from_utf8_lossy(&v)
+            )),
+        }
     }
 
     fn eval(&self, t: &Template, rw: &RwState) -> Vec<u8> {

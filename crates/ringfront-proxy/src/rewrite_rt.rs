@@ -16,6 +16,7 @@ pub struct Program {
 pub enum Op {
     Set { var: usize, value: Template },
     SetArgs(Template),
+    SetLimitRate(Template),
     Rewrite(Box<RewriteRt>),
     Return(Return),
     Break,
@@ -117,6 +118,7 @@ fn build_op(op: &RewriteOp, variables: &[String]) -> Result<Op, BuildError> {
             value: value.clone(),
         },
         RewriteOp::SetArgs(value) => Op::SetArgs(value.clone()),
+        RewriteOp::SetLimitRate(value) => Op::SetLimitRate(value.clone()),
         RewriteOp::Rewrite(rule) => Op::Rewrite(Box::new(RewriteRt {
             matcher: Matcher::build(&rule.regex, false, variables)?,
             rule: (**rule).clone(),

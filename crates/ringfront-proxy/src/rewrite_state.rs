@@ -35,6 +35,8 @@ pub struct RwState {
     pub args: Option<Vec<u8>>,
     /// `Variable::User(i)`'s value; `None` until something sets it.
     pub vars: Vec<Option<Vec<u8>>>,
+    /// `set $limit_rate`'s size: this request's `limit_rate` instead of the location's.
+    pub limit_rate: Option<u64>,
     /// A rewrite changed the URI (nginx's `r->internal`): `internal` locations may be
     /// chosen.
     pub internal: bool,
@@ -104,6 +106,7 @@ impl RwState {
             uri: self.uri.clone(),
             args: self.args.clone(),
             vars: self.vars.clone(),
+            limit_rate: self.limit_rate,
             internal: self.internal,
             quoted: self.quoted,
             rebuild: self.rebuild,

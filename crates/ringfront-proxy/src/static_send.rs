@@ -147,6 +147,7 @@ pub(crate) async fn body_out(
     len: u64,
 ) -> (u64, bool, Vec<u8>) {
     let timeout = cx.settings().send_timeout;
+    let mut pacer = crate::paced::pacer(cx);
     let (mut pos, end) = (start, start + len);
     let mut sent = 0;
     while pos < end {
@@ -179,7 +180,7 @@ pub(crate) async fn body_out(
             }
         };
         pos += n as u64;
-        let (r, o) = write_all(stream, out, timeout).await;
+        let (r, o) = crate::paced::write_paced(stream, out, timeout, pacer.as_mut()).await;
         out = o;
         if r.is_err() {
             return (sent, false, out);

@@ -437,6 +437,7 @@ pub fn push_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, dash: bool) {
         Variable::Status => push_num(out, u64::from(v.status)),
         Variable::BodyBytesSent => push_num(out, v.body_bytes_sent),
         Variable::BytesSent => push_num(out, v.bytes_sent),
+        Variable::LimitRate => push_num(out, v.rw.and_then(|rw| rw.limit_rate).unwrap_or(0)),
         Variable::RequestLength => push_num(out, v.request_length),
         Variable::RequestTime => push_secs(out, v.start.elapsed()),
         Variable::TimeLocal => out.extend_from_slice(clock::wall().time_local().as_bytes()),
