@@ -5,7 +5,7 @@ use std::path::Path;
 
 use crate::error::ConfigError;
 use crate::handlers::Scope;
-use crate::model::{AccessLog, ErrorLog, LogFormat, LogLevel};
+use crate::model::{AccessLog, ErrorLog, LogEscape, LogFormat, LogLevel};
 use crate::settings::Level;
 use crate::tree::Directive;
 use crate::units::{parse_size, parse_time_mode, TimeMode};
@@ -20,6 +20,7 @@ pub(crate) fn combined() -> LogFormat {
         name: "combined".to_string(),
         // The constant only names known variables.
         format: crate::template::parse_template(COMBINED).unwrap_or_default(),
+        escape: LogEscape::Default,
     }
 }
 
@@ -38,22 +39,26 @@ fn no_captures(
 }
 
 /// `log_format NAME [escape=default|json|none] STRING...`: the strings are concatenated.
-/// `escape=` is checked and ignored: ringfront escapes like nginx's `default`.
 pub(crate) fn log_format(d: &Directive, formats: &mut Vec<LogFormat>) -> Result<(), ConfigError> {
     let name = d.arg(0);
     if formats.iter().any(|f| f.name == name) {
         return Err(err(d, format!("duplicate \"log_format\" name \"{name}\"")));
     }
     let mut strings = d.args.get(1..).unwrap_or_default();
-    if let Some(escape) = strings.first().and_then(|s| s.strip_prefix("escape=")) {
-        if !matches!(escape, "default" | "json" | "none") {
-            return Err(err(d, format!("unknown log format escaping \"{escape}\"")));
-        }
+    let mut escape = LogEscape::Default;
+    if let Some(e) = strings.first().and_then(|s| s.strip_prefix("escape=")) {
+        escape = match e {
+            "default" => LogEscape::Default,
+            "json" => LogEscape::Json,
+            "none" => LogEscape::None,
+            _ => return Err(err(d, format!("unknown log format escaping \"{e}\""))),
+        };
         strings = &strings[1..];
     }
     formats.push(LogFormat {
         name: name.to_string(),
         format: no_captures(d, template(d, &strings.concat())?)?,
+        escape,
     });
     Ok(())
 }

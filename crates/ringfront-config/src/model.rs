@@ -94,6 +94,19 @@ pub struct HttpConf {
 pub struct LogFormat {
     pub name: String,
     pub format: Template,
+    pub escape: LogEscape,
+}
+
+/// `log_format ... escape=`: how variable values are written into the line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LogEscape {
+    /// `"`, `\`, controls and bytes from 0x7f as `\xHH`; a value not found is `-`.
+    #[default]
+    Default,
+    /// JSON string escapes (`\"`, `\\`, `\n`, `\u00XX`); a value not found is empty.
+    Json,
+    /// As they are; a value not found is empty.
+    None,
 }
 
 /// Where a directive came from, for messages in nginx's form `in FILE:LINE`.

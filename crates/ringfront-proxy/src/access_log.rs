@@ -16,7 +16,7 @@ pub fn write(cx: &Cx<'_>, reply: &Reply) {
         .map_or("", |g| g.proxy_host.as_str());
     let v = cx.req.vars(proxy_host, Some(reply), Some(snap));
     for log in &loc.access_logs {
-        let Some(t) = snap.log_formats.get(log.format) else {
+        let Some((t, escape)) = snap.log_formats.get(log.format) else {
             continue;
         };
         if let Some(c) = &log.condition {
@@ -25,7 +25,7 @@ pub fn write(cx: &Cx<'_>, reply: &Reply) {
             }
         }
         let mut line = Vec::with_capacity(256);
-        vars::render(&mut line, t, &v, true);
+        vars::render_log(&mut line, t, &v, *escape);
         line.push(b'\n');
         cx.w.shared
             .logger

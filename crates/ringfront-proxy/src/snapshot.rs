@@ -178,7 +178,7 @@ pub struct Snapshot {
     pub servers: Vec<ServerRt>,
     /// For each listen address, the servers on it; the default server first.
     pub by_listen: HashMap<SocketAddr, Vec<usize>>,
-    pub log_formats: Vec<Template>,
+    pub log_formats: Vec<(Template, ringfront_config::LogEscape)>,
     /// `map` variables, ready to evaluate.
     pub maps: Vec<crate::map::MapRt>,
     pub splits: Vec<ringfront_config::SplitClients>,
@@ -619,7 +619,7 @@ impl Snapshot {
                 .http
                 .log_formats
                 .iter()
-                .map(|f| f.format.clone())
+                .map(|f| (f.format.clone(), f.escape))
                 .collect(),
             error_logs,
             error_level,

@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use ringfront_config::unix_addr::is_unix;
-use ringfront_config::{Template, TemplatePart, Variable};
+use ringfront_config::{LogEscape, Template, TemplatePart, Variable};
 use ringfront_http::RequestHead;
 use ringfront_upstream::exchange::{TryPeer, TryRecord};
 use ringfront_upstream::Topology;
@@ -612,6 +612,50 @@ fn escape_from(out: &mut Vec<u8>, from: usize) {
             out.extend_from_slice(format!("\\x{b:02X}").as_bytes());
         } else {
             out.push(b);
+        }
+    }
+}
+
+/// An access-log line's template, values escaped as `log_format ... escape=` says (nginx's
+/// log module: with `default` a value not found is `-`, with `json` and `none` nothing).
+pub fn render_log(out: &mut Vec<u8>, t: &Template, v: &Vars<'_>, escape: LogEscape) {
+    if escape == LogEscape::Default {
+        return render(out, t, v, true);
+    }
+    for part in &t.parts {
+        match part {
+            TemplatePart::Literal(s) => out.extend_from_slice(s.as_bytes()),
+            TemplatePart::Var(var) => {
+                let mark = out.len();
+                push_var(out, var, v, false);
+                if escape == LogEscape::Json {
+                    escape_json_from(out, mark);
+                }
+            }
+        }
+    }
+}
+
+/// nginx's `ngx_escape_json` on `out[from..]`: `"` and `\` get a backslash, `\n` `\r` `\t`
+/// `\b` `\f` their letters, other controls `\u00XX`; bytes from 0x7f stay.
+fn escape_json_from(out: &mut Vec<u8>, from: usize) {
+    if !out[from..]
+        .iter()
+        .any(|&b| b < 0x20 || b == b'"' || b == b'\\')
+    {
+        return;
+    }
+    let raw = out.split_off(from);
+    for b in raw {
+        match b {
+            b'"' | b'\\' => out.extend_from_slice(&[b'\\', b]),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            0x0c => out.extend_from_slice(b"\\f"),
+            c if c < 0x20 => out.extend_from_slice(format!("\\u{c:04x}").as_bytes()),
+            c => out.push(c),
         }
     }
 }
