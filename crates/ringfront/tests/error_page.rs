@@ -306,11 +306,7 @@ fn error_pages_match_nginx() {
     let nginx = answers(np, &b);
     let ours = answers(rp, &b);
     drop((n, r));
-    for (i, (a, x)) in nginx.iter().zip(&ours).enumerate() {
-        let mark = if a == x { " " } else { "!" };
-        println!("{mark} {:?}\n  nginx: {a:?}\n     rf: {x:?}", REQUESTS[i]);
-    }
-    assert_eq!(ours, nginx);
+    common::assert_same("error_page", &nginx, &ours);
     // The oracle exercised the cases.
     let has = |want: &str| nginx.iter().any(|a| a.contains(want));
     for want in [

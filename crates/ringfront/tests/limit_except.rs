@@ -145,11 +145,7 @@ fn limit_except_matches_nginx() {
     let nginx = answers(np, &one, &two);
     let ours = answers(rp, &one, &two);
     drop((n, r));
-    for (i, (a, x)) in nginx.iter().zip(&ours).enumerate() {
-        let mark = if a == x { " " } else { "!" };
-        println!("{mark} {:?}\n  nginx: {a:?}\n     rf: {x:?}", REQUESTS[i]);
-    }
-    assert_eq!(ours, nginx);
+    common::assert_same("limit_except", &nginx, &ours);
     let has = |want: &str| nginx.iter().any(|a| a.contains(want));
     for want in [
         "403 [] []",

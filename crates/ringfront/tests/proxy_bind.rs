@@ -87,11 +87,7 @@ fn proxy_bind_matches_nginx() {
     let (nginx, rf, np, rp) = common::nginx_and_ringfront(|p| config(p, common::port()));
     let n = answers(np);
     let r = answers(rp);
-    for (i, (a, x)) in n.iter().zip(&r).enumerate() {
-        let mark = if a == x { " " } else { "!" };
-        println!("{mark} {:?}\n  nginx: {a:?}\n     rf: {x:?}", PATHS.get(i));
-    }
-    assert_eq!(r, n);
+    common::assert_same("proxy_bind", &n, &r);
     assert_eq!(
         n,
         [

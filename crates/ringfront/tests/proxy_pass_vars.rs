@@ -111,11 +111,7 @@ fn proxy_pass_with_variables_matches_nginx() {
     let (nginx, rf, np, rp) = common::nginx_and_ringfront(|p| config(p, p1, p2));
     let n = answers(np, &b1, &b2, &requests);
     let r = answers(rp, &b1, &b2, &requests);
-    for (i, (a, x)) in n.iter().zip(&r).enumerate() {
-        let mark = if a == x { " " } else { "!" };
-        println!("{mark} {}\n  nginx: {a:?}\n     rf: {x:?}", requests[i]);
-    }
-    assert_eq!(r, n);
+    common::assert_same("proxy_pass_vars", &n, &r);
     // The oracle exercised the cases.
     for want in [
         "200 b1 /v/a?to=u&k=1 host=u",

@@ -151,11 +151,7 @@ fn locations_are_made_as_nginx_makes_them() {
     let nginx = answers(np, &b);
     let ours = answers(rp, &b);
     drop((n, r));
-    for (i, (a, x)) in nginx.iter().zip(&ours).enumerate() {
-        let mark = if a == x { " " } else { "!" };
-        println!("{mark} {:?}\n  nginx: {a:?}\n     rf: {x:?}", REQUESTS[i]);
-    }
-    assert_eq!(ours, nginx);
+    common::assert_same("redirects", &nginx, &ours);
     let has = |want: &str| nginx.iter().any(|a| a.contains(want));
     for want in [
         "301 http://on:PORT/auto/?a=b",

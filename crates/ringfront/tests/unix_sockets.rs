@@ -116,11 +116,7 @@ fn unix_socket_upstreams_match_nginx() {
     let (_n, rf, np, rp) = common::nginx_and_ringfront(|p| config(p, &sock));
     let n = answers(np, &sock);
     let r = answers(rp, &sock);
-    for (a, x) in n.iter().zip(&r) {
-        let mark = if a == x { " " } else { "!" };
-        println!("{mark} nginx: {a:?}\n     rf: {x:?}");
-    }
-    assert_eq!(r, n);
+    common::assert_same("unix_sockets", &n, &r);
     // nginx's words for the refused socket, the URL naming it as nginx does.
     let line = "connect() failed (2: No such file or directory) while connecting to upstream";
     let url = "upstream: \"http://unix:/nonexistent/ringfront.sock:/var?b=unix:/nonexistent/ringfront.sock\"";
