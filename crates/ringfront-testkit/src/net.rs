@@ -3,27 +3,38 @@
 //! since unroutable addresses are intercepted on the test machines).
 
 use std::io;
-use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::Duration;
 
-use socket2::{Domain, Socket, Type};
+use socket2::Socket;
 
 /// A port on 127.0.0.1 that was free a moment ago (bind port 0, read it, close), and that
 /// this process has not handed out before: the kernel may give a just-closed port to the
 /// next `bind(0)`, and two tests running in parallel with the same port would both listen
 /// on it (ringfront and nginx bind with `SO_REUSEPORT`) and share each other's connections.
 pub fn free_port() -> u16 {
+    let listener = fresh_listener();
+    listener.local_addr().expect("local_addr").port()
+}
+
+/// A listener on a kernel-chosen 127.0.0.1 port that no other test of this process was given
+/// by [`free_port`] or holds through this function: a test's own listeners (backends) must not
+/// take a port that was handed out for a proxy still starting or for a peer kept dead.
+pub fn fresh_listener() -> TcpListener {
     static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    // Ports refused here stay bound until one is accepted, so bind(0) cannot return them
+    // again in this loop.
+    let mut refused = Vec::new();
     loop {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("bind 127.0.0.1:0")
-            .port();
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        let port = listener.local_addr().expect("local_addr").port();
         let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
         if !given.contains(&port) {
             given.push(port);
-            return port;
+            return listener;
         }
+        drop(given);
+        refused.push(listener);
     }
 }
 
@@ -43,9 +54,8 @@ impl FullBacklogListener {
     /// Binds, fills the queue and checks that a further connect really hangs; panics if the
     /// kernel does not behave that way.
     pub fn start() -> FullBacklogListener {
-        let listener = Socket::new(Domain::IPV4, Type::STREAM, None).expect("socket");
-        let bind_addr = SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0);
-        listener.bind(&bind_addr.into()).expect("bind 127.0.0.1:0");
+        // listen() again on a listening socket sets its backlog anew (Linux).
+        let listener = Socket::from(fresh_listener());
         listener.listen(0).expect("listen");
         let addr = listener
             .local_addr()

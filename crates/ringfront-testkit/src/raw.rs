@@ -3,7 +3,7 @@
 //! connection, counting accepted connections and requests.
 
 use std::io::{Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
+use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -43,7 +43,7 @@ pub struct RawBackend {
 
 impl RawBackend {
     pub fn start(reply: &[u8], after: After) -> RawBackend {
-        let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let l = crate::net::fresh_listener();
         let port = l.local_addr().unwrap().port();
         let shared = Arc::new(RawShared {
             reply: reply.to_vec(),

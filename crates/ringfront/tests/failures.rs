@@ -162,7 +162,7 @@ fn stale_pooled_upstream_connection_is_replaced() {
     // A backend that answers with a reusable (keep-alive) response, then closes the
     // connection behind ringfront's back, as servers do when their idle timeout fires.
     use std::io::{Read, Write};
-    let lst = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let lst = ringfront_testkit::fresh_listener();
     let up = lst.local_addr().unwrap();
     let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let count = accepted.clone();
@@ -246,7 +246,7 @@ fn oversized_request_line_and_header_line() {
 #[test]
 fn unsolicited_101_is_an_invalid_header() {
     use std::io::{Read, Write};
-    let lst = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let lst = ringfront_testkit::fresh_listener();
     let up = lst.local_addr().unwrap();
     std::thread::spawn(move || {
         if let Ok((mut s, _)) = lst.accept() {

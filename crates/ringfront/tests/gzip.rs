@@ -419,7 +419,7 @@ fn gzip_matches_nginx() {
 
 /// A backend that ends every body by closing (no length, not chunked), to any version.
 fn close_delimited_backend(body: Vec<u8>) -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let listener = ringfront_testkit::fresh_listener();
     let port = listener.local_addr().expect("addr").port();
     std::thread::spawn(move || {
         for conn in listener.incoming() {

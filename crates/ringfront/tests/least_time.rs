@@ -12,7 +12,7 @@ use ringfront_testkit::{http, Backend, Ringfront};
 
 /// A backend that takes 80 ms to answer every request.
 fn slow_backend() -> u16 {
-    let lst = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let lst = ringfront_testkit::fresh_listener();
     let port = lst.local_addr().unwrap().port();
     std::thread::spawn(move || {
         for s in lst.incoming() {

@@ -6,7 +6,6 @@
 mod common;
 
 use std::io::{BufRead, BufReader, Write};
-use std::net::TcpListener;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
@@ -23,7 +22,7 @@ document.getElementById('out').textContent = 'got ' + t + ' over ' + location.pr
 
 /// A backend answering `/` with the page and `/data` with `from-backend`, keep-alive.
 fn page_backend() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let l = ringfront_testkit::fresh_listener();
     let port = l.local_addr().unwrap().port();
     std::thread::spawn(move || {
         for s in l.incoming().flatten() {

@@ -8,7 +8,7 @@ mod common;
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -32,7 +32,7 @@ struct CountingBackend {
 
 impl CountingBackend {
     fn start(idle_close: Option<Duration>) -> CountingBackend {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let l = ringfront_testkit::fresh_listener();
         let port = l.local_addr().unwrap().port();
         let seen = Arc::new(Mutex::new(Seen::default()));
         let s = seen.clone();

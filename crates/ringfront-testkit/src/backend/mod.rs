@@ -118,7 +118,7 @@ struct State {
 impl Backend {
     /// Starts a backend on a kernel-chosen port; returns once it is listening.
     pub fn start() -> Backend {
-        Backend::bind(0)
+        Backend::serve(crate::net::fresh_listener())
     }
 
     /// Starts a backend on `port`; panics when the port cannot be bound.
@@ -129,6 +129,10 @@ impl Backend {
     fn bind(port: u16) -> Backend {
         let listener = TcpListener::bind(("127.0.0.1", port))
             .unwrap_or_else(|e| panic!("backend: cannot bind 127.0.0.1:{port}: {e}"));
+        Backend::serve(listener)
+    }
+
+    fn serve(listener: TcpListener) -> Backend {
         let port = listener.local_addr().expect("local_addr").port();
         let shared = Arc::new(Shared {
             port,

@@ -236,11 +236,11 @@ impl<'a> Run<'a> {
             .push(format!("counts {label}: {}", parts.join(" ")));
     }
 
-    /// Records the lines of the access log at [`access_log_path`] (waiting up to 5 s for
+    /// Records the lines of the access log at [`access_log_path`] (waiting up to 15 s for
     /// `n` of them: ringfront writes from a log thread), each as `log: LINE`, and removes it.
     pub fn access_log(&mut self, n: usize) {
         let path = access_log_path(self.port);
-        let deadline = Instant::now() + Duration::from_secs(5);
+        let deadline = Instant::now() + Duration::from_secs(15);
         let text = loop {
             let text = std::fs::read_to_string(&path).unwrap_or_default();
             if text.lines().count() >= n || Instant::now() >= deadline {
