@@ -81,14 +81,16 @@ pub(crate) fn apply(
         }
         "keepalive_timeout" => {
             let timeout = msec(d, arg)?;
-            if d.args.len() == 2 {
-                // The `Keep-Alive: timeout=N` header value: checked, not sent (ringfront
-                // sends no Keep-Alive header, which HTTP/1.1 clients do not need).
-                sec(d, d.arg(1))?;
-            }
             set_once(&mut level.keepalive_timeout, timeout, d)?;
+            if d.args.len() == 2 {
+                level.keepalive_header = Some(sec(d, d.arg(1))?.as_secs());
+            }
         }
         "keepalive_requests" => set_once(&mut level.keepalive_requests, number(d, arg)?, d)?,
+        "keepalive_disable" => {
+            let set = level.keepalive_disable.unwrap_or_default();
+            level.keepalive_disable = Some(keepalive_disable(d, set)?);
+        }
         "keepalive_time" => set_once(&mut level.keepalive_time, msec(d, arg)?, d)?,
         "client_max_body_size" => set_once(&mut level.client_max_body_size, size(d, arg)?, d)?,
         "client_header_timeout" => set_once(&mut level.client_header_timeout, msec(d, arg)?, d)?,
@@ -286,4 +288,21 @@ fn next_upstream(level: &mut Level, d: &Directive) -> Result<(), ConfigError> {
         *flags = NextUpstream { off: true, ..none };
     }
     Ok(())
+}
+
+/// `keepalive_disable none | msie6 | safari ...` added to `set` (nginx's bitmask slot: the
+/// directive adds up within a level, an unknown value is an error).
+fn keepalive_disable(
+    d: &Directive,
+    mut set: crate::model::KeepaliveDisable,
+) -> Result<crate::model::KeepaliveDisable, ConfigError> {
+    for arg in &d.args {
+        match arg.as_str() {
+            "none" => {}
+            "msie6" => set.msie6 = true,
+            "safari" => set.safari = true,
+            other => return Err(err(d, format!("invalid value \"{other}\""))),
+        }
+    }
+    Ok(set)
 }

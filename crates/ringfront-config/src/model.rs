@@ -878,6 +878,9 @@ pub struct LocationSettings {
     pub keepalive_requests: u64,
     /// `keepalive_time` (default 1h): no request starts on a client connection older than this.
     pub keepalive_time: Duration,
+    /// Seconds for `Keep-Alive: timeout=N` on kept responses; 0: no such field (default).
+    pub keepalive_header: u64,
+    pub keepalive_disable: KeepaliveDisable,
     /// Bytes; 0 = unlimited. Default 1m.
     pub client_max_body_size: u64,
     pub client_header_timeout: Duration,
@@ -916,4 +919,20 @@ pub struct LocationSettings {
     /// What is done to the upstream response's fields (`proxy_hide_header`,
     /// `proxy_redirect`, `proxy_cookie_*`, ...).
     pub proxy_headers: crate::proxy_headers_model::ProxyHeaders,
+}
+
+/// `keepalive_disable`: the browsers whose requests close the connection (nginx's
+/// bitmask; default `msie6`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct KeepaliveDisable {
+    /// Old MSIE, for POST requests only.
+    pub msie6: bool,
+    pub safari: bool,
+}
+
+impl KeepaliveDisable {
+    pub const MSIE6: KeepaliveDisable = KeepaliveDisable {
+        msie6: true,
+        safari: false,
+    };
 }

@@ -63,6 +63,9 @@ pub(crate) struct Level {
     pub keepalive_timeout: Option<Duration>,
     pub keepalive_requests: Option<u64>,
     pub keepalive_time: Option<Duration>,
+    /// `keepalive_timeout`'s second argument: `Keep-Alive: timeout=N` (merged on its own).
+    pub keepalive_header: Option<u64>,
+    pub keepalive_disable: Option<crate::model::KeepaliveDisable>,
     pub client_max_body_size: Option<u64>,
     pub client_header_timeout: Option<Duration>,
     pub client_body_timeout: Option<Duration>,
@@ -120,6 +123,8 @@ impl Default for LocationSettings {
             keepalive_timeout: Duration::from_secs(75),
             keepalive_requests: 1000,
             keepalive_time: Duration::from_secs(3600),
+            keepalive_header: 0,
+            keepalive_disable: crate::model::KeepaliveDisable::MSIE6,
             client_max_body_size: 1 << 20,
             client_header_timeout: MINUTE,
             client_body_timeout: MINUTE,
@@ -195,6 +200,8 @@ impl Level {
             keepalive_timeout: pick(&self.keepalive_timeout, &outer.keepalive_timeout),
             keepalive_requests: pick(&self.keepalive_requests, &outer.keepalive_requests),
             keepalive_time: pick(&self.keepalive_time, &outer.keepalive_time),
+            keepalive_header: pick(&self.keepalive_header, &outer.keepalive_header),
+            keepalive_disable: pick(&self.keepalive_disable, &outer.keepalive_disable),
             client_max_body_size: pick(&self.client_max_body_size, &outer.client_max_body_size),
             client_header_timeout: pick(&self.client_header_timeout, &outer.client_header_timeout),
             client_body_timeout: pick(&self.client_body_timeout, &outer.client_body_timeout),
@@ -271,6 +278,8 @@ impl Level {
             keepalive_timeout: self.keepalive_timeout.unwrap_or(d.keepalive_timeout),
             keepalive_requests: self.keepalive_requests.unwrap_or(d.keepalive_requests),
             keepalive_time: self.keepalive_time.unwrap_or(d.keepalive_time),
+            keepalive_header: self.keepalive_header.unwrap_or(d.keepalive_header),
+            keepalive_disable: self.keepalive_disable.unwrap_or(d.keepalive_disable),
             client_max_body_size: self.client_max_body_size.unwrap_or(d.client_max_body_size),
             client_header_timeout: self
                 .client_header_timeout

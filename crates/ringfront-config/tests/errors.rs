@@ -875,3 +875,15 @@ fn limit_except_as_nginx_reads_it() {
         "\"limit_except\" directive is not allowed here in F:4"
     );
 }
+
+#[test]
+fn keepalive_browsers_and_header() {
+    assert_eq!(
+        h("keepalive_disable msie6 opera;"),
+        "invalid value \"opera\" in F:3"
+    );
+    assert_eq!(
+        h("keepalive_timeout 10 x;"),
+        "\"keepalive_timeout\" directive invalid value in F:3"
+    );
+}

@@ -133,7 +133,7 @@ fn request_ok(g: &Gzip, req: &Request<'_>) -> bool {
     if !ae.starts_with(b"gzip,") && !accepts_gzip(ae) {
         return false;
     }
-    if g.disable_msie6 && req.user_agent.is_some_and(is_msie6) {
+    if g.disable_msie6 && req.user_agent.is_some_and(crate::user_agent::is_msie6) {
         return false;
     }
     req.minor_version >= g.http_version_minor
@@ -247,27 +247,6 @@ fn quantity(q: &[u8]) -> u32 {
     } else {
         sum
     }
-}
-
-/// nginx's `r->headers_in.msie6`: `MSIE 4.`, `MSIE 5.`, or `MSIE 6.` without `SV1`
-/// after it, unless the agent also says `Opera`.
-fn is_msie6(ua: &[u8]) -> bool {
-    let Some(at) = find(ua, b"MSIE ") else {
-        return false;
-    };
-    if at + 7 >= ua.len() || ua[at + 6] != b'.' {
-        return false;
-    }
-    let old = match ua[at + 5] {
-        b'4' | b'5' => true,
-        b'6' => find(&ua[at + 8..], b"SV1").is_none(),
-        _ => false,
-    };
-    old && find(ua, b"Opera").is_none()
-}
-
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
 }
 
 fn find_ci(hay: &[u8], needle: &[u8]) -> Option<usize> {

@@ -72,6 +72,7 @@ mod unix_listen;
 mod upstream;
 mod upstream_request;
 mod upstream_tls;
+mod user_agent;
 mod vars;
 mod vars_cookie;
 mod vars_response;

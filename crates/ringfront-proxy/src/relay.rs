@@ -466,7 +466,7 @@ fn encode_head(
         h.header(b"Transfer-Encoding", b"chunked");
     }
     if !upgrade {
-        h.header(b"Connection", if keep { b"keep-alive" } else { b"close" });
+        decor.connection(&mut h, keep);
     }
     decor.last(&mut h, status);
     if let Some(g) = gz {

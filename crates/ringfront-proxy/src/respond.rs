@@ -171,14 +171,7 @@ fn write_head(out: &mut Vec<u8>, a: &Answer<'_>, status: u16, f: &Fields<'_>) {
     if f.chunked {
         h.header(b"Transfer-Encoding", b"chunked");
     }
-    h.header(
-        b"Connection",
-        if a.keep_alive {
-            b"keep-alive"
-        } else {
-            b"close"
-        },
-    );
+    a.decor.connection(&mut h, a.keep_alive);
     for v in a.authenticate {
         h.header(b"WWW-Authenticate", v);
     }

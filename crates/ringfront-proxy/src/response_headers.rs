@@ -66,6 +66,8 @@ pub struct Decor<'a> {
     proxy_host: &'a str,
     /// The scheme of that upstream is https (for `$proxy_port`).
     proxy_tls: bool,
+    /// `keepalive_timeout`'s header seconds (0: no `Keep-Alive` field).
+    keepalive_header: u64,
 }
 
 impl<'a> Decor<'a> {
@@ -87,6 +89,24 @@ impl<'a> Decor<'a> {
             proxy: &settings.proxy_headers,
             proxy_host: "",
             proxy_tls: false,
+            keepalive_header: settings.keepalive_header,
+        }
+    }
+
+    /// `Connection: keep-alive` (with nginx's `Keep-Alive: timeout=N` when configured) or
+    /// `Connection: close`.
+    pub fn connection(&self, h: &mut HeadWriter<'_>, keep: bool) {
+        if !keep {
+            h.header(b"Connection", b"close");
+            return;
+        }
+        h.header(b"Connection", b"keep-alive");
+        let secs = self.keepalive_header;
+        if secs > 0 {
+            h.header_with(b"Keep-Alive", |out| {
+                out.extend_from_slice(b"timeout=");
+                ringfront_http::push_decimal(out, secs);
+            });
         }
     }
 

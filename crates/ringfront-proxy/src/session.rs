@@ -361,8 +361,15 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
     };
     let s = &loc.settings;
     let age_ms = crate::clock::now_ms().saturating_sub(opened_ms);
-    let keep_alive =
-        head.keep_alive && refuse.is_none() && !w.stopping() && keeps_alive(s, requests, age_ms);
+    let keep_alive = head.keep_alive
+        && refuse.is_none()
+        && !w.stopping()
+        && keeps_alive(s, requests, age_ms)
+        && !crate::user_agent::keepalive_disabled(
+            s.keepalive_disable,
+            head.method.get(&buf),
+            head.header(&buf, "user-agent"),
+        );
     let log = |level, msg: std::fmt::Arguments<'_>, buf: &[u8]| {
         let ctx = log_context(buf, &head, client, server_name, None);
         w.log(&snap, level, conn_id, format_args!("{msg}{ctx}"));
