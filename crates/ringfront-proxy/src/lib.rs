@@ -8,6 +8,7 @@ mod bind;
 mod body;
 mod build_error;
 mod check_rt;
+mod client_gone;
 mod clock;
 mod cookie_rewrite;
 mod date;

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use monoio::buf::IoBuf;
 use monoio::buf::IoBufMut;
-use monoio::io::{AsyncReadRent, AsyncWriteRent, AsyncWriteRentExt};
+use monoio::io::{AsyncReadRent, AsyncWriteRentExt};
 
 use ringfront_config::SizeValue;
 
@@ -13,9 +13,10 @@ use crate::io::{read_more, write_all, IoFail};
 use crate::rate_limit::{Allow, Pacer};
 use crate::req::Cx;
 
-/// `write_all`, paced by `pacer` when there is one; `limit` bounds each piece's write.
-pub async fn write_paced<S: AsyncWriteRent>(
-    s: &mut S,
+/// `write_all`, paced by `pacer` when there is one; `limit` bounds each piece's write. A
+/// client that closes during a wait ends it (client_gone.rs).
+pub async fn write_paced(
+    s: &mut crate::stream::ClientStream,
     buf: Vec<u8>,
     limit: Duration,
     pacer: Option<&mut Pacer>,
@@ -29,7 +30,10 @@ pub async fn write_paced<S: AsyncWriteRent>(
         let now = crate::clock::now_ms();
         let n = match pacer.allow(now) {
             Allow::Wait(ms) => {
-                monoio::time::sleep(Duration::from_millis(ms)).await;
+                let wait = Duration::from_millis(ms);
+                if crate::client_gone::sleep_unless_gone(s, wait).await {
+                    return (Err(IoFail::Io(crate::client_gone::gone())), buf);
+                }
                 continue;
             }
             Allow::Send(n) => usize::try_from(n).unwrap_or(usize::MAX),
