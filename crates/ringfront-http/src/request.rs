@@ -149,9 +149,17 @@ impl RequestHead {
         let mut connection = ConnectionTokens::default();
         let mut upgrade_header = false;
         let mut expect_continue = false;
+        let mut unique_seen = 0u16;
         for h in &self.headers {
             let name = h.name.get(buf);
             let value = h.value.get(buf);
+            let bit = unique_bit(name);
+            if bit != 0 {
+                if unique_seen & bit != 0 {
+                    return Err(BadRequest("client sent duplicate header line"));
+                }
+                unique_seen |= bit;
+            }
             if name.eq_ignore_ascii_case(b"content-length") {
                 // RFC 9110 8.6 lets a recipient reject repeated Content-Length; nginx 1.22
                 // refuses any repeat ("client sent duplicate header line"), identical or not.
@@ -292,6 +300,29 @@ fn version_error(buf: &[u8]) -> RequestError {
         Some((5..=7, digit)) if digit.is_ascii_digit() => RequestError::VersionNotSupported,
         Some(_) => RequestError::BadRequest("invalid HTTP version"),
     }
+}
+
+/// The fields nginx 1.22 takes once (`ngx_http_process_unique_header_line`, besides `Host`,
+/// `Content-Length` and `Transfer-Encoding`, checked with their values): a repeat is a 400.
+/// One bit each; 0 for any other name (sorted out by length first, as this runs per field).
+fn unique_bit(name: &[u8]) -> u16 {
+    const UNIQUE: [&[u8]; 8] = [
+        b"if-modified-since",
+        b"if-unmodified-since",
+        b"if-match",
+        b"if-none-match",
+        b"content-range",
+        b"if-range",
+        b"expect",
+        b"authorization",
+    ];
+    if !matches!(name.len(), 6 | 8 | 13 | 17 | 19) {
+        return 0;
+    }
+    UNIQUE
+        .iter()
+        .position(|u| name.eq_ignore_ascii_case(u))
+        .map_or(0, |i| 1 << i)
 }
 
 #[cfg(test)]

@@ -404,3 +404,31 @@ fn garbage_never_panics() {
         let _ = head.parse(&buf);
     }
 }
+
+#[test]
+fn fields_nginx_takes_once() {
+    for name in [
+        "If-Modified-Since",
+        "If-Unmodified-Since",
+        "If-Match",
+        "If-None-Match",
+        "Content-Range",
+        "If-Range",
+        "Expect",
+        "Authorization",
+    ] {
+        let raw = format!(
+            "GET / HTTP/1.1\r\nHost: a\r\n{name}: x\r\n{}: x\r\n\r\n",
+            name.to_lowercase()
+        );
+        assert_eq!(
+            err(raw.as_bytes()),
+            RequestError::BadRequest("client sent duplicate header line"),
+            "{name}"
+        );
+        let once = format!("GET / HTTP/1.1\r\nHost: a\r\n{name}: x\r\nX-Other: y\r\n\r\n");
+        ok(once.as_bytes());
+    }
+    // Others repeat freely.
+    ok(b"GET / HTTP/1.1\r\nHost: a\r\nAccept: a\r\nAccept: b\r\nUser-Agent: a\r\nUser-Agent: b\r\n\r\n");
+}

@@ -75,6 +75,7 @@ mod upstream_request;
 mod upstream_tls;
 mod user_agent;
 mod vars;
+mod vars_auth;
 mod vars_cookie;
 mod vars_response;
 mod vars_tls;

@@ -383,7 +383,6 @@ pub fn push_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, dash: bool) {
         }
         Variable::RemoteAddr => push_addr(out, v.client),
         Variable::RemotePort => push_port(out, v.client),
-        Variable::RemoteUser => out.extend_from_slice(empty),
         Variable::ServerAddr => push_server_addr(out, v),
         Variable::ServerPort => push_port(out, v.local),
         Variable::ServerName => out.extend_from_slice(v.server_name.as_bytes()),
@@ -511,6 +510,10 @@ pub fn push_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, dash: bool) {
             }
         }
         Variable::Hostname => out.extend_from_slice(crate::request_id::hostname().as_bytes()),
+        Variable::RemoteUser => {
+            let user = header_named(v, "authorization").and_then(crate::vars_auth::remote_user);
+            out.extend_from_slice(user.as_deref().unwrap_or(empty));
+        }
         // A unix client: nginx's bytes of its unnamed `sockaddr_un`, the family alone.
         Variable::BinaryRemoteAddr if is_unix(v.client) => {
             out.extend_from_slice(&(libc::AF_UNIX as libc::sa_family_t).to_ne_bytes());
