@@ -33,6 +33,9 @@ pub struct RwState {
     pub quoted: bool,
     /// The rewritten arguments; `None`: the request's own, `Some(empty)`: none.
     pub args: Option<Vec<u8>>,
+    /// nginx's parser refused the request's URI (its 400): `$uri` and `$args` start empty
+    /// and `$request_uri` is never set.
+    pub refused_uri: bool,
     /// `Variable::User(i)`'s value; `None` until something sets it.
     pub vars: Vec<Option<Vec<u8>>>,
     /// `set $limit_rate`'s size: this request's `limit_rate` instead of the location's.

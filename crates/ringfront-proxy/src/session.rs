@@ -314,21 +314,29 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
     _busy.head_read();
     requests += 1;
     let start = Instant::now();
-    let chosen = crate::dispatch::server(&snap, candidates, &buf, &head)?;
-    let server_name = chosen.0.primary_name.as_str();
     let mut rw = match snap.rewriting {
         true => RwState::new(&snap.variables),
         false => RwState::default(),
     };
-    if own_uri(&buf, &head, &mut rw).is_err() {
-        reject(&mut stream, 400, &default.fallback.settings).await;
-        return None;
+    // A URI nginx's parser refuses is its 400 from the listen's default server (nginx
+    // checks it before reading the fields that choose one), logged with an empty `$uri`.
+    let bad_uri = own_uri(&buf, &head, &mut rw).is_err();
+    if bad_uri {
+        rw.uri = Some(String::new());
+        rw.args = Some(Vec::new());
+        rw.refused_uri = true;
     }
+    let chosen = match bad_uri {
+        true => (default, None),
+        false => crate::dispatch::server(&snap, candidates, &buf, &head)?,
+    };
+    let server_name = chosen.0.primary_name.as_str();
+    let refusal = refuse.or(bad_uri.then_some(400));
     let request_id = match snap.uses.request_id {
         true => crate::request_id::draw(),
         false => [0; 16],
     };
-    let (loc, outcome) = if refuse.is_some() {
+    let (loc, outcome) = if refusal.is_some() {
         // nginx refuses (497, 495, 496) before any location: the server's settings and
         // error pages answer.
         (&chosen.0.fallback, Outcome::Continue)
@@ -362,7 +370,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
     let s = &loc.settings;
     let age_ms = crate::clock::now_ms().saturating_sub(opened_ms);
     let keep_alive = head.keep_alive
-        && refuse.is_none()
+        && refusal.is_none()
         && !w.stopping()
         && keeps_alive(s, requests, age_ms)
         && !crate::user_agent::keepalive_disabled(
@@ -374,7 +382,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         let ctx = log_context(buf, &head, client, server_name, None);
         w.log(&snap, level, conn_id, format_args!("{msg}{ctx}"));
     };
-    let denied = refuse.is_none()
+    let denied = refusal.is_none()
         && matches!(outcome, Outcome::Continue)
         && crate::dispatch::denied(loc, client);
     if denied {
@@ -388,7 +396,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
     // none. An unread body would be taken for the next request: answer (with the
     // location's error_page) and close.
     let mut unread = denied && !matches!(head.framing, ringfront_http::BodyFraming::None);
-    let mut refused = refuse.or(denied.then_some(403));
+    let mut refused = refusal.or(denied.then_some(403));
     let (body, consumed) = if refused.is_some() {
         (Vec::new(), head_len)
     } else {
@@ -404,7 +412,10 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         }
     };
     let keep_alive = keep_alive && !unread;
-    let path = request_path(&buf, &head);
+    let path = match bad_uri {
+        true => Cow::Borrowed(""),
+        false => request_path(&buf, &head),
+    };
     // `$request_body` reads a copy: the body itself goes to the upstream.
     let kept_body = match snap.uses.request_body && !s.client_body_in_file_only {
         true => body.clone(),

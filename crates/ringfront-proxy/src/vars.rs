@@ -403,6 +403,7 @@ pub fn push_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, dash: bool) {
             Some(rw) if rw.error.get => out.extend_from_slice(b"GET"),
             _ => out.extend_from_slice(v.head.method.get(v.buf)),
         },
+        Variable::RequestUri if v.rw.is_some_and(|r| r.refused_uri) => out.extend_from_slice(empty),
         Variable::RequestUri => out.extend_from_slice(origin_path(target)),
         Variable::Uri => out.extend_from_slice(path),
         Variable::Args => out.extend_from_slice(args.unwrap_or(empty)),
