@@ -399,3 +399,31 @@ http {
     let hosts: Vec<&str> = snap.groups.iter().map(|g| g.proxy_host.as_str()).collect();
     assert_eq!(hosts, ["127.0.0.1", "127.0.0.1:8443", "127.0.0.2"]);
 }
+
+/// `proxy_ssl_session_reuse on` (the default): a second connection with the same settings
+/// resumes the first one's session.
+#[test]
+fn a_second_connection_resumes_the_session() {
+    on_both(|| async {
+        let c = certs("resume");
+        let (addr, _) = tls_backend(c.server.clone(), Some(Duration::ZERO));
+        let hs = handshake(&settings(None), "127.0.0.1");
+        let pool = RefCell::new(Pool::new(1));
+        let kinds = {
+            let mut kinds = Vec::new();
+            for _ in 0..2 {
+                let conn = get(&pool, &target(addr, &hs, SECOND)).await;
+                let crate::stream::Stream::Tls(t) = &conn.stream else {
+                    panic!("not TLS")
+                };
+                kinds.push(t.conn().handshake_kind());
+            }
+            kinds
+        };
+        use ringfront_tls::rustls::HandshakeKind;
+        assert_eq!(
+            kinds,
+            [Some(HandshakeKind::Full), Some(HandshakeKind::Resumed)]
+        );
+    });
+}
