@@ -22,6 +22,7 @@ impl Budget {
         self.0.fetch_add(cost, Ordering::AcqRel);
     }
 
+    #[cfg(test)]
     pub fn left(&self) -> u64 {
         self.0.load(Ordering::Acquire)
     }
