@@ -61,6 +61,7 @@ pub(crate) fn build(
     let main = main_block(&tree, &env)?;
     let raw = main.http.unwrap_or_else(HttpRaw::empty);
     let zones = raw.zones.clone();
+    let limit_zones = raw.limit_zones.clone();
     let http = finish_http(raw, &env)?;
     // nginx checks these after the whole configuration was read, without a place, and the
     // shared memory zones last.
@@ -68,6 +69,7 @@ pub(crate) fn build(
         return Err(ConfigError::new("no \"events\" section in configuration"));
     }
     check_zones(&zones)?;
+    crate::limits::check_sizes(&limit_zones)?;
     Ok(Config {
         path: path.to_path_buf(),
         main: main.conf,

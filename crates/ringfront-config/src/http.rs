@@ -35,6 +35,8 @@ pub(crate) struct HttpRaw {
     /// Some template uses `$1`..`$9`.
     pub captures: bool,
     pub uses: crate::template::Uses,
+    /// `limit_req_zone` / `limit_conn_zone` zones (limits.rs).
+    pub limit_zones: Vec<crate::limits_model::LimitZone>,
 }
 
 impl HttpRaw {
@@ -53,6 +55,7 @@ impl HttpRaw {
             variable_set: Vec::new(),
             captures: false,
             uses: crate::template::Uses::default(),
+            limit_zones: Vec::new(),
         }
     }
 }
@@ -72,6 +75,7 @@ pub(crate) fn http_block(d: &Directive, env: &Env<'_>) -> Result<HttpRaw, Config
     let _vars = crate::template::with_custom(custom);
     crate::template::take_captures_used();
     crate::template::take_uses();
+    crate::limits::begin();
     for_each(d.children(), HTTP, |c| {
         match c.name.as_str() {
             "map" => http.maps.push(crate::map::map_block(c)?),
@@ -121,5 +125,7 @@ pub(crate) fn http_block(d: &Directive, env: &Env<'_>) -> Result<HttpRaw, Config
     })?;
     http.captures = crate::template::take_captures_used();
     http.uses = crate::template::take_uses();
+    let upstream_zones: Vec<String> = http.zones.iter().map(|z| z.name.clone()).collect();
+    http.limit_zones = crate::limits::take(&upstream_zones)?;
     Ok(http)
 }

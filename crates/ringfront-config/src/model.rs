@@ -88,6 +88,8 @@ pub struct HttpConf {
     pub captures: bool,
     /// What templates read that costs to keep (the body, response heads).
     pub uses: crate::template::Uses,
+    /// `limit_req_zone` / `limit_conn_zone`; `ReqLimit::zone` and `ConnLimit::zone` index it.
+    pub limit_zones: Vec<crate::limits_model::LimitZone>,
 }
 
 #[derive(Debug, Clone)]
@@ -474,6 +476,10 @@ pub enum Variable {
     IsArgs,
     /// `$limit_rate`: the rate `set $limit_rate` gave this request, else 0.
     LimitRate,
+    /// `$limit_req_status`: PASSED, DELAYED, REJECTED, DELAYED_DRY_RUN, REJECTED_DRY_RUN.
+    LimitReqStatus,
+    /// `$limit_conn_status`: PASSED, REJECTED, REJECTED_DRY_RUN.
+    LimitConnStatus,
     /// `$arg_NAME`
     Arg(String),
     Request,
@@ -892,6 +898,8 @@ pub struct LocationSettings {
     pub limit_rate_after: SizeValue,
     /// `proxy_limit_rate` (default 0, no limit): bytes per second read from the upstream.
     pub proxy_limit_rate: u64,
+    /// `limit_req` / `limit_conn` and their settings.
+    pub limits: crate::limits_model::Limits,
     /// (number, size) default (4, 8k).
     pub large_client_header_buffers: (usize, usize),
     /// `allow` / `deny` in order; empty allows everyone.

@@ -452,6 +452,7 @@ pub(crate) fn finish_http(raw: HttpRaw, env: &Env<'_>) -> Result<HttpConf, Confi
         variable_set: raw.variable_set,
         captures: raw.captures,
         uses: raw.uses,
+        limit_zones: raw.limit_zones,
     })
 }
 

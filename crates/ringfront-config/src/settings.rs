@@ -84,6 +84,8 @@ pub(crate) struct Level {
     pub proxy_ssl: crate::ssl::ProxySslLevel,
     /// `gzip` and `gzip_*` (gzip.rs).
     pub gzip: crate::gzip::GzipLevel,
+    /// `limit_req*`, `limit_conn*` (limits.rs).
+    pub limits: crate::limits::LimitsLevel,
     /// `proxy_hide_header`, `proxy_redirect`, `proxy_cookie_*`... (proxy_headers.rs).
     pub proxy_headers: crate::proxy_headers::ProxyHeadersLevel,
 }
@@ -144,6 +146,7 @@ impl Default for LocationSettings {
             internal: false,
             proxy_ssl: Default::default(),
             gzip: None,
+            limits: Default::default(),
             proxy_headers: Default::default(),
         }
     }
@@ -224,6 +227,7 @@ impl Level {
             ssl: self.ssl.inherit(&outer.ssl),
             proxy_ssl: self.proxy_ssl.inherit(&outer.proxy_ssl),
             gzip: self.gzip.inherit(&outer.gzip),
+            limits: self.limits.inherit(&outer.limits),
             proxy_headers: self.proxy_headers.inherit(&outer.proxy_headers),
         }
     }
@@ -305,6 +309,7 @@ impl Level {
             internal: false,
             proxy_ssl,
             gzip: self.gzip.finish(),
+            limits: self.limits.finish(),
             proxy_headers: self.proxy_headers.finish(),
         })
     }

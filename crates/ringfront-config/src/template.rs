@@ -27,6 +27,8 @@ const NAMED: &[(&str, Variable)] = &[
     ("body_bytes_sent", Variable::BodyBytesSent),
     ("bytes_sent", Variable::BytesSent),
     ("limit_rate", Variable::LimitRate),
+    ("limit_req_status", Variable::LimitReqStatus),
+    ("limit_conn_status", Variable::LimitConnStatus),
     ("request_length", Variable::RequestLength),
     ("request_time", Variable::RequestTime),
     ("time_local", Variable::TimeLocal),

@@ -26,6 +26,7 @@ pub mod health;
 mod http_time;
 mod idle;
 mod io;
+mod limits;
 pub mod listen;
 mod listener;
 mod local;

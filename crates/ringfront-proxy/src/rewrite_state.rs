@@ -40,6 +40,9 @@ pub struct RwState {
     pub vars: Vec<Option<Vec<u8>>>,
     /// `set $limit_rate`'s size: this request's `limit_rate` instead of the location's.
     pub limit_rate: Option<u64>,
+    /// `$limit_req_status` and `$limit_conn_status` as nginx numbers them (0: unset).
+    pub limit_req: u8,
+    pub limit_conn: u8,
     /// A rewrite changed the URI (nginx's `r->internal`): `internal` locations may be
     /// chosen.
     pub internal: bool,
@@ -110,6 +113,8 @@ impl RwState {
             args: self.args.clone(),
             vars: self.vars.clone(),
             limit_rate: self.limit_rate,
+            limit_req: self.limit_req,
+            limit_conn: self.limit_conn,
             internal: self.internal,
             quoted: self.quoted,
             rebuild: self.rebuild,

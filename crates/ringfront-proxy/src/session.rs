@@ -336,35 +336,35 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         true => crate::request_id::draw(),
         false => [0; 16],
     };
+    let path = request_path(&buf, &head);
+    let pre = Req {
+        buf: &buf,
+        head: &head,
+        client,
+        local,
+        server_name,
+        conn_id,
+        conn_requests: requests,
+        start,
+        path: &path,
+        keep_alive: false,
+        head_only: false,
+        pipelined: &[],
+        tls: tls.as_deref(),
+        rw: None,
+        body: &[],
+        opened_ms,
+        stats: &w.shared.workers,
+        length: head_len as u64,
+        tries: &[],
+        id: request_id,
+        body_len: 0,
+    };
     let (loc, outcome) = if refusal.is_some() {
         // nginx refuses (497, 495, 496) before any location: the server's settings and
         // error pages answer.
         (&chosen.0.fallback, Outcome::Continue)
     } else {
-        let path = request_path(&buf, &head);
-        let pre = Req {
-            buf: &buf,
-            head: &head,
-            client,
-            local,
-            server_name,
-            conn_id,
-            conn_requests: requests,
-            start,
-            path: &path,
-            keep_alive: false,
-            head_only: false,
-            pipelined: &[],
-            tls: tls.as_deref(),
-            rw: None,
-            body: &[],
-            opened_ms,
-            stats: &w.shared.workers,
-            length: head_len as u64,
-            tries: &[],
-            id: request_id,
-            body_len: 0,
-        };
         crate::dispatch::location(w, &snap, chosen, &pre, &mut rw).await
     };
     let s = &loc.settings;
@@ -382,7 +382,29 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         let ctx = log_context(buf, &head, client, server_name, None);
         w.log(&snap, level, conn_id, format_args!("{msg}{ctx}"));
     };
+    // nginx's preaccess phase (limit_req, then limit_conn): after the rewrite phases,
+    // before allow/deny. The connection counts are held until the request ends.
+    let limits = &s.limits;
+    let preaccess = match refusal.is_none()
+        && matches!(outcome, Outcome::Continue)
+        && !(limits.req.is_empty() && limits.conn.is_empty())
+    {
+        true => {
+            let req = Req {
+                rw: Some(&rw),
+                ..pre
+            };
+            let log = |level, msg: std::fmt::Arguments<'_>| log(level, msg, &buf);
+            Box::pin(crate::limits::preaccess(w, &snap, limits, &req, &log)).await
+        }
+        false => crate::limits::Preaccess::default(),
+    };
+    rw.limit_req = preaccess.req_status;
+    rw.limit_conn = preaccess.conn_status;
+    let limited = preaccess.refuse;
+    let _held = preaccess.held;
     let denied = refusal.is_none()
+        && limited.is_none()
         && matches!(outcome, Outcome::Continue)
         && crate::dispatch::denied(loc, client);
     if denied {
@@ -395,8 +417,9 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
     // A denied request's body is not wanted (nor its 100-continue); without framing it has
     // none. An unread body would be taken for the next request: answer (with the
     // location's error_page) and close.
-    let mut unread = denied && !matches!(head.framing, ringfront_http::BodyFraming::None);
-    let mut refused = refusal.or(denied.then_some(403));
+    let mut unread =
+        (denied || limited.is_some()) && !matches!(head.framing, ringfront_http::BodyFraming::None);
+    let mut refused = refusal.or(limited).or(denied.then_some(403));
     let (body, consumed) = if refused.is_some() {
         (Vec::new(), head_len)
     } else {
@@ -453,7 +476,12 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         path: rw.uri.as_deref().unwrap_or(&path),
         // An index or try_files redirect changes the URI without rewrite directives, and a
         // decoded URI is not the target's.
-        rw: (snap.rewriting || rw.internal || rw.uri.is_some()).then_some(&rw),
+        rw: (snap.rewriting
+            || rw.internal
+            || rw.uri.is_some()
+            || rw.limit_req != 0
+            || rw.limit_conn != 0)
+            .then_some(&rw),
         ..own
     };
     let cx = Cx {

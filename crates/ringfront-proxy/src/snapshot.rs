@@ -183,6 +183,8 @@ pub struct Snapshot {
     pub maps: Vec<crate::map::MapRt>,
     pub splits: Vec<ringfront_config::SplitClients>,
     pub geos: Vec<ringfront_config::GeoBlock>,
+    /// `limit_req_zone` / `limit_conn_zone` zones, shared by every worker.
+    pub limit_zones: Vec<crate::limits::ZoneRt>,
     /// Set by [`Snapshot::adopt`]: which peer of the previous generation each peer continues.
     pub carried: Option<Carried>,
     pub error_logs: Vec<Sink>,
@@ -609,6 +611,7 @@ impl Snapshot {
             carried: None,
             splits: cfg.http.splits.clone(),
             geos: cfg.http.geos.clone(),
+            limit_zones: crate::limits::build(&cfg.http.limit_zones),
             maps: cfg
                 .http
                 .maps
@@ -673,6 +676,7 @@ impl Snapshot {
             }
         }
         self.board = Board::from_peers(peers);
+        crate::limits::adopt(&mut self.limit_zones, &old.limit_zones);
         self.carried = Some(Carried {
             generation: old.generation,
             from,

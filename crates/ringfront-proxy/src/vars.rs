@@ -438,6 +438,13 @@ pub fn push_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, dash: bool) {
         Variable::BodyBytesSent => push_num(out, v.body_bytes_sent),
         Variable::BytesSent => push_num(out, v.bytes_sent),
         Variable::LimitRate => push_num(out, v.rw.and_then(|rw| rw.limit_rate).unwrap_or(0)),
+        Variable::LimitReqStatus | Variable::LimitConnStatus => {
+            let text = v.rw.and_then(|rw| match var {
+                Variable::LimitReqStatus => crate::limits::req_status_text(rw.limit_req),
+                _ => crate::limits::conn_status_text(rw.limit_conn),
+            });
+            out.extend_from_slice(text.map_or(empty, str::as_bytes));
+        }
         Variable::RequestLength => push_num(out, v.request_length),
         Variable::RequestTime => push_secs(out, v.start.elapsed()),
         Variable::TimeLocal => out.extend_from_slice(clock::wall().time_local().as_bytes()),

@@ -171,13 +171,22 @@ fn version_flags_read_like_nginx() {
     assert_eq!(lines.next(), Some("TLS SNI support enabled"), "{text}");
     let args = lines.next().unwrap_or_default();
     assert!(args.starts_with("configure arguments: "), "{text}");
-    for m in ["charset", "limit_req", "fastcgi", "ssi"] {
+    for m in ["charset", "uwsgi", "fastcgi", "ssi"] {
         assert!(
             args.contains(&format!("--without-http_{m}_module")),
             "{m}: {text}"
         );
     }
-    for m in ["proxy", "map", "geo", "split_clients", "rewrite", "gzip"] {
+    for m in [
+        "proxy",
+        "map",
+        "geo",
+        "split_clients",
+        "rewrite",
+        "gzip",
+        "limit_req",
+        "limit_conn",
+    ] {
         assert!(!args.contains(&format!("--without-http_{m}_module")), "{m}");
     }
     assert!(args.contains("--with-http_stub_status_module"));

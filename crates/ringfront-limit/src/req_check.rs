@@ -1,0 +1,221 @@
+//! nginx's `ngx_http_limit_req_handler` over a location's limits: each limit is looked up
+//! in order; only the last is accounted at once, the others once every limit passed (so a
+//! later limit's rejection leaves the earlier ones as they were); the request waits for
+//! the longest delay any limit asks.
+
+use crate::req::{Lookup, ReqTable};
+
+/// One `limit_req` with this request's key (`None`: empty or too long, not accounted).
+pub struct Limit<'a> {
+    pub table: &'a ReqTable,
+    pub key: Option<&'a [u8]>,
+    /// `burst=` in milli-requests.
+    pub burst: u64,
+    /// `delay=` in milli-requests (`nodelay`: the largest).
+    pub delay: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// No limit had a key.
+    Declined,
+    Passed,
+    /// Wait `ms`; `excess` and `limit` (index) for nginx's "delaying request" line.
+    Delayed {
+        ms: u64,
+        excess: u64,
+        limit: usize,
+    },
+    /// Over `limit`'s burst (`excess` for the log line), or `excess` is `None` when no state
+    /// could be made (nginx logs no "limiting requests" line then).
+    Rejected {
+        excess: Option<u64>,
+        limit: usize,
+    },
+}
+
+/// Evaluates `limits` for one request at `now` (milliseconds).
+pub fn check(limits: &[Limit<'_>], now: u64) -> Verdict {
+    let mut pending: Vec<(usize, usize)> = Vec::new();
+    let mut last = None;
+    let mut passed = false;
+    for (n, l) in limits.iter().enumerate() {
+        let Some(key) = l.key else { continue };
+        match l.table.lookup(key, now, l.burst, n + 1 == limits.len()) {
+            Lookup::Busy(excess) => {
+                return Verdict::Rejected {
+                    excess: Some(excess),
+                    limit: n,
+                }
+            }
+            Lookup::Error => {
+                return Verdict::Rejected {
+                    excess: None,
+                    limit: n,
+                }
+            }
+            Lookup::Again(slot) => {
+                pending.push((n, slot));
+                passed = true;
+            }
+            Lookup::Ok(excess) => last = Some((n, excess)),
+        }
+    }
+    if !passed && last.is_none() {
+        return Verdict::Declined;
+    }
+    // nginx starts from the last limit's own delay (none when its key was empty), then
+    // accounts the earlier ones, keeping the longest.
+    let mut best = match last {
+        Some((n, excess)) => (
+            limits[n].table.rate.delay(excess, limits[n].delay),
+            excess,
+            n,
+        ),
+        None => (0, 0, limits.len() - 1),
+    };
+    for &(n, slot) in pending.iter().rev() {
+        let l = &limits[n];
+        let excess = l.table.account(slot, now);
+        let ms = l.table.rate.delay(excess, l.delay);
+        if ms > best.0 {
+            best = (ms, excess, n);
+        }
+    }
+    match best {
+        (0, _, _) => Verdict::Passed,
+        (ms, excess, limit) => Verdict::Delayed { ms, excess, limit },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rate::Rate;
+
+    fn limit<'a>(table: &'a ReqTable, key: &'a [u8], burst: u64, delay: u64) -> Limit<'a> {
+        Limit {
+            table,
+            key: Some(key),
+            burst: burst * 1000,
+            delay: delay * 1000,
+        }
+    }
+
+    #[test]
+    fn burst_delays_and_nodelay() {
+        let t = ReqTable::new(1 << 20, Rate(1000));
+        let one = [limit(&t, b"a", 2, 0)];
+        assert_eq!(check(&one, 10_000), Verdict::Passed);
+        assert_eq!(
+            check(&one, 10_000),
+            Verdict::Delayed {
+                ms: 1000,
+                excess: 1000,
+                limit: 0
+            }
+        );
+        assert_eq!(
+            check(&one, 10_000),
+            Verdict::Delayed {
+                ms: 2000,
+                excess: 2000,
+                limit: 0
+            }
+        );
+        assert_eq!(
+            check(&one, 10_000),
+            Verdict::Rejected {
+                excess: Some(3000),
+                limit: 0
+            }
+        );
+        let u = ReqTable::new(1 << 20, Rate(1000));
+        let nodelay = [limit(&u, b"a", 2, u64::MAX / 2000)];
+        for _ in 0..3 {
+            assert_eq!(check(&nodelay, 10_000), Verdict::Passed);
+        }
+        assert!(matches!(check(&nodelay, 10_000), Verdict::Rejected { .. }));
+        // delay=1: the first excess request passes, the next waits.
+        let v = ReqTable::new(1 << 20, Rate(1000));
+        let two_stage = [limit(&v, b"a", 3, 1)];
+        assert_eq!(check(&two_stage, 0), Verdict::Passed);
+        assert_eq!(check(&two_stage, 0), Verdict::Passed);
+        assert!(matches!(
+            check(&two_stage, 0),
+            Verdict::Delayed { ms: 1000, .. }
+        ));
+    }
+
+    #[test]
+    fn a_later_rejection_leaves_earlier_limits_unaccounted() {
+        let loose = ReqTable::new(1 << 20, Rate(1000));
+        let strict = ReqTable::new(1 << 20, Rate(1000));
+        let both = [limit(&loose, b"k", 10, 10), limit(&strict, b"k", 0, 0)];
+        assert_eq!(check(&both, 1_000), Verdict::Passed);
+        for _ in 0..5 {
+            assert_eq!(
+                check(&both, 1_000),
+                Verdict::Rejected {
+                    excess: Some(1000),
+                    limit: 1
+                }
+            );
+        }
+        // The loose zone counted only the first request.
+        let alone = [limit(&loose, b"k", 0, 0)];
+        assert_eq!(
+            check(&alone, 1_000),
+            Verdict::Rejected {
+                excess: Some(1000),
+                limit: 0
+            }
+        );
+    }
+
+    #[test]
+    fn the_longest_delay_wins() {
+        let fast = ReqTable::new(1 << 20, Rate(2000));
+        let slow = ReqTable::new(1 << 20, Rate(500));
+        let both = [limit(&slow, b"k", 5, 0), limit(&fast, b"k", 5, 0)];
+        assert_eq!(check(&both, 0), Verdict::Passed);
+        // slow: 1000 excess at 0.5 r/s = 2000 ms; fast: 1000 at 2 r/s = 500 ms.
+        assert_eq!(
+            check(&both, 0),
+            Verdict::Delayed {
+                ms: 2000,
+                excess: 1000,
+                limit: 0
+            }
+        );
+    }
+
+    #[test]
+    fn empty_keys_are_not_accounted() {
+        let t = ReqTable::new(1 << 20, Rate(1000));
+        let none = [Limit {
+            table: &t,
+            key: None,
+            burst: 0,
+            delay: 0,
+        }];
+        assert_eq!(check(&none, 0), Verdict::Declined);
+        assert!(t.is_empty());
+        // The last limit's key empty: the first is accounted after all.
+        let u = ReqTable::new(1 << 20, Rate(1000));
+        let first = [
+            limit(&u, b"k", 0, 0),
+            Limit {
+                table: &t,
+                key: None,
+                burst: 0,
+                delay: 0,
+            },
+        ];
+        assert_eq!(check(&first, 0), Verdict::Passed);
+        assert!(matches!(
+            check(&first, 0),
+            Verdict::Rejected { limit: 0, .. }
+        ));
+    }
+}
