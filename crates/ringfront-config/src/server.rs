@@ -43,7 +43,6 @@ const NOT_YET: &[&str] = &[
     "http2",
     "quic",
     "spdy",
-    "proxy_protocol",
     "accept_filter",
     "setfib",
 ];
@@ -70,12 +69,14 @@ fn listen(d: &Directive, host: &dyn Host) -> Result<Vec<ListenRaw>, ConfigError>
     let mut backlog = DEFAULT_BACKLOG;
     let mut sockopts = false;
     let mut ssl = false;
+    let mut proxy_protocol = false;
     let mut options = SocketOptions::default();
     for param in d.args.iter().skip(1) {
         let key = param.split_once('=').map_or(param.as_str(), |(k, _)| k);
         match param.as_str() {
             "default_server" | "default" => default_server = true,
             "ssl" => ssl = true,
+            "proxy_protocol" => proxy_protocol = true,
             "reuseport" => {
                 reuseport = true;
                 sockopts = true;
@@ -135,6 +136,7 @@ fn listen(d: &Directive, host: &dyn Host) -> Result<Vec<ListenRaw>, ConfigError>
                 backlog,
                 options,
                 ssl,
+                proxy_protocol,
                 unix: unix.clone(),
             },
             sockopts,
@@ -228,6 +230,7 @@ pub(crate) fn server_block(
         regex_location: false,
         location: false,
         alias_len: None,
+        host: env.host,
     };
     let mut settings = Level::default();
     let mut listens = Vec::new();
@@ -262,6 +265,7 @@ pub(crate) fn server_block(
                 backlog: DEFAULT_BACKLOG,
                 options: SocketOptions::default(),
                 ssl: false,
+                proxy_protocol: false,
                 unix: None,
             },
             sockopts: false,

@@ -81,6 +81,8 @@ pub(crate) struct Level {
     pub proxy_ssl: crate::ssl::ProxySslLevel,
     /// `gzip` and `gzip_*` (gzip.rs).
     pub gzip: crate::gzip::GzipLevel,
+    /// `set_real_ip_from`, `real_ip_header`, `real_ip_recursive` (realip.rs).
+    pub realip: crate::realip::RealIpLevel,
     /// `proxy_hide_header`, `proxy_redirect`, `proxy_cookie_*`... (proxy_headers.rs).
     pub proxy_headers: crate::proxy_headers::ProxyHeadersLevel,
 }
@@ -139,6 +141,7 @@ impl Default for LocationSettings {
             internal: false,
             proxy_ssl: Default::default(),
             gzip: None,
+            real_ip: None,
             proxy_headers: Default::default(),
         }
     }
@@ -217,6 +220,7 @@ impl Level {
             ssl: self.ssl.inherit(&outer.ssl),
             proxy_ssl: self.proxy_ssl.inherit(&outer.proxy_ssl),
             gzip: self.gzip.inherit(&outer.gzip),
+            realip: self.realip.inherit(&outer.realip),
             proxy_headers: self.proxy_headers.inherit(&outer.proxy_headers),
         }
     }
@@ -296,6 +300,7 @@ impl Level {
             internal: false,
             proxy_ssl,
             gzip: self.gzip.finish(),
+            real_ip: self.realip.finish(),
             proxy_headers: self.proxy_headers.finish(),
         })
     }

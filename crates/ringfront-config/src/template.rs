@@ -2,7 +2,7 @@
 //! [`Variable`]s with nginx's rules (`ngx_http_script_compile`): `$name` or `${name}`, names of
 //! `[A-Za-z0-9_]`, case-insensitive; an unknown name is an error (`unknown "foo" variable`).
 
-use crate::model::{SslVar, Template, TemplatePart, Variable};
+use crate::model::{ProxyProtocolVar, SslVar, Template, TemplatePart, Variable};
 
 /// Variables known by their whole (lower-cased) name.
 const NAMED: &[(&str, Variable)] = &[
@@ -64,6 +64,24 @@ const NAMED: &[(&str, Variable)] = &[
     ("request_id", Variable::RequestId),
     ("hostname", Variable::Hostname),
     ("binary_remote_addr", Variable::BinaryRemoteAddr),
+    (
+        "proxy_protocol_addr",
+        Variable::ProxyProtocol(ProxyProtocolVar::Addr),
+    ),
+    (
+        "proxy_protocol_port",
+        Variable::ProxyProtocol(ProxyProtocolVar::Port),
+    ),
+    (
+        "proxy_protocol_server_addr",
+        Variable::ProxyProtocol(ProxyProtocolVar::ServerAddr),
+    ),
+    (
+        "proxy_protocol_server_port",
+        Variable::ProxyProtocol(ProxyProtocolVar::ServerPort),
+    ),
+    ("realip_remote_addr", Variable::RealipRemoteAddr),
+    ("realip_remote_port", Variable::RealipRemotePort),
     ("upstream_cache_status", Variable::UpstreamCacheStatus),
     ("ssl_session_id", Variable::Ssl(SslVar::SessionId)),
     ("ssl_curve", Variable::Ssl(SslVar::Curve)),
@@ -190,6 +208,9 @@ pub fn variable(name: &str) -> Option<Variable> {
     if let Some((_, v)) = NAMED.iter().find(|(n, _)| *n == lower) {
         return Some(v.clone());
     }
+    if let Some(tlv) = lower.strip_prefix("proxy_protocol_tlv_") {
+        return proxy_protocol_tlv(tlv).map(Variable::ProxyProtocolTlv);
+    }
     let custom = CUSTOM.with(|m| {
         m.borrow()
             .iter()
@@ -204,6 +225,25 @@ pub fn variable(name: &str) -> Option<Variable> {
         let rest = lower.strip_prefix(prefix)?;
         Some(make(rest.to_string()))
     })
+}
+
+/// The TLV type `$proxy_protocol_tlv_NAME` names, as nginx 1.23.2+: `alpn`, `authority`,
+/// `unique_id`, `ssl`, `netns`, or `0xHH` (the SSL sub-TLVs are not read).
+fn proxy_protocol_tlv(name: &str) -> Option<u8> {
+    let named = [
+        ("alpn", 0x01),
+        ("authority", 0x02),
+        ("unique_id", 0x05),
+        ("ssl", 0x20),
+        ("netns", 0x30),
+    ];
+    if let Some((_, t)) = named.iter().find(|(n, _)| *n == name) {
+        return Some(*t);
+    }
+    let hex = name.strip_prefix("0x")?;
+    (!hex.is_empty() && hex.len() <= 2)
+        .then(|| u8::from_str_radix(hex, 16).ok())
+        .flatten()
 }
 
 fn is_name_byte(b: u8) -> bool {

@@ -134,6 +134,8 @@ pub struct Conn {
     /// Accepted on `listen unix:`: the listen's key (`ringfront_config::unix_addr`), its
     /// local address; the client's is then `UNIX_CLIENT`.
     pub(crate) unix: Option<SocketAddr>,
+    /// What the PROXY protocol header said (`listen ... proxy_protocol`).
+    pub(crate) proxy_protocol: Option<Box<ringfront_http::ProxyHeader>>,
 }
 
 /// Counts the connection in the worker's open connections for as long as it is open.
@@ -178,6 +180,7 @@ impl Conn {
             tls: None,
             refuse: None,
             unix,
+            proxy_protocol: None,
         }
     }
 
@@ -202,7 +205,18 @@ const LEAN_IDLE_ABOVE: usize = 64;
 #[allow(clippy::manual_async_fn)] // an `async fn` would store its argument twice
 pub fn serve(mut conn: Conn) -> impl std::future::Future<Output = ()> {
     async move {
-        if conn.open.0.snapshot().is_tls(conn.local()) {
+        let (tls, pp) = {
+            let snap = conn.open.0.snapshot();
+            let local = conn.local();
+            (snap.is_tls(local), snap.is_proxy_protocol(local))
+        };
+        if pp {
+            conn = match Box::pin(crate::proxy_protocol::read(conn, tls)).await {
+                Some(c) => c,
+                None => return,
+            };
+        }
+        if tls {
             conn = match Box::pin(crate::handshake::run(conn)).await {
                 Some(c) => c,
                 None => return,
@@ -282,6 +296,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         tls,
         refuse,
         unix,
+        proxy_protocol,
     } = conn;
     let w = &open.0;
     let (client, local) = match unix {
@@ -315,6 +330,12 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
     requests += 1;
     let start = Instant::now();
     let chosen = crate::dispatch::server(&snap, candidates, &buf, &head)?;
+    let pp = proxy_protocol.as_deref();
+    // realip's post-read run, with the server level's settings.
+    let mut real = crate::realip::Client::new(client);
+    if refuse.is_none() {
+        real.apply(chosen.0.fallback.settings.real_ip.as_ref(), &buf, &head, pp);
+    }
     let server_name = chosen.0.primary_name.as_str();
     let mut rw = match snap.rewriting {
         true => RwState::new(&snap.variables),
@@ -337,7 +358,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         let pre = Req {
             buf: &buf,
             head: &head,
-            client,
+            client: real.addr,
             local,
             server_name,
             conn_id,
@@ -356,10 +377,17 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
             tries: &[],
             id: request_id,
             body_len: 0,
+            proxy_protocol: pp,
+            realip_from: real.from,
         };
         crate::dispatch::location(w, &snap, chosen, &pre, &mut rw).await
     };
     let s = &loc.settings;
+    // realip's preaccess run, with the location's settings (once a location was reached).
+    if refuse.is_none() && matches!(outcome, Outcome::Continue) {
+        real.apply(s.real_ip.as_ref(), &buf, &head, pp);
+    }
+    let client = real.addr;
     let age_ms = crate::clock::now_ms().saturating_sub(opened_ms);
     let keep_alive =
         head.keep_alive && refuse.is_none() && !w.stopping() && keeps_alive(s, requests, age_ms);
@@ -430,6 +458,8 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         tries: &[],
         id: request_id,
         body_len: body.len() as u64,
+        proxy_protocol: pp,
+        realip_from: real.from,
     };
     let req = Req {
         path: rw.uri.as_deref().unwrap_or(&path),
@@ -480,6 +510,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         tls,
         refuse,
         unix,
+        proxy_protocol,
     })
 }
 
