@@ -551,12 +551,30 @@ pub enum Variable {
     ProxyPort,
     /// `$proxy_protocol_addr` and friends: the connection's PROXY protocol header.
     ProxyProtocol(ProxyProtocolVar),
-    /// `$proxy_protocol_tlv_NAME` (nginx 1.23.2+): a v2 TLV's value, by its type.
-    ProxyProtocolTlv(u8),
+    /// `$proxy_protocol_tlv_NAME` (nginx 1.23.2+): a v2 TLV's value.
+    ProxyProtocolTlv(ProxyProtocolTlv),
     /// `$realip_remote_addr`, `$realip_remote_port`: the connection's own address before
     /// the realip module replaced it.
     RealipRemoteAddr,
     RealipRemotePort,
+}
+
+/// What `$proxy_protocol_tlv_NAME` names, read as nginx's `ngx_proxy_protocol_get_tlv`:
+/// `ssl_...` looks inside the SSL TLV (0x20) after its 5-byte client/verify head.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProxyProtocolTlv {
+    pub in_ssl: bool,
+    pub kind: TlvKind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TlvKind {
+    /// A type by name (`alpn`, `ssl_cn`, ...) or by `0xHH` (any number of hex digits).
+    Type(u64),
+    /// `ssl_verify`: the SSL TLV's verify field, in decimal.
+    Verify,
+    /// A name nginx does not know, or bad hex: never found.
+    Unknown,
 }
 
 /// The four address variables of the PROXY protocol header.

@@ -209,7 +209,7 @@ pub fn variable(name: &str) -> Option<Variable> {
         return Some(v.clone());
     }
     if let Some(tlv) = lower.strip_prefix("proxy_protocol_tlv_") {
-        return proxy_protocol_tlv(tlv).map(Variable::ProxyProtocolTlv);
+        return Some(Variable::ProxyProtocolTlv(proxy_protocol_tlv(tlv)));
     }
     let custom = CUSTOM.with(|m| {
         m.borrow()
@@ -227,23 +227,47 @@ pub fn variable(name: &str) -> Option<Variable> {
     })
 }
 
-/// The TLV type `$proxy_protocol_tlv_NAME` names, as nginx 1.23.2+: `alpn`, `authority`,
-/// `unique_id`, `ssl`, `netns`, or `0xHH` (the SSL sub-TLVs are not read).
-fn proxy_protocol_tlv(name: &str) -> Option<u8> {
-    let named = [
-        ("alpn", 0x01),
-        ("authority", 0x02),
-        ("unique_id", 0x05),
-        ("ssl", 0x20),
-        ("netns", 0x30),
-    ];
-    if let Some((_, t)) = named.iter().find(|(n, _)| *n == name) {
-        return Some(*t);
-    }
-    let hex = name.strip_prefix("0x")?;
-    (!hex.is_empty() && hex.len() <= 2)
-        .then(|| u8::from_str_radix(hex, 16).ok())
-        .flatten()
+/// What `$proxy_protocol_tlv_NAME` names, as nginx 1.23.2+: `alpn`, `authority`,
+/// `unique_id`, `ssl`, `netns`, `0xHH`; `ssl_version`, `ssl_cn`, `ssl_cipher`, `ssl_sig_alg`,
+/// `ssl_key_alg`, `ssl_0xHH` inside the SSL TLV, and `ssl_verify`. nginx accepts any name
+/// and finds nothing for one it does not know.
+fn proxy_protocol_tlv(name: &str) -> crate::model::ProxyProtocolTlv {
+    use crate::model::TlvKind;
+    let (in_ssl, rest) = match name.strip_prefix("ssl_") {
+        Some(rest) => (true, rest),
+        None => (false, name),
+    };
+    let named: &[(&str, u64)] = if in_ssl {
+        &[
+            ("version", 0x21),
+            ("cn", 0x22),
+            ("cipher", 0x23),
+            ("sig_alg", 0x24),
+            ("key_alg", 0x25),
+        ]
+    } else {
+        &[
+            ("alpn", 0x01),
+            ("authority", 0x02),
+            ("unique_id", 0x05),
+            ("ssl", 0x20),
+            ("netns", 0x30),
+        ]
+    };
+    let kind = if in_ssl && rest == "verify" {
+        TlvKind::Verify
+    } else if let Some(hex) = rest.strip_prefix("0x") {
+        match u64::from_str_radix(hex, 16) {
+            Ok(t) if !hex.starts_with('+') => TlvKind::Type(t),
+            _ => TlvKind::Unknown,
+        }
+    } else {
+        named
+            .iter()
+            .find(|(n, _)| *n == rest)
+            .map_or(TlvKind::Unknown, |(_, t)| TlvKind::Type(*t))
+    };
+    crate::model::ProxyProtocolTlv { in_ssl, kind }
 }
 
 fn is_name_byte(b: u8) -> bool {

@@ -21,7 +21,7 @@ pub use error_page::{error_body, server_token, SERVER_NAME, SERVER_VERSION};
 pub use fields::{connection_lists, is_hop_by_hop, list_elements, trim_ows};
 pub use framing::{parse_content_length, BodyFraming, MAX_BODY_LENGTH};
 pub use host::{host_name, is_valid_host, origin_path, target_form, TargetForm};
-pub use proxy_protocol::{parse as parse_proxy_protocol, ProxyError, ProxyHeader};
+pub use proxy_protocol::{find_tlv, parse as parse_proxy_protocol, ProxyError, ProxyHeader};
 pub use request::{RequestError, RequestHead, MAX_HEADERS};
 pub use response::{ResponseError, ResponseHead};
 pub use span::{Header, Span};

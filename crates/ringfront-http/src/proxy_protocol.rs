@@ -172,17 +172,22 @@ impl ProxyHeader {
     /// The value of the first TLV of type `kind`; `None` when absent or when the TLVs are
     /// malformed before it.
     pub fn tlv(&self, kind: u8) -> Option<&[u8]> {
-        let mut rest = self.tlvs.as_slice();
-        while rest.len() >= 3 {
-            let len = usize::from(u16::from_be_bytes([rest[1], rest[2]]));
-            let value = rest.get(3..3 + len)?;
-            if rest[0] == kind {
-                return Some(value);
-            }
-            rest = &rest[3 + len..];
-        }
-        None
+        find_tlv(&self.tlvs, kind)
     }
+}
+
+/// The value of the first TLV of type `kind` in `tlvs` (the SSL TLV holds TLVs too).
+pub fn find_tlv(tlvs: &[u8], kind: u8) -> Option<&[u8]> {
+    let mut rest = tlvs;
+    while rest.len() >= 3 {
+        let len = usize::from(u16::from_be_bytes([rest[1], rest[2]]));
+        let value = rest.get(3..3 + len)?;
+        if rest[0] == kind {
+            return Some(value);
+        }
+        rest = &rest[3 + len..];
+    }
+    None
 }
 
 #[cfg(test)]

@@ -162,3 +162,36 @@ pub(crate) fn push_var(out: &mut Vec<u8>, pp: Option<&ProxyHeader>, var: PpVar, 
 }
 
 pub(crate) use ringfront_config::ProxyProtocolVar as PpVar;
+
+/// `$proxy_protocol_tlv_*`: the TLV's value; `empty` when there is none.
+pub(crate) fn push_tlv(
+    out: &mut Vec<u8>,
+    pp: Option<&ProxyHeader>,
+    t: ringfront_config::ProxyProtocolTlv,
+    empty: &[u8],
+) {
+    use ringfront_config::TlvKind;
+    let Some(h) = pp else {
+        out.extend_from_slice(empty);
+        return;
+    };
+    let kind = match t.kind {
+        TlvKind::Unknown => None,
+        TlvKind::Type(k) => u8::try_from(k).ok(),
+        TlvKind::Verify => {
+            match h.tlv(0x20).and_then(|ssl| ssl.get(1..5)) {
+                Some(v) => {
+                    let n = u32::from_be_bytes([v[0], v[1], v[2], v[3]]);
+                    ringfront_http::push_decimal(out, u64::from(n));
+                }
+                None => out.extend_from_slice(empty),
+            }
+            return;
+        }
+    };
+    let value = kind.and_then(|k| match t.in_ssl {
+        false => h.tlv(k),
+        true => h.tlv(0x20).and_then(|ssl| ringfront_http::find_tlv(ssl.get(5..)?, k)),
+    });
+    out.extend_from_slice(value.unwrap_or(empty));
+}

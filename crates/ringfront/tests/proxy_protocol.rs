@@ -291,3 +291,48 @@ fn a_header_before_the_tls_handshake_on_an_ssl_listen() {
     assert_eq!(n[0], "\"on|127.0.0.1|127.0.0.1\\n\" ok=true");
     assert!(n[1].ends_with("ok=false"), "{n:?}");
 }
+
+/// `$proxy_protocol_tlv_*` (nginx 1.23.2+, which 1.22 lacks: ringfront alone, with the
+/// values nginx-tests' proxy_protocol2_tlv.t expects): by name, by `0xHH`, inside the SSL
+/// TLV, `ssl_verify`, and nothing for a TLV that is absent or a name nginx does not know.
+#[test]
+fn tlv_variables_by_name_type_and_inside_ssl() {
+    let p = port();
+    let cfg = fill(
+        "worker_processes 1;
+events { worker_connections 64; }
+http {
+    access_log off;
+    server {
+        listen 127.0.0.1:{PORT} proxy_protocol;
+        location / {
+            return 200 \"$proxy_protocol_tlv_alpn|$proxy_protocol_tlv_0x02|$proxy_protocol_tlv_0x000ae|$proxy_protocol_tlv_ssl_verify|$proxy_protocol_tlv_ssl_cn|$proxy_protocol_tlv_ssl_0x21|$proxy_protocol_tlv_0x0f|$proxy_protocol_tlv_nope\\n\";
+        }
+    }
+}
+",
+        &[("PORT", p.to_string())],
+    );
+    let _rf = Ringfront::start(&cfg);
+    let tlv = |t: u8, v: &[u8]| {
+        let mut b = vec![t];
+        b.extend_from_slice(&(v.len() as u16).to_be_bytes());
+        b.extend_from_slice(v);
+        b
+    };
+    let mut ssl = vec![0x01, 0, 0, 0, 255];
+    ssl.extend(tlv(0x21, b"TLSv1.2"));
+    ssl.extend(tlv(0x22, b"example.com"));
+    let mut body = inet([192, 0, 2, 1], [192, 0, 2, 2], 1, 2);
+    body.extend(tlv(0x01, b"h2"));
+    body.extend(tlv(0x02, b"a.test"));
+    body.extend(tlv(0x20, &ssl));
+    body.extend(tlv(0xae, b"12345"));
+    let got = exchange(p, &with(v2(0x21, 0x11, &body), GET), None);
+    assert!(
+        got.contains("\\r\\n\\r\\nh2|a.test|12345|255|example.com|TLSv1.2||\\n"),
+        "{got}"
+    );
+    let got = exchange(p, format!("PROXY TCP4 1.1.1.1 2.2.2.2 1 2\r\n{GET}").as_bytes(), None);
+    assert!(got.contains("\\r\\n\\r\\n|||||||\\n"), "{got}");
+}
