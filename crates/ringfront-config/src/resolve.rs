@@ -393,7 +393,12 @@ fn check_listens(servers: &[ServerRaw]) -> Result<(), ConfigError> {
 fn proxy_protocol_addresses(servers: &mut [Server]) {
     let on: Vec<SocketAddr> = servers
         .iter()
-        .flat_map(|s| s.listens.iter().filter(|l| l.proxy_protocol).map(|l| l.addr))
+        .flat_map(|s| {
+            s.listens
+                .iter()
+                .filter(|l| l.proxy_protocol)
+                .map(|l| l.addr)
+        })
         .collect();
     for l in servers.iter_mut().flat_map(|s| s.listens.iter_mut()) {
         l.proxy_protocol |= on.contains(&l.addr);

@@ -39,13 +39,7 @@ pub(crate) struct ServerRaw {
 }
 
 /// Listen parameters that would change behaviour ringfront does not have yet.
-const NOT_YET: &[&str] = &[
-    "http2",
-    "quic",
-    "spdy",
-    "accept_filter",
-    "setfib",
-];
+const NOT_YET: &[&str] = &["http2", "quic", "spdy", "accept_filter", "setfib"];
 
 /// `listen ADDR[:PORT]|PORT [default_server] [reuseport] [backlog=N]`; one entry per
 /// address a host name resolves to.

@@ -103,9 +103,9 @@ fn v1_port(buf: &[u8], at: &mut usize, sep: u8) -> Option<u16> {
     if text.is_empty() || !text.iter().all(u8::is_ascii_digit) {
         return None;
     }
-    let n = text
-        .iter()
-        .try_fold(0u32, |n, &d| n.checked_mul(10)?.checked_add(u32::from(d - b'0')))?;
+    let n = text.iter().try_fold(0u32, |n, &d| {
+        n.checked_mul(10)?.checked_add(u32::from(d - b'0'))
+    })?;
     *at = start + len + 1;
     u16::try_from(n).ok()
 }
@@ -204,7 +204,12 @@ mod tests {
         assert_eq!(n, 40);
         let h = h.unwrap();
         assert_eq!(
-            (h.src_addr.as_str(), h.dst_addr.as_str(), h.src_port, h.dst_port),
+            (
+                h.src_addr.as_str(),
+                h.dst_addr.as_str(),
+                h.src_port,
+                h.dst_port
+            ),
             ("192.0.2.1", "192.0.2.2", 1234, 80)
         );
         let (_, h) = v1("PROXY TCP6 2001:DB8::1 ::2 0 65535\r\n").unwrap();

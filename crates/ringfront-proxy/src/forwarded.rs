@@ -100,7 +100,10 @@ fn parse_addr_port(text: &[u8]) -> Option<SocketAddr> {
     if !(1..=65535).contains(&port) {
         return None;
     }
-    Some(SocketAddr::new(host.parse().ok()?, u16::try_from(port).ok()?))
+    Some(SocketAddr::new(
+        host.parse().ok()?,
+        u16::try_from(port).ok()?,
+    ))
 }
 
 #[cfg(test)]

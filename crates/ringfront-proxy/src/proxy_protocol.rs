@@ -101,7 +101,11 @@ fn message(e: ProxyError, bytes: &[u8]) -> Option<String> {
 
 #[allow(unsafe_code)]
 /// Waits for bytes and peeks at up to `size` of them (none: the client closed).
-async fn peek(stream: &crate::stream::ClientStream, fd: RawFd, size: usize) -> std::io::Result<Vec<u8>> {
+async fn peek(
+    stream: &crate::stream::ClientStream,
+    fd: RawFd,
+    size: usize,
+) -> std::io::Result<Vec<u8>> {
     let mut buf = vec![0u8; size];
     loop {
         stream.socket_readable().await?;
@@ -191,7 +195,9 @@ pub(crate) fn push_tlv(
     };
     let value = kind.and_then(|k| match t.in_ssl {
         false => h.tlv(k),
-        true => h.tlv(0x20).and_then(|ssl| ringfront_http::find_tlv(ssl.get(5..)?, k)),
+        true => h
+            .tlv(0x20)
+            .and_then(|ssl| ringfront_http::find_tlv(ssl.get(5..)?, k)),
     });
     out.extend_from_slice(value.unwrap_or(empty));
 }

@@ -52,20 +52,12 @@ fn real(
     pp: Option<&ProxyHeader>,
 ) -> Option<SocketAddr> {
     let trusted = |ip| conf.from.iter().any(|t| t.contains(ip));
-    let named = |name: &str| -> Vec<&[u8]> {
-        head.headers
-            .iter()
-            .filter(|h| h.name.get(buf).eq_ignore_ascii_case(name.as_bytes()))
-            .map(|h| h.value.get(buf))
-            .collect()
-    };
-    let first = |name: &str| named(name).first().copied();
     let value = match &conf.header {
-        RealIpHeader::XRealIp => first("x-real-ip")?,
-        RealIpHeader::Other(name) => first(name)?,
+        RealIpHeader::XRealIp => fields(head, buf, "x-real-ip").next()?,
+        RealIpHeader::Other(name) => fields(head, buf, name).next()?,
         RealIpHeader::ProxyProtocol => pp?.src_addr.as_bytes(),
         RealIpHeader::XForwardedFor => {
-            let values = named("x-forwarded-for");
+            let values: Vec<&[u8]> = fields(head, buf, "x-forwarded-for").collect();
             if values.is_empty() {
                 return None;
             }
@@ -77,6 +69,21 @@ fn real(
         (RealIpHeader::ProxyProtocol, Some(pp)) => SocketAddr::new(real.ip(), pp.src_port),
         _ => real,
     })
+}
+
+/// The values of the request's fields named `name` (any case), in order.
+fn fields<'a, 'n>(
+    head: &'a RequestHead,
+    buf: &'a [u8],
+    name: &'n str,
+) -> impl Iterator<Item = &'a [u8]> + 'n
+where
+    'a: 'n,
+{
+    head.headers
+        .iter()
+        .filter(move |h| h.name.get(buf).eq_ignore_ascii_case(name.as_bytes()))
+        .map(move |h| h.value.get(buf))
 }
 
 #[cfg(test)]
@@ -104,23 +111,42 @@ mod tests {
     #[test]
     fn x_real_ip_from_a_trusted_address_only() {
         let c = conf(RealIpHeader::XRealIp, false);
-        let head = "GET / HTTP/1.1\r\nX-Real-IP: 192.0.2.1\r\nX-Real-IP: 192.0.2.2\r\n\r\n";
+        let head =
+            "GET / HTTP/1.1\r\nHost: a\r\nX-Real-IP: 192.0.2.1\r\nX-Real-IP: 192.0.2.2\r\n\r\n";
         let got = run(&c, "127.0.0.1:4000", head, None);
         assert_eq!(got.addr, "192.0.2.1:0".parse().unwrap());
         assert_eq!(got.from, "127.0.0.1:4000".parse().ok());
         let got = run(&c, "10.0.0.1:4000", head, None);
-        assert_eq!((got.addr, got.from), ("10.0.0.1:4000".parse().unwrap(), None));
+        assert_eq!(
+            (got.addr, got.from),
+            ("10.0.0.1:4000".parse().unwrap(), None)
+        );
     }
 
     #[test]
     fn forwarded_for_reads_every_field_and_other_names_the_first() {
-        let head = "GET / HTTP/1.1\r\nX-Forwarded-For: 192.0.2.1, 127.0.0.2\r\n\
+        let head = "GET / HTTP/1.1\r\nHost: a\r\nX-Forwarded-For: 192.0.2.1, 127.0.0.2\r\n\
                     X-Forwarded-For: 127.0.0.3\r\nMy: 192.0.2.7:81\r\n\r\n";
-        let got = run(&conf(RealIpHeader::XForwardedFor, false), "127.0.0.1:1", head, None);
+        let got = run(
+            &conf(RealIpHeader::XForwardedFor, false),
+            "127.0.0.1:1",
+            head,
+            None,
+        );
         assert_eq!(got.addr.ip().to_string(), "127.0.0.3");
-        let got = run(&conf(RealIpHeader::XForwardedFor, true), "127.0.0.1:1", head, None);
+        let got = run(
+            &conf(RealIpHeader::XForwardedFor, true),
+            "127.0.0.1:1",
+            head,
+            None,
+        );
         assert_eq!(got.addr.ip().to_string(), "192.0.2.1");
-        let got = run(&conf(RealIpHeader::Other("my".into()), false), "127.0.0.1:1", head, None);
+        let got = run(
+            &conf(RealIpHeader::Other("my".into()), false),
+            "127.0.0.1:1",
+            head,
+            None,
+        );
         assert_eq!(got.addr, "192.0.2.7:81".parse().unwrap());
     }
 
@@ -131,8 +157,13 @@ mod tests {
             src_port: 4321,
             ..Default::default()
         };
-        let head = "GET / HTTP/1.1\r\nX-Real-IP: 192.0.2.1\r\n\r\n";
-        let mut got = run(&conf(RealIpHeader::ProxyProtocol, false), "127.0.0.1:1", head, Some(&pp));
+        let head = "GET / HTTP/1.1\r\nHost: a\r\nX-Real-IP: 192.0.2.1\r\n\r\n";
+        let mut got = run(
+            &conf(RealIpHeader::ProxyProtocol, false),
+            "127.0.0.1:1",
+            head,
+            Some(&pp),
+        );
         assert_eq!(got.addr, "192.0.2.5:4321".parse().unwrap());
         let buf = head.as_bytes();
         let mut h = RequestHead::new();

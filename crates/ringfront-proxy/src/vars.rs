@@ -391,7 +391,9 @@ pub fn push_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, dash: bool) {
         Variable::ProxyProtocol(pv) => {
             crate::proxy_protocol::push_var(out, v.proxy_protocol, *pv, empty);
         }
-        Variable::ProxyProtocolTlv(t) => crate::proxy_protocol::push_tlv(out, v.proxy_protocol, *t, empty),
+        Variable::ProxyProtocolTlv(t) => {
+            crate::proxy_protocol::push_tlv(out, v.proxy_protocol, *t, empty)
+        }
         Variable::RealipRemoteAddr => push_addr(out, v.realip_from.unwrap_or(v.client)),
         Variable::RealipRemotePort => {
             let a = v.realip_from.unwrap_or(v.client);

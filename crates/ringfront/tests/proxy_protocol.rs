@@ -90,17 +90,35 @@ fn cases() -> Vec<(&'static str, Vec<u8>)> {
         ("v1 bad addr", v1("PROXY TCP4 192.0.2.x 192.0.2.2 1 2")),
         ("v1 bad port", v1("PROXY TCP4 192.0.2.1 192.0.2.2 1 65536")),
         ("v1 tcp5", v1("PROXY TCP5 192.0.2.1 192.0.2.2 1 2")),
-        ("v1 no lf", b"PROXY TCP4 192.0.2.1 192.0.2.2 1 2\rGET".to_vec()),
-        ("v1 truncated", b"PROXY TCP4 192.0.2.1 192.0.2.2 1234".to_vec()),
+        (
+            "v1 no lf",
+            b"PROXY TCP4 192.0.2.1 192.0.2.2 1 2\rGET".to_vec(),
+        ),
+        (
+            "v1 truncated",
+            b"PROXY TCP4 192.0.2.1 192.0.2.2 1234".to_vec(),
+        ),
         ("no header", GET.as_bytes().to_vec()),
         ("v2 inet tlvs", with(v2(0x21, 0x11, &tlvs), GET)),
         ("v2 inet6", with(v2(0x21, 0x21, &in6), GET)),
-        ("v2 local", with(v2(0x20, 0x11, &inet([1; 4], [2; 4], 1, 2)), GET)),
+        (
+            "v2 local",
+            with(v2(0x20, 0x11, &inet([1; 4], [2; 4], 1, 2)), GET),
+        ),
         ("v2 unix", with(v2(0x21, 0x31, &[0; 216]), GET)),
         ("v2 unspec", with(v2(0x21, 0x00, &[]), GET)),
-        ("v2 udp", with(v2(0x21, 0x12, &inet([1; 4], [2; 4], 1, 2)), GET)),
-        ("v2 version 3", with(v2(0x31, 0x11, &inet([1; 4], [2; 4], 1, 2)), GET)),
-        ("v2 too large", v2(0x21, 0x11, &inet([1; 4], [2; 4], 1, 2))[..20].to_vec()),
+        (
+            "v2 udp",
+            with(v2(0x21, 0x12, &inet([1; 4], [2; 4], 1, 2)), GET),
+        ),
+        (
+            "v2 version 3",
+            with(v2(0x31, 0x11, &inet([1; 4], [2; 4], 1, 2)), GET),
+        ),
+        (
+            "v2 too large",
+            v2(0x21, 0x11, &inet([1; 4], [2; 4], 1, 2))[..20].to_vec(),
+        ),
         ("v2 short inet", with(v2(0x21, 0x11, &[1, 2, 3, 4]), GET)),
         (
             "proxied",
@@ -130,7 +148,11 @@ fn exchange(port: u16, first: &[u8], then: Option<&[u8]>) -> String {
     let text: String = String::from_utf8_lossy(&out)
         .split_inclusive("\r\n")
         // Dates differ; the order of a proxied response's fields is not the subject here.
-        .filter(|l| !["Server:", "Date:", "X-Backend:"].iter().any(|h| l.starts_with(h)))
+        .filter(|l| {
+            !["Server:", "Date:", "X-Backend:"]
+                .iter()
+                .any(|h| l.starts_with(h))
+        })
         .collect();
     let answer = match text.is_empty() {
         true => "closed".to_string(),
@@ -186,7 +208,13 @@ fn session(port: u16, log: &Path, up: &Backend) -> Seen {
         .iter()
         .map(|r| {
             let h = |n| r.header(n).unwrap_or("-").to_string();
-            format!("{} {} | {} | {}", r.target, h("x-real-ip"), h("x-forwarded-for"), h("x-pp"))
+            format!(
+                "{} {} | {} | {}",
+                r.target,
+                h("x-real-ip"),
+                h("x-forwarded-for"),
+                h("x-pp")
+            )
         })
         .collect();
     // Requests answered: every case but the refused ones, plus split and keepalive (2).
@@ -226,11 +254,28 @@ fn headers_v1_and_v2_read_as_nginx_reads_them() {
     common::assert_same("backend", &n.backend, &r.backend);
     common::assert_same("access log", &n.log, &r.log);
     common::assert_same("error log", &n_err, &r_err);
-    assert!(n.answers[0].contains("127.0.0.1|192.0.2.1|1234|192.0.2.2|80"), "{:?}", n.answers);
+    assert!(
+        n.answers[0].contains("127.0.0.1|192.0.2.1|1234|192.0.2.2|80"),
+        "{:?}",
+        n.answers
+    );
     assert!(n.answers[6].contains("closed"), "{:?}", n.answers);
-    assert!(n.backend.len() == 1 && n.backend[0].contains("198.51.100.7:5555"), "{:?}", n.backend);
-    assert!(n_err.iter().any(|l| l.starts_with("broken header")), "{n_err:?}");
-    assert!(n.answers.iter().any(|a| a.starts_with("silent: closed ~1s")), "{:?}", n.answers);
+    assert!(
+        n.backend.len() == 1 && n.backend[0].contains("198.51.100.7:5555"),
+        "{:?}",
+        n.backend
+    );
+    assert!(
+        n_err.iter().any(|l| l.starts_with("broken header")),
+        "{n_err:?}"
+    );
+    assert!(
+        n.answers
+            .iter()
+            .any(|a| a.starts_with("silent: closed ~1s")),
+        "{:?}",
+        n.answers
+    );
 }
 
 const TLS_CONFIG: &str = "worker_processes 1;
@@ -333,6 +378,10 @@ http {
         got.contains("\\r\\n\\r\\nh2|a.test|12345|255|example.com|TLSv1.2||\\n"),
         "{got}"
     );
-    let got = exchange(p, format!("PROXY TCP4 1.1.1.1 2.2.2.2 1 2\r\n{GET}").as_bytes(), None);
+    let got = exchange(
+        p,
+        format!("PROXY TCP4 1.1.1.1 2.2.2.2 1 2\r\n{GET}").as_bytes(),
+        None,
+    );
     assert!(got.contains("\\r\\n\\r\\n|||||||\\n"), "{got}");
 }

@@ -99,19 +99,49 @@ const CASES: &[(&str, &[(&str, &str)])] = &[
     ("/", &[("X-Real-IP", "[2001:db8::5]:81")]),
     ("/", &[("X-Real-IP", "2001:db8::5")]),
     ("/", &[("X-Real-IP", "junk")]),
-    ("/", &[("X-Real-IP", "192.0.2.1"), ("X-Real-IP", "192.0.2.2")]),
+    (
+        "/",
+        &[("X-Real-IP", "192.0.2.1"), ("X-Real-IP", "192.0.2.2")],
+    ),
     ("/", &[]),
     ("/bin", &[("X-Real-IP", "192.0.2.1")]),
     ("/xff", &[("X-Forwarded-For", "203.0.113.1, 192.0.2.7")]),
-    ("/xff", &[("X-Forwarded-For", "203.0.113.1"), ("X-Forwarded-For", "192.0.2.8:99")]),
+    (
+        "/xff",
+        &[
+            ("X-Forwarded-For", "203.0.113.1"),
+            ("X-Forwarded-For", "192.0.2.8:99"),
+        ],
+    ),
     // The server level's X-Real-IP wins: post-read runs first.
-    ("/xff", &[("X-Forwarded-For", "203.0.113.1"), ("X-Real-IP", "192.0.2.9")]),
-    ("/xffr", &[("X-Forwarded-For", "203.0.113.1, 10.1.1.1, 10.2.2.2")]),
-    ("/xffr", &[("X-Forwarded-For", "203.0.113.1, 192.0.2.3, 10.2.2.2")]),
+    (
+        "/xff",
+        &[
+            ("X-Forwarded-For", "203.0.113.1"),
+            ("X-Real-IP", "192.0.2.9"),
+        ],
+    ),
+    (
+        "/xffr",
+        &[("X-Forwarded-For", "203.0.113.1, 10.1.1.1, 10.2.2.2")],
+    ),
+    (
+        "/xffr",
+        &[("X-Forwarded-For", "203.0.113.1, 192.0.2.3, 10.2.2.2")],
+    ),
     ("/xffr", &[("X-Forwarded-For", "10.3.3.3, 10.1.1.1")]),
     ("/xffr", &[("X-Forwarded-For", "junk, 10.1.1.1")]),
-    ("/xffr", &[("X-Forwarded-For", "198.51.100.4"), ("X-Forwarded-For", "10.5.5.5, 10.6.6.6")]),
-    ("/xffr", &[("X-Forwarded-For", "2001:db8::9, [2001:db8::1]:443")]),
+    (
+        "/xffr",
+        &[
+            ("X-Forwarded-For", "198.51.100.4"),
+            ("X-Forwarded-For", "10.5.5.5, 10.6.6.6"),
+        ],
+    ),
+    (
+        "/xffr",
+        &[("X-Forwarded-For", "2001:db8::9, [2001:db8::1]:443")],
+    ),
     ("/custom", &[("X-Client", "198.51.100.2:4444")]),
     ("/custom", &[("X-Real-IP", "198.51.100.3")]),
     ("/untrusted", &[("X-Client", "198.51.100.3")]),
@@ -162,7 +192,11 @@ fn ask(port: u16, path: &str, fields: &[(&str, &str)], b0: &Backend) -> String {
     h.extend_from_slice(fields);
     let r = c.request("GET", path, &h, b"");
     // nginx's own pages name the product: only answers of the location are compared.
-    let text = if r.status == 200 { r.text() } else { String::new() };
+    let text = if r.status == 200 {
+        r.text()
+    } else {
+        String::new()
+    };
     let body: String = text
         .bytes()
         .flat_map(|b| match b.is_ascii_graphic() || b == b' ' || b == b'\n' {
@@ -206,7 +240,10 @@ fn raw(stream: &mut impl ReadWrite, bytes: &[u8]) -> String {
     let mut out = Vec::new();
     let _ = stream.read_to_end(&mut out);
     let text = String::from_utf8_lossy(&out);
-    text.split("\r\n\r\n").nth(1).unwrap_or("closed").to_string()
+    text.split("\r\n\r\n")
+        .nth(1)
+        .unwrap_or("closed")
+        .to_string()
 }
 
 trait ReadWrite: Read + Write {}
@@ -221,7 +258,15 @@ fn session(s: &Setup, b: &[Backend]) -> Vec<String> {
         .map(|(path, f)| format!("{path} {f:?} -> {}", ask(s.port, path, f, &b[0])))
         .collect();
     b[0].reset_hits();
-    ask(s.port, "/up", &[("X-Real-IP", "192.0.2.44"), ("X-Forwarded-For", "203.0.113.4")], &b[0]);
+    ask(
+        s.port,
+        "/up",
+        &[
+            ("X-Real-IP", "192.0.2.44"),
+            ("X-Forwarded-For", "203.0.113.4"),
+        ],
+        &b[0],
+    );
     let up = b[0].requests();
     let last = up.last().expect("the proxied request");
     out.push(format!(
@@ -248,7 +293,10 @@ fn session(s: &Setup, b: &[Backend]) -> Vec<String> {
     let mut t = std::net::TcpStream::connect(("127.0.0.1", s.pp)).unwrap();
     out.push(raw(&mut t, b"PROXY UNKNOWN\r\nGET / HTTP/1.0\r\n\r\n"));
     let mut u = std::os::unix::net::UnixStream::connect(&s.sock).unwrap();
-    out.push(raw(&mut u, b"GET / HTTP/1.0\r\nX-Real-IP: 192.0.2.77:7\r\n\r\n"));
+    out.push(raw(
+        &mut u,
+        b"GET / HTTP/1.0\r\nX-Real-IP: 192.0.2.77:7\r\n\r\n",
+    ));
     out.extend(log_lines(&s.log, CASES.len() + 2 * IP_HASH.len() + 4));
     out.iter().map(|l| ephemeral(l)).collect()
 }
@@ -281,7 +329,11 @@ fn the_real_address_is_what_every_consumer_sees_as_in_nginx() {
     has("198.51.100.9|6000|127.0.0.1|198.51.100.9");
     has("192.0.2.77|7|unix:");
     has("backend saw X-Real-IP Some(\"192.0.2.44\") X-Forwarded-For Some(\"203.0.113.4, 192.0.2.44\")");
-    assert!(n.iter().any(|l| l.starts_with("/iph: ") && l.contains("b1") && l.contains("b2")), "{n:?}");
+    assert!(
+        n.iter()
+            .any(|l| l.starts_with("/iph: ") && l.contains("b1") && l.contains("b2")),
+        "{n:?}"
+    );
 }
 
 /// `nginx -t` and ringfront's loader refuse the same things with the same words.
@@ -302,11 +354,16 @@ fn configuration_errors_in_nginx_words() {
         let host = ringfront_config::OsHost;
         let path = Path::new("/c/x.conf");
         let err = ringfront_config::parse_str(&cfg, path, &host).unwrap_err();
-        assert_eq!(err.to_string(), format!("{want} in /c/x.conf:4"), "{directive}");
+        assert_eq!(
+            err.to_string(),
+            format!("{want} in /c/x.conf:4"),
+            "{directive}"
+        );
     }
     // `localhost` resolves: trusted as its addresses (nginx's realip_hostname.t).
     let cfg = "events {}\nhttp {\n server {\n  set_real_ip_from localhost;\n }\n}\n";
     assert!(Nginx::run_check(cfg).0.success());
-    let parsed = ringfront_config::parse_str(cfg, Path::new("/c/x.conf"), &ringfront_config::OsHost);
+    let parsed =
+        ringfront_config::parse_str(cfg, Path::new("/c/x.conf"), &ringfront_config::OsHost);
     assert!(parsed.is_ok(), "{parsed:?}");
 }
