@@ -84,6 +84,11 @@ pub async fn read(mut conn: Conn, tls: bool) -> Option<Conn> {
             if let Some(msg) = message(e, &peeked) {
                 log(LogLevel::Error, format_args!("{msg}"));
             }
+            // nginx read these bytes on a plain listen (its close is a FIN, not a reset);
+            // before TLS it had only peeked, as here.
+            if !tls {
+                let _ = take(fd, peeked.len());
+            }
             None
         }
     }
