@@ -136,6 +136,37 @@ mod tests {
     }
 
     #[test]
+    fn loaded_from_a_configuration_with_proxy_protocol_listens() {
+        let text = "events {}\nhttp {\n set_real_ip_from 10.0.0.0/8;\n \
+            server { listen 127.0.0.1:81 proxy_protocol; real_ip_header proxy_protocol;\n \
+            location /a { set_real_ip_from unix:; real_ip_recursive on; } location /b { } }\n \
+            server { listen 127.0.0.1:81; server_name x; }\n server { listen 127.0.0.1:82; }\n}\n";
+        let host = crate::MemoryHost::new();
+        let cfg = crate::parse_str(text, std::path::Path::new("/c/x.conf"), &host).unwrap();
+        let s = &cfg.http.servers;
+        // The flag belongs to the address, as nginx ORs it.
+        let pp: Vec<bool> = s.iter().map(|s| s.listens[0].proxy_protocol).collect();
+        assert_eq!(pp, [true, true, false]);
+        let server = s[0].settings.real_ip.as_ref().unwrap();
+        assert_eq!(server.header, RealIpHeader::ProxyProtocol);
+        let a = s[0].locations[0].settings.real_ip.as_ref().unwrap();
+        assert_eq!(
+            (a.from.as_slice(), a.recursive),
+            (&[Trusted::Unix][..], true)
+        );
+        assert_eq!(a.header, RealIpHeader::ProxyProtocol);
+        let b = s[0].locations[1].settings.real_ip.as_ref().unwrap();
+        assert_eq!(
+            b.from,
+            vec![Trusted::Net(Cidr::parse("10.0.0.0/8").unwrap())]
+        );
+        assert_eq!(
+            s[1].settings.real_ip.as_ref().unwrap().header,
+            RealIpHeader::XRealIp
+        );
+    }
+
+    #[test]
     fn merge_takes_each_setting_on_its_own() {
         let outer = RealIpLevel {
             from: Some(vec![Trusted::Unix]),

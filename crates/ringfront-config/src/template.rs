@@ -335,6 +335,31 @@ mod tests {
     }
 
     #[test]
+    fn proxy_protocol_tlv_names_as_nginx_reads_them() {
+        use crate::model::{ProxyProtocolTlv as T, TlvKind::*};
+        let tlv = |name: &str| match variable(&format!("proxy_protocol_tlv_{name}")) {
+            Some(Variable::ProxyProtocolTlv(t)) => t,
+            other => panic!("{name}: {other:?}"),
+        };
+        let top = |kind| T {
+            in_ssl: false,
+            kind,
+        };
+        let ssl = |kind| T { in_ssl: true, kind };
+        assert_eq!(tlv("alpn"), top(Type(1)));
+        assert_eq!(tlv("ssl"), top(Type(0x20)));
+        assert_eq!(tlv("0x000ae"), top(Type(0xae)));
+        assert_eq!(tlv("0x3"), top(Type(3)));
+        assert_eq!(tlv("ssl_cn"), ssl(Type(0x22)));
+        assert_eq!(tlv("ssl_0x21"), ssl(Type(0x21)));
+        assert_eq!(tlv("ssl_verify"), ssl(Verify));
+        assert_eq!(tlv("nope"), top(Unknown));
+        assert_eq!(tlv("0x"), top(Unknown));
+        assert_eq!(tlv("0xzz"), top(Unknown));
+        assert_eq!(tlv("ssl_alpn"), ssl(Unknown));
+    }
+
+    #[test]
     fn literals_and_variables() {
         assert_eq!(parts(""), vec![]);
         assert_eq!(parts("plain"), vec![Literal("plain".into())]);

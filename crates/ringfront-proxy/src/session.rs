@@ -207,8 +207,11 @@ pub fn serve(mut conn: Conn) -> impl std::future::Future<Output = ()> {
     async move {
         let (tls, pp) = {
             let snap = conn.open.0.snapshot();
-            let local = conn.local();
-            (snap.is_tls(local), snap.is_proxy_protocol(local))
+            let l = snap.listen_of(conn.local());
+            (
+                l.is_some_and(|l| l.ssl),
+                l.is_some_and(|l| l.proxy_protocol),
+            )
         };
         if pp {
             conn = match Box::pin(crate::proxy_protocol::read(conn, tls)).await {

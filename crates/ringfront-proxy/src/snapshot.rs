@@ -687,13 +687,8 @@ impl Snapshot {
         self.listen_of(local).is_some_and(|l| l.ssl)
     }
 
-    /// Whether connections to `local` start with a PROXY protocol header.
-    pub fn is_proxy_protocol(&self, local: SocketAddr) -> bool {
-        self.listen_of(local).is_some_and(|l| l.proxy_protocol)
-    }
-
     /// The `listen` a connection to `local` (the socket's own address) came through.
-    fn listen_of(&self, local: SocketAddr) -> Option<&ListenRt> {
+    pub fn listen_of(&self, local: SocketAddr) -> Option<&ListenRt> {
         let any = wildcard(local);
         self.listens
             .iter()
