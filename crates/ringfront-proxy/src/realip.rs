@@ -36,7 +36,11 @@ impl Client {
         if self.from.is_some() {
             return;
         }
-        if let Some(real) = real(conf, self.addr, buf, head, pp) {
+        // An address without a port in 100::/64 would read as a unix-domain client
+        // (`ringfront_config::unix_addr`): not taken.
+        let taken = real(conf, self.addr, buf, head, pp)
+            .filter(|a| !ringfront_config::unix_addr::is_unix(*a));
+        if let Some(real) = taken {
             self.from = Some(self.addr);
             self.addr = real;
         }
@@ -121,6 +125,10 @@ mod tests {
             (got.addr, got.from),
             ("10.0.0.1:4000".parse().unwrap(), None)
         );
+        // Not taken: it would read as a unix-domain client.
+        let head = "GET / HTTP/1.1\r\nHost: a\r\nX-Real-IP: 100::\r\n\r\n";
+        let got = run(&c, "127.0.0.1:4000", head, None);
+        assert_eq!(got.from, None);
     }
 
     #[test]
