@@ -319,6 +319,12 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
     let candidates = snap.servers_for(local);
     let default = candidates.first().and_then(|&i| snap.servers.get(i))?;
     let mut busy = None;
+    // The first request's head shares one timer from the accept with the PROXY protocol
+    // header and the TLS handshake before it, as nginx's.
+    let spent = match requests {
+        0 => crate::clock::now_ms().saturating_sub(opened_ms),
+        _ => 0,
+    };
     let head_len = read_head(
         w,
         &mut stream,
@@ -326,6 +332,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         &mut head,
         &default.fallback.settings,
         &mut busy,
+        std::time::Duration::from_millis(spent),
     )
     .await?;
     let mut _busy = busy.unwrap_or_else(|| Busy::new(w));
@@ -588,7 +595,8 @@ async fn first_bytes(
 }
 
 /// Reads until a whole head is in, within client_header_timeout (counted from accept on a
-/// fresh connection, from the first byte on a keepalive one, as nginx does), answering
+/// fresh connection: `spent` is gone already; from the first byte on a keepalive one, as
+/// nginx does), answering
 /// nginx's 400/414/494 to a bad or oversized head. The head's length, or `None` to close.
 /// The request counts as busy from its first byte.
 async fn read_head<'w>(
@@ -598,10 +606,11 @@ async fn read_head<'w>(
     head: &mut RequestHead,
     base: &ringfront_config::LocationSettings,
     busy: &mut Option<Busy<'w>>,
+    spent: std::time::Duration,
 ) -> Option<usize> {
     let (hdr_bufs, hdr_size) = base.large_client_header_buffers;
     let max_head = hdr_bufs.saturating_mul(hdr_size).max(1024);
-    let deadline = Instant::now() + base.client_header_timeout;
+    let deadline = Instant::now() + base.client_header_timeout.saturating_sub(spent);
     loop {
         if !buf.is_empty() {
             if busy.is_none() {
