@@ -26,6 +26,8 @@ pub(crate) struct Scope<'a> {
     /// The length of the location's prefix, which `alias` replaces (`None` outside a
     /// location and in a regex one).
     pub alias_len: Option<usize>,
+    /// The loader's resolver (`set_real_ip_from HOST`).
+    pub host: &'a dyn crate::host::Host,
 }
 
 /// Reads `d` into `level` if it is a location-level directive; `Ok(false)` if it is not one.
@@ -123,6 +125,7 @@ pub(crate) fn apply(
         _ if level.proxy_ssl.apply(d, scope.prefix)? => {}
         _ if level.gzip.apply(d)? => {}
         _ if level.limits.apply(d)? => {}
+        _ if level.realip.apply(d, scope.host)? => {}
         _ if crate::proxy_headers::apply(level, d)? => {}
         _ => return Ok(false),
     }

@@ -115,6 +115,7 @@ pub(crate) fn http_block(d: &Directive, env: &Env<'_>) -> Result<HttpRaw, Config
                     regex_location: false,
                     location: false,
                     alias_len: None,
+                    host: env.host,
                 };
                 if !apply(&mut http.settings, c, &scope)? {
                     return Err(unhandled(c));

@@ -191,6 +191,7 @@ pub(crate) fn location_block(
             | LocationMatch::Prefix(p)
             | LocationMatch::PrefixNoRegex(p) => Some(p.len()),
         },
+        host: env.host,
     };
     let mut settings = Box::<Level>::default();
     let mut locations = Vec::new();

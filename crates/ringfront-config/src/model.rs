@@ -357,6 +357,9 @@ pub struct Listen {
     pub options: SocketOptions,
     /// `listen ... ssl`: connections to this address speak TLS first.
     pub ssl: bool,
+    /// `listen ... proxy_protocol`: connections to this address start with a PROXY
+    /// protocol header (before the TLS handshake on an `ssl` one).
+    pub proxy_protocol: bool,
     /// `listen unix:PATH`: the socket's path; `addr` is then its key
     /// ([`crate::unix_addr::listen_key`]).
     pub unix: Option<std::path::PathBuf>,
@@ -552,6 +555,41 @@ pub enum Variable {
     UpstreamCacheStatus,
     /// `$proxy_port`: the port of `proxy_pass`'s address (80 or 443 when none is written).
     ProxyPort,
+    /// `$proxy_protocol_addr` and friends: the connection's PROXY protocol header.
+    ProxyProtocol(ProxyProtocolVar),
+    /// `$proxy_protocol_tlv_NAME` (nginx 1.23.2+): a v2 TLV's value.
+    ProxyProtocolTlv(ProxyProtocolTlv),
+    /// `$realip_remote_addr`, `$realip_remote_port`: the connection's own address before
+    /// the realip module replaced it.
+    RealipRemoteAddr,
+    RealipRemotePort,
+}
+
+/// What `$proxy_protocol_tlv_NAME` names, read as nginx's `ngx_proxy_protocol_get_tlv`:
+/// `ssl_...` looks inside the SSL TLV (0x20) after its 5-byte client/verify head.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProxyProtocolTlv {
+    pub in_ssl: bool,
+    pub kind: TlvKind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TlvKind {
+    /// A type by name (`alpn`, `ssl_cn`, ...) or by `0xHH` (any number of hex digits).
+    Type(u64),
+    /// `ssl_verify`: the SSL TLV's verify field, in decimal.
+    Verify,
+    /// A name nginx does not know, or bad hex: never found.
+    Unknown,
+}
+
+/// The four address variables of the PROXY protocol header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProxyProtocolVar {
+    Addr,
+    Port,
+    ServerAddr,
+    ServerPort,
 }
 
 /// The TLS variables read from the handshake's facts and the client certificate.
@@ -924,6 +962,8 @@ pub struct LocationSettings {
     pub proxy_ssl: crate::ssl_model::ProxySsl,
     /// `gzip on` and the `gzip_*` settings; `None` where gzip is off.
     pub gzip: Option<crate::gzip::Gzip>,
+    /// The realip module where `set_real_ip_from` is in effect.
+    pub real_ip: Option<crate::realip::RealIp>,
     /// What is done to the upstream response's fields (`proxy_hide_header`,
     /// `proxy_redirect`, `proxy_cookie_*`, ...).
     pub proxy_headers: crate::proxy_headers_model::ProxyHeaders,

@@ -388,6 +388,23 @@ fn check_listens(servers: &[ServerRaw]) -> Result<(), ConfigError> {
     Ok(())
 }
 
+/// `proxy_protocol` belongs to the address as `ssl` does (nginx ORs it over the address's
+/// `listen`s).
+fn proxy_protocol_addresses(servers: &mut [Server]) {
+    let on: Vec<SocketAddr> = servers
+        .iter()
+        .flat_map(|s| {
+            s.listens
+                .iter()
+                .filter(|l| l.proxy_protocol)
+                .map(|l| l.addr)
+        })
+        .collect();
+    for l in servers.iter_mut().flat_map(|s| s.listens.iter_mut()) {
+        l.proxy_protocol |= on.contains(&l.addr);
+    }
+}
+
 /// nginx's `ssl` flag belongs to the address: one `listen ... ssl` makes every server's
 /// connections to that address TLS. The address's default server must then have a
 /// certificate, or `ssl_reject_handshake on` (reported at its `server` line, as nginx).
@@ -396,6 +413,7 @@ fn tls_addresses(servers: &mut [Server]) -> Result<(), ConfigError> {
         .iter()
         .flat_map(|s| s.listens.iter().filter(|l| l.ssl).map(|l| l.addr))
         .collect();
+    proxy_protocol_addresses(servers);
     for addr in &tls {
         for l in servers.iter_mut().flat_map(|s| s.listens.iter_mut()) {
             l.ssl |= l.addr == *addr;

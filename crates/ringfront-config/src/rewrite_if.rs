@@ -57,6 +57,7 @@ pub(crate) fn if_block(
         regex_location: true,
         location: true,
         alias_len: scope.alias_len,
+        host: scope.host,
     };
     for c in d.children() {
         let name = c.name.as_str();

@@ -39,14 +39,7 @@ pub(crate) struct ServerRaw {
 }
 
 /// Listen parameters that would change behaviour ringfront does not have yet.
-const NOT_YET: &[&str] = &[
-    "http2",
-    "quic",
-    "spdy",
-    "proxy_protocol",
-    "accept_filter",
-    "setfib",
-];
+const NOT_YET: &[&str] = &["http2", "quic", "spdy", "accept_filter", "setfib"];
 
 /// `listen ADDR[:PORT]|PORT [default_server] [reuseport] [backlog=N]`; one entry per
 /// address a host name resolves to.
@@ -70,12 +63,14 @@ fn listen(d: &Directive, host: &dyn Host) -> Result<Vec<ListenRaw>, ConfigError>
     let mut backlog = DEFAULT_BACKLOG;
     let mut sockopts = false;
     let mut ssl = false;
+    let mut proxy_protocol = false;
     let mut options = SocketOptions::default();
     for param in d.args.iter().skip(1) {
         let key = param.split_once('=').map_or(param.as_str(), |(k, _)| k);
         match param.as_str() {
             "default_server" | "default" => default_server = true,
             "ssl" => ssl = true,
+            "proxy_protocol" => proxy_protocol = true,
             "reuseport" => {
                 reuseport = true;
                 sockopts = true;
@@ -135,6 +130,7 @@ fn listen(d: &Directive, host: &dyn Host) -> Result<Vec<ListenRaw>, ConfigError>
                 backlog,
                 options,
                 ssl,
+                proxy_protocol,
                 unix: unix.clone(),
             },
             sockopts,
@@ -228,6 +224,7 @@ pub(crate) fn server_block(
         regex_location: false,
         location: false,
         alias_len: None,
+        host: env.host,
     };
     let mut settings = Level::default();
     let mut listens = Vec::new();
@@ -262,6 +259,7 @@ pub(crate) fn server_block(
                 backlog: DEFAULT_BACKLOG,
                 options: SocketOptions::default(),
                 ssl: false,
+                proxy_protocol: false,
                 unix: None,
             },
             sockopts: false,

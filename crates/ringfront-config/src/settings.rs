@@ -86,6 +86,8 @@ pub(crate) struct Level {
     pub gzip: crate::gzip::GzipLevel,
     /// `limit_req*`, `limit_conn*` (limits.rs).
     pub limits: crate::limits::LimitsLevel,
+    /// `set_real_ip_from`, `real_ip_header`, `real_ip_recursive` (realip.rs).
+    pub realip: crate::realip::RealIpLevel,
     /// `proxy_hide_header`, `proxy_redirect`, `proxy_cookie_*`... (proxy_headers.rs).
     pub proxy_headers: crate::proxy_headers::ProxyHeadersLevel,
 }
@@ -147,6 +149,7 @@ impl Default for LocationSettings {
             proxy_ssl: Default::default(),
             gzip: None,
             limits: Default::default(),
+            real_ip: None,
             proxy_headers: Default::default(),
         }
     }
@@ -228,6 +231,7 @@ impl Level {
             proxy_ssl: self.proxy_ssl.inherit(&outer.proxy_ssl),
             gzip: self.gzip.inherit(&outer.gzip),
             limits: self.limits.inherit(&outer.limits),
+            realip: self.realip.inherit(&outer.realip),
             proxy_headers: self.proxy_headers.inherit(&outer.proxy_headers),
         }
     }
@@ -310,6 +314,7 @@ impl Level {
             proxy_ssl,
             gzip: self.gzip.finish(),
             limits: self.limits.finish(),
+            real_ip: self.realip.finish(),
             proxy_headers: self.proxy_headers.finish(),
         })
     }

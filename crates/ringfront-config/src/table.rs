@@ -253,6 +253,10 @@ pub(crate) static TABLE: &[Spec] = &[
     d("gzip_disable", HSL, 1, MANY),
     d("gzip_http_version", HSL, 1, 1),
     d("gzip_buffers", HSL, 2, 2),
+    // the realip module (realip.rs)
+    d("set_real_ip_from", HSL, 1, 1),
+    d("real_ip_header", HSL, 1, 1),
+    d("real_ip_recursive", HSL, 1, 1),
     // TLS at the edge (ssl.rs): http and server level
     d("ssl", HS, 1, 1),
     d("ssl_certificate", HS, 1, 1),

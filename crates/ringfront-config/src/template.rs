@@ -2,7 +2,7 @@
 //! [`Variable`]s with nginx's rules (`ngx_http_script_compile`): `$name` or `${name}`, names of
 //! `[A-Za-z0-9_]`, case-insensitive; an unknown name is an error (`unknown "foo" variable`).
 
-use crate::model::{SslVar, Template, TemplatePart, Variable};
+use crate::model::{ProxyProtocolVar, SslVar, Template, TemplatePart, Variable};
 
 /// Variables known by their whole (lower-cased) name.
 const NAMED: &[(&str, Variable)] = &[
@@ -66,6 +66,24 @@ const NAMED: &[(&str, Variable)] = &[
     ("request_id", Variable::RequestId),
     ("hostname", Variable::Hostname),
     ("binary_remote_addr", Variable::BinaryRemoteAddr),
+    (
+        "proxy_protocol_addr",
+        Variable::ProxyProtocol(ProxyProtocolVar::Addr),
+    ),
+    (
+        "proxy_protocol_port",
+        Variable::ProxyProtocol(ProxyProtocolVar::Port),
+    ),
+    (
+        "proxy_protocol_server_addr",
+        Variable::ProxyProtocol(ProxyProtocolVar::ServerAddr),
+    ),
+    (
+        "proxy_protocol_server_port",
+        Variable::ProxyProtocol(ProxyProtocolVar::ServerPort),
+    ),
+    ("realip_remote_addr", Variable::RealipRemoteAddr),
+    ("realip_remote_port", Variable::RealipRemotePort),
     ("upstream_cache_status", Variable::UpstreamCacheStatus),
     ("ssl_session_id", Variable::Ssl(SslVar::SessionId)),
     ("ssl_curve", Variable::Ssl(SslVar::Curve)),
@@ -192,6 +210,9 @@ pub fn variable(name: &str) -> Option<Variable> {
     if let Some((_, v)) = NAMED.iter().find(|(n, _)| *n == lower) {
         return Some(v.clone());
     }
+    if let Some(tlv) = lower.strip_prefix("proxy_protocol_tlv_") {
+        return Some(Variable::ProxyProtocolTlv(proxy_protocol_tlv(tlv)));
+    }
     let custom = CUSTOM.with(|m| {
         m.borrow()
             .iter()
@@ -206,6 +227,49 @@ pub fn variable(name: &str) -> Option<Variable> {
         let rest = lower.strip_prefix(prefix)?;
         Some(make(rest.to_string()))
     })
+}
+
+/// What `$proxy_protocol_tlv_NAME` names, as nginx 1.23.2+: `alpn`, `authority`,
+/// `unique_id`, `ssl`, `netns`, `0xHH`; `ssl_version`, `ssl_cn`, `ssl_cipher`, `ssl_sig_alg`,
+/// `ssl_key_alg`, `ssl_0xHH` inside the SSL TLV, and `ssl_verify`. nginx accepts any name
+/// and finds nothing for one it does not know.
+fn proxy_protocol_tlv(name: &str) -> crate::model::ProxyProtocolTlv {
+    use crate::model::TlvKind;
+    let (in_ssl, rest) = match name.strip_prefix("ssl_") {
+        Some(rest) => (true, rest),
+        None => (false, name),
+    };
+    let named: &[(&str, u64)] = if in_ssl {
+        &[
+            ("version", 0x21),
+            ("cn", 0x22),
+            ("cipher", 0x23),
+            ("sig_alg", 0x24),
+            ("key_alg", 0x25),
+        ]
+    } else {
+        &[
+            ("alpn", 0x01),
+            ("authority", 0x02),
+            ("unique_id", 0x05),
+            ("ssl", 0x20),
+            ("netns", 0x30),
+        ]
+    };
+    let kind = if in_ssl && rest == "verify" {
+        TlvKind::Verify
+    } else if let Some(hex) = rest.strip_prefix("0x") {
+        match u64::from_str_radix(hex, 16) {
+            Ok(t) if !hex.starts_with('+') => TlvKind::Type(t),
+            _ => TlvKind::Unknown,
+        }
+    } else {
+        named
+            .iter()
+            .find(|(n, _)| *n == rest)
+            .map_or(TlvKind::Unknown, |(_, t)| TlvKind::Type(*t))
+    };
+    crate::model::ProxyProtocolTlv { in_ssl, kind }
 }
 
 fn is_name_byte(b: u8) -> bool {
@@ -270,6 +334,31 @@ mod tests {
 
     fn parts(text: &str) -> Vec<TemplatePart> {
         parse_template(text).expect("parses").parts
+    }
+
+    #[test]
+    fn proxy_protocol_tlv_names_as_nginx_reads_them() {
+        use crate::model::{ProxyProtocolTlv as T, TlvKind::*};
+        let tlv = |name: &str| match variable(&format!("proxy_protocol_tlv_{name}")) {
+            Some(Variable::ProxyProtocolTlv(t)) => t,
+            other => panic!("{name}: {other:?}"),
+        };
+        let top = |kind| T {
+            in_ssl: false,
+            kind,
+        };
+        let ssl = |kind| T { in_ssl: true, kind };
+        assert_eq!(tlv("alpn"), top(Type(1)));
+        assert_eq!(tlv("ssl"), top(Type(0x20)));
+        assert_eq!(tlv("0x000ae"), top(Type(0xae)));
+        assert_eq!(tlv("0x3"), top(Type(3)));
+        assert_eq!(tlv("ssl_cn"), ssl(Type(0x22)));
+        assert_eq!(tlv("ssl_0x21"), ssl(Type(0x21)));
+        assert_eq!(tlv("ssl_verify"), ssl(Verify));
+        assert_eq!(tlv("nope"), top(Unknown));
+        assert_eq!(tlv("0x"), top(Unknown));
+        assert_eq!(tlv("0xzz"), top(Unknown));
+        assert_eq!(tlv("ssl_alpn"), ssl(Unknown));
     }
 
     #[test]

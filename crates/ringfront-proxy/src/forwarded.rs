@@ -4,21 +4,36 @@
 //! it; with `recursive`, the walk goes on leftwards (and into earlier headers) while the
 //! address found is a proxy too. An entry that is not an address stops the walk.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 
 use ringfront_config::Cidr;
 
 /// The address `addr` stands for, given the header values in the order they came.
 pub fn real_addr(addr: IpAddr, values: &[&[u8]], proxies: &[Cidr], recursive: bool) -> IpAddr {
+    let trusted = |ip: IpAddr| proxies.iter().any(|p| p.contains(ip));
+    forwarded_addr(SocketAddr::new(addr, 0), values, &trusted, recursive).map_or(addr, |a| a.ip())
+}
+
+/// nginx's `ngx_http_get_forwarded_addr`: the address (with the port written beside it,
+/// else 0) that replaces `addr`, or `None` where nginx declines (`addr` not trusted, or
+/// the last entry no address). `values`: the header values in the order they came.
+pub fn forwarded_addr(
+    addr: SocketAddr,
+    values: &[&[u8]],
+    trusted: &dyn Fn(IpAddr) -> bool,
+    recursive: bool,
+) -> Option<SocketAddr> {
     let mut addr = addr;
+    let mut replaced = false;
     for value in values.iter().rev() {
-        let (outcome, a) = walk(addr, value, proxies, recursive);
+        let (outcome, a) = walk(addr, value, trusted, recursive);
         addr = a;
+        replaced |= outcome != Walk::Declined;
         if !recursive || outcome != Walk::Whole {
             break;
         }
     }
-    addr
+    replaced.then_some(addr)
 }
 
 #[derive(PartialEq, Eq, Debug)]
@@ -32,12 +47,17 @@ enum Walk {
 }
 
 /// One header value, from its end.
-fn walk(mut addr: IpAddr, value: &[u8], proxies: &[Cidr], recursive: bool) -> (Walk, IpAddr) {
+fn walk(
+    mut addr: SocketAddr,
+    value: &[u8],
+    trusted: &dyn Fn(IpAddr) -> bool,
+    recursive: bool,
+) -> (Walk, SocketAddr) {
     let mut rest = value;
     let mut found = false;
     loop {
         let stop = if found { Walk::Stopped } else { Walk::Declined };
-        if !proxies.iter().any(|p| p.contains(addr)) {
+        if !trusted(addr.ip()) {
             return (stop, addr);
         }
         let end = rest
@@ -60,12 +80,11 @@ fn walk(mut addr: IpAddr, value: &[u8], proxies: &[Cidr], recursive: bool) -> (W
     }
 }
 
-/// nginx's `ngx_parse_addr_port`: an address, `[IPv6]:PORT` or `IPv4:PORT` (the port is
-/// checked and dropped).
-fn parse_addr_port(text: &[u8]) -> Option<IpAddr> {
+/// nginx's `ngx_parse_addr_port`: an address (port 0), `[IPv6]:PORT` or `IPv4:PORT`.
+fn parse_addr_port(text: &[u8]) -> Option<SocketAddr> {
     let text = std::str::from_utf8(text).ok()?;
     if let Ok(a) = text.parse() {
-        return Some(a);
+        return Some(SocketAddr::new(a, 0));
     }
     let (host, port) = match text.strip_prefix('[') {
         Some(v6) => {
@@ -81,7 +100,10 @@ fn parse_addr_port(text: &[u8]) -> Option<IpAddr> {
     if !(1..=65535).contains(&port) {
         return None;
     }
-    host.parse().ok()
+    Some(SocketAddr::new(
+        host.parse().ok()?,
+        u16::try_from(port).ok()?,
+    ))
 }
 
 #[cfg(test)]
@@ -123,5 +145,20 @@ mod tests {
             "192.0.2.6"
         );
         assert_eq!(real(&["junk, 10.1.1.1"], true), "10.1.1.1");
+    }
+
+    #[test]
+    fn the_port_is_kept_and_declining_is_told_apart() {
+        let trusted = |ip: IpAddr| ip.is_loopback();
+        let from: SocketAddr = "127.0.0.1:5000".parse().unwrap();
+        let got = |v: &str, rec| forwarded_addr(from, &[v.as_bytes()], &trusted, rec);
+        assert_eq!(got("192.0.2.1:8080", false), "192.0.2.1:8080".parse().ok());
+        assert_eq!(got("192.0.2.1", false), "192.0.2.1:0".parse().ok());
+        // Replaced by itself still counts (nginx sets the address).
+        assert_eq!(got("127.0.0.1", false), "127.0.0.1:0".parse().ok());
+        assert_eq!(got("junk", false), None);
+        assert_eq!(got("junk, 127.0.0.2", true), "127.0.0.2:0".parse().ok());
+        let other: SocketAddr = "192.0.2.9:1".parse().unwrap();
+        assert_eq!(forwarded_addr(other, &[b"10.0.0.1"], &trusted, true), None);
     }
 }

@@ -205,6 +205,7 @@ mod tests {
         let rt = |addr: &str, options| crate::snapshot::ListenRt {
             addr: addr.parse().unwrap(),
             ssl: false,
+            proxy_protocol: false,
             backlog: 16,
             options,
             unix: None,

@@ -78,6 +78,10 @@ pub struct Req<'a> {
     pub id: [u8; 16],
     /// The body's length once read (`$content_length` of a chunked request, as nginx).
     pub body_len: u64,
+    /// The connection's PROXY protocol header (`listen ... proxy_protocol`).
+    pub proxy_protocol: Option<&'a ringfront_http::ProxyHeader>,
+    /// The connection's own client address when the realip module replaced `client`.
+    pub realip_from: Option<SocketAddr>,
 }
 
 impl Req<'_> {
@@ -122,6 +126,8 @@ impl Req<'_> {
             depth: std::cell::Cell::new(0),
             tls: self.tls,
             rw: self.rw,
+            proxy_protocol: self.proxy_protocol,
+            realip_from: self.realip_from,
         }
     }
 

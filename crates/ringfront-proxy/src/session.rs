@@ -134,6 +134,8 @@ pub struct Conn {
     /// Accepted on `listen unix:`: the listen's key (`ringfront_config::unix_addr`), its
     /// local address; the client's is then `UNIX_CLIENT`.
     pub(crate) unix: Option<SocketAddr>,
+    /// What the PROXY protocol header said (`listen ... proxy_protocol`).
+    pub(crate) proxy_protocol: Option<Box<ringfront_http::ProxyHeader>>,
 }
 
 /// Counts the connection in the worker's open connections for as long as it is open.
@@ -178,6 +180,7 @@ impl Conn {
             tls: None,
             refuse: None,
             unix,
+            proxy_protocol: None,
         }
     }
 
@@ -202,7 +205,21 @@ const LEAN_IDLE_ABOVE: usize = 64;
 #[allow(clippy::manual_async_fn)] // an `async fn` would store its argument twice
 pub fn serve(mut conn: Conn) -> impl std::future::Future<Output = ()> {
     async move {
-        if conn.open.0.snapshot().is_tls(conn.local()) {
+        let (tls, pp) = {
+            let snap = conn.open.0.snapshot();
+            let l = snap.listen_of(conn.local());
+            (
+                l.is_some_and(|l| l.ssl),
+                l.is_some_and(|l| l.proxy_protocol),
+            )
+        };
+        if pp {
+            conn = match Box::pin(crate::proxy_protocol::read(conn, tls)).await {
+                Some(c) => c,
+                None => return,
+            };
+        }
+        if tls {
             conn = match Box::pin(crate::handshake::run(conn)).await {
                 Some(c) => c,
                 None => return,
@@ -282,6 +299,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         tls,
         refuse,
         unix,
+        proxy_protocol,
     } = conn;
     let w = &open.0;
     let (client, local) = match unix {
@@ -301,6 +319,12 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
     let candidates = snap.servers_for(local);
     let default = candidates.first().and_then(|&i| snap.servers.get(i))?;
     let mut busy = None;
+    // The first request's head shares one timer from the accept with the PROXY protocol
+    // header and the TLS handshake before it, as nginx's.
+    let spent = match requests {
+        0 => crate::clock::now_ms().saturating_sub(opened_ms),
+        _ => 0,
+    };
     let head_len = read_head(
         w,
         &mut stream,
@@ -308,6 +332,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         &mut head,
         &default.fallback.settings,
         &mut busy,
+        std::time::Duration::from_millis(spent),
     )
     .await?;
     let mut _busy = busy.unwrap_or_else(|| Busy::new(w));
@@ -332,6 +357,12 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
     };
     let server_name = chosen.0.primary_name.as_str();
     let refusal = refuse.or(bad_uri.then_some(400));
+    let pp = proxy_protocol.as_deref();
+    // realip's post-read run, with the server level's settings.
+    let mut real = crate::realip::Client::new(client);
+    if refusal.is_none() {
+        real.apply(chosen.0.fallback.settings.real_ip.as_ref(), &buf, &head, pp);
+    }
     let request_id = match snap.uses.request_id {
         true => crate::request_id::draw(),
         false => [0; 16],
@@ -340,7 +371,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
     let pre = Req {
         buf: &buf,
         head: &head,
-        client,
+        client: real.addr,
         local,
         server_name,
         conn_id,
@@ -359,6 +390,8 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         tries: &[],
         id: request_id,
         body_len: 0,
+        proxy_protocol: pp,
+        realip_from: real.from,
     };
     let (loc, outcome) = if refusal.is_some() {
         // nginx refuses (497, 495, 496) before any location: the server's settings and
@@ -368,6 +401,11 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         crate::dispatch::location(w, &snap, chosen, &pre, &mut rw).await
     };
     let s = &loc.settings;
+    // realip's preaccess run, with the location's settings (once a location was reached).
+    if refusal.is_none() && matches!(outcome, Outcome::Continue) {
+        real.apply(s.real_ip.as_ref(), &buf, &head, pp);
+    }
+    let client = real.addr;
     let age_ms = crate::clock::now_ms().saturating_sub(opened_ms);
     let keep_alive = head.keep_alive
         && refusal.is_none()
@@ -392,6 +430,8 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         true => {
             let req = Req {
                 rw: Some(&rw),
+                client,
+                realip_from: real.from,
                 ..pre
             };
             let log = |level, msg: std::fmt::Arguments<'_>| log(level, msg, &buf);
@@ -471,6 +511,8 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         tries: &[],
         id: request_id,
         body_len: body.len() as u64,
+        proxy_protocol: pp,
+        realip_from: real.from,
     };
     let req = Req {
         path: rw.uri.as_deref().unwrap_or(&path),
@@ -526,6 +568,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         tls,
         refuse,
         unix,
+        proxy_protocol,
     })
 }
 
@@ -600,7 +643,8 @@ async fn first_bytes(
 }
 
 /// Reads until a whole head is in, within client_header_timeout (counted from accept on a
-/// fresh connection, from the first byte on a keepalive one, as nginx does), answering
+/// fresh connection: `spent` is gone already; from the first byte on a keepalive one, as
+/// nginx does), answering
 /// nginx's 400/414/494 to a bad or oversized head. The head's length, or `None` to close.
 /// The request counts as busy from its first byte.
 async fn read_head<'w>(
@@ -610,10 +654,11 @@ async fn read_head<'w>(
     head: &mut RequestHead,
     base: &ringfront_config::LocationSettings,
     busy: &mut Option<Busy<'w>>,
+    spent: std::time::Duration,
 ) -> Option<usize> {
     let (hdr_bufs, hdr_size) = base.large_client_header_buffers;
     let max_head = hdr_bufs.saturating_mul(hdr_size).max(1024);
-    let deadline = Instant::now() + base.client_header_timeout;
+    let deadline = Instant::now() + base.client_header_timeout.saturating_sub(spent);
     loop {
         if !buf.is_empty() {
             if busy.is_none() {

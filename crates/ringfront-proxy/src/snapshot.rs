@@ -152,6 +152,8 @@ pub struct ListenRt {
     pub addr: SocketAddr,
     /// `listen ... ssl`: connections start with a TLS handshake.
     pub ssl: bool,
+    /// `listen ... proxy_protocol`: connections start with a PROXY protocol header.
+    pub proxy_protocol: bool,
     pub backlog: i32,
     pub options: ringfront_config::SocketOptions,
     /// `listen unix:PATH`: the path (`addr` is its key, `ringfront_config::unix_addr`).
@@ -552,6 +554,7 @@ impl Snapshot {
                     None => listens.push(ListenRt {
                         addr: l.addr,
                         ssl: l.ssl,
+                        proxy_protocol: l.proxy_protocol,
                         backlog: l.backlog,
                         options: l.options,
                         unix: l.unix.clone(),
@@ -685,12 +688,16 @@ impl Snapshot {
 
     /// Whether connections to `local` (the socket's own address) speak TLS first.
     pub fn is_tls(&self, local: SocketAddr) -> bool {
+        self.listen_of(local).is_some_and(|l| l.ssl)
+    }
+
+    /// The `listen` a connection to `local` (the socket's own address) came through.
+    pub fn listen_of(&self, local: SocketAddr) -> Option<&ListenRt> {
         let any = wildcard(local);
         self.listens
             .iter()
             .find(|l| l.addr == local)
             .or_else(|| self.listens.iter().find(|l| l.addr == any))
-            .is_some_and(|l| l.ssl)
     }
 
     /// The servers listening on `local` (the socket's own address), default first.

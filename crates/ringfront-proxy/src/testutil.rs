@@ -52,5 +52,7 @@ pub fn req<'a>(buf: &'a [u8], head: &'a ringfront_http::RequestHead) -> crate::r
         tries: &[],
         id: [0; 16],
         body_len: 0,
+        proxy_protocol: None,
+        realip_from: None,
     }
 }

@@ -124,6 +124,7 @@ mod tests {
         ListenRt {
             addr: ringfront_config::unix_addr::listen_key(path),
             ssl: false,
+            proxy_protocol: false,
             backlog: 16,
             options: Default::default(),
             unix: Some(path.into()),

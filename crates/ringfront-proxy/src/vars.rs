@@ -65,6 +65,10 @@ pub struct Vars<'a> {
     pub body_len: u64,
     /// The listening sockets, for `$server_addr` on `listen unix:` (its path).
     pub listens: &'a [crate::snapshot::ListenRt],
+    /// The connection's PROXY protocol header (`$proxy_protocol_*`).
+    pub proxy_protocol: Option<&'a ringfront_http::ProxyHeader>,
+    /// The address before realip replaced `client` (`$realip_remote_*`).
+    pub realip_from: Option<SocketAddr>,
 }
 
 impl<'a> Vars<'a> {
@@ -382,7 +386,21 @@ pub fn push_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, dash: bool) {
             }
         }
         Variable::RemoteAddr => push_addr(out, v.client),
+        Variable::RemotePort if v.client.port() == 0 => {}
         Variable::RemotePort => push_port(out, v.client),
+        Variable::ProxyProtocol(pv) => {
+            crate::proxy_protocol::push_var(out, v.proxy_protocol, *pv, empty);
+        }
+        Variable::ProxyProtocolTlv(t) => {
+            crate::proxy_protocol::push_tlv(out, v.proxy_protocol, *t, empty)
+        }
+        Variable::RealipRemoteAddr => push_addr(out, v.realip_from.unwrap_or(v.client)),
+        Variable::RealipRemotePort => {
+            let a = v.realip_from.unwrap_or(v.client);
+            if a.port() != 0 {
+                push_port(out, a);
+            }
+        }
         Variable::ServerAddr => push_server_addr(out, v),
         Variable::ServerPort => push_port(out, v.local),
         Variable::ServerName => out.extend_from_slice(v.server_name.as_bytes()),

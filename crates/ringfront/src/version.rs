@@ -5,7 +5,7 @@
 //! implements only in part is listed; the rewrite module is not, though `if` lacks the file
 //! tests and configuration switching). Modules
 //! nginx builds only `--with-...` are named as `--with-...` when ringfront has them
-//! (ssl, stub_status) and otherwise not named (http2, realip, stream, mail, ...), as in an
+//! (ssl, stub_status, realip) and otherwise not named (http2, stream, mail, ...), as in an
 //! nginx built without them.
 
 /// The first line of `-v`/`-V`. Not `nginx/X.Y.Z`: a harness's version checks then treat
@@ -27,7 +27,11 @@ pub const WITHOUT: &[&str] = &[
 ];
 
 /// Modules nginx builds only on request that ringfront has.
-pub const WITH: &[&str] = &["http_ssl_module", "http_stub_status_module"];
+pub const WITH: &[&str] = &[
+    "http_ssl_module",
+    "http_stub_status_module",
+    "http_realip_module",
+];
 
 /// `-V`: the version line, nginx's SNI line (harnesses look for it before TLS tests that
 /// need SNI; no `built with OpenSSL` line, since the TLS library is rustls), and
