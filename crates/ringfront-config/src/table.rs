@@ -164,6 +164,8 @@ pub(crate) static TABLE: &[Spec] = &[
     d("least_time", UPSTREAM, 1, 2),
     // the third-party upstream_fair module, read as `least_time header`
     d("fair", UPSTREAM, 0, 0),
+    // nginx Plus, open nginx 1.29.6+ (sticky.rs)
+    d("sticky", UPSTREAM, 2, MANY),
     // ringfront only
     d("all_failed", UPSTREAM, 1, 1),
     d("passive_health", UPSTREAM, 1, 1),
@@ -343,7 +345,6 @@ pub(crate) static TABLE: &[Spec] = &[
     noop("proxy_cache_bypass", HSL, 1, MANY, Check::Templates),
     noop("proxy_no_cache", HSL, 1, MANY, Check::Templates),
     // nginx directives not implemented yet: an error, so no configuration is half-understood
-    unsupported("sticky", UPSTREAM, 1, MANY),
     d("internal", LOCATION, 0, 0),
     unsupported("proxy_cache", HSL, 1, 1),
     unsupported("proxy_cache_path", HTTP, 2, MANY),

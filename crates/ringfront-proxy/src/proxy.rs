@@ -154,6 +154,10 @@ pub async fn run_in(
         worker: &state.peers,
     };
     let mut ex = Exchange::new(peers, up, policy(cx, group), key);
+    if let (Some(st), Some(u)) = (&group.sticky, g.topo.upstreams.get(up)) {
+        let v = cx.req.vars(g.proxy_host, None, Some(cx.snap));
+        ex.pin(st.pinned(u, &v, crate::clock::now_ms()));
+    }
     let tls = cx
         .loc
         .upstream_tls
@@ -184,7 +188,7 @@ pub async fn run_in(
             Action::ReadHead => read_head(cx, &mut io).await,
             Action::Relay => match intercepted(cx, &io) {
                 Some(status) => return intercept(cx, g, status, io, ex).await,
-                None => relay(cx, g.topo, &mut io, ex.tries()).await,
+                None => relay(cx, g, &mut io, ex.tries()).await,
             },
             Action::NoLive => {
                 let name = g.topo.upstreams.get(up).map_or("", |u| u.name.as_str());
@@ -287,7 +291,31 @@ async fn read_head(cx: &Cx<'_>, io: &mut Io) -> Event {
     }
 }
 
-async fn relay(cx: &Cx<'_>, topo: &Topology, io: &mut Io, tries: &[TryRecord]) -> Event {
+/// `sticky`: learns the session of this response (`sticky learn`) and returns the
+/// `Set-Cookie` naming its peer (`sticky cookie`).
+fn sticky_response(
+    cx: &Cx<'_>,
+    g: &Group<'_>,
+    peer: Option<usize>,
+    upstream_head: &[u8],
+) -> Option<Vec<u8>> {
+    let st = g.conf.sticky.as_ref()?;
+    let (peer, up) = (peer?, g.topo.upstreams.get(g.id)?);
+    let mut v = cx.req.vars(g.proxy_host, None, Some(cx.snap));
+    v.upstream_head = upstream_head;
+    st.learn(up, peer, &v, crate::clock::now_ms());
+    let c = st.cookie()?;
+    let sid = st.id_of(up, peer)?;
+    Some(crate::sticky::set_cookie(
+        c,
+        sid,
+        &v,
+        crate::clock::unix_ms() / 1000,
+    ))
+}
+
+async fn relay(cx: &Cx<'_>, g: &Group<'_>, io: &mut Io, tries: &[TryRecord]) -> Event {
+    let topo = g.topo;
     let (Some(conn), Some(head), Some(client)) = (io.conn.take(), io.head.take(), io.client.take())
     else {
         return Event::Relayed {
@@ -301,12 +329,19 @@ async fn relay(cx: &Cx<'_>, topo: &Topology, io: &mut Io, tries: &[TryRecord]) -
         .map_or("", |p| p.name.as_str());
     let request = io.request.clone();
     let uri = request.0.uri();
+    let set_cookie = sticky_response(
+        cx,
+        g,
+        io.peer,
+        io.rbuf.get(..head.head_len).unwrap_or_default(),
+    );
     let relay = Relay {
         cx,
         peer: name,
         uri: &uri,
         head: &head,
         tries,
+        set_cookie: set_cookie.as_deref(),
     };
     io.head_len = head.head_len as u64;
     let rbuf = std::mem::take(&mut io.rbuf);

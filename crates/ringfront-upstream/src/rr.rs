@@ -79,6 +79,9 @@ pub(crate) fn pick(
     }
     at.in_backup = true;
     at.tried.clear();
+    if let Some(id) = crate::sticky::pinned(up, board, at, now) {
+        return Some(id);
+    }
     get_peer(&up.backup, ws, board, &mut at.tried, now)
 }
 

@@ -67,7 +67,8 @@ pub fn select(
     let Some(up) = topo.upstreams.get(at.upstream) else {
         return Selection::NoLive;
     };
-    let mut picked = pick(up, ws, board, at, key, now);
+    let mut picked =
+        crate::sticky::pinned(up, board, at, now).or_else(|| pick(up, ws, board, at, key, now));
     if picked.is_none() && up.revive && !at.revived {
         at.revived = true;
         revive(up, board);

@@ -148,6 +148,11 @@ impl<'a> Exchange<'a> {
         }
     }
 
+    /// `sticky`: the peer the request names (call before `start`).
+    pub fn pin(&mut self, id: Option<PeerId>) {
+        self.pick.pin(id);
+    }
+
     /// The first action: select a peer.
     pub fn start(&mut self, now: Duration) -> Step {
         self.started = now;
