@@ -69,6 +69,7 @@ mod proxy_headers;
 pub mod proxy_headers_model;
 mod resolve;
 mod response_headers;
+pub mod retry_budget;
 mod rewrite;
 mod rewrite_if;
 pub mod rewrite_model;

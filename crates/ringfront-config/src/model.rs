@@ -858,6 +858,8 @@ pub struct LocationSettings {
     pub proxy_next_upstream: NextUpstream,
     /// 0 = no cap.
     pub proxy_next_upstream_tries: u32,
+    /// `proxy_next_upstream_budget` (ringfront only); `None`: no budget (nginx).
+    pub proxy_next_upstream_budget: Option<crate::retry_budget::RetryBudget>,
     /// Zero = no limit.
     pub proxy_next_upstream_timeout: Duration,
     /// The rewrite module's directives of this level (`set`, `rewrite`, `return`, `break`,

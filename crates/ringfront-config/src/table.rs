@@ -194,6 +194,8 @@ pub(crate) static TABLE: &[Spec] = &[
     d("proxy_next_upstream", HSL, 1, MANY),
     d("proxy_next_upstream_tries", HSL, 1, 1),
     d("proxy_next_upstream_timeout", HSL, 1, 1),
+    // ringfront only (retry_budget.rs)
+    d("proxy_next_upstream_budget", HSL, 1, 2),
     // the upstream response's fields (proxy_headers.rs)
     d("proxy_hide_header", HSL, 1, 1),
     d("proxy_pass_header", HSL, 1, 1),

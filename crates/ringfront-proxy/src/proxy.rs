@@ -8,6 +8,7 @@ use std::sync::atomic::Ordering;
 
 use crate::stream::ClientStream;
 use ringfront_config::LogLevel;
+use ringfront_upstream::budget::{Load, RetryBudget, Slot};
 use ringfront_upstream::exchange::{
     Action, Cause, Event, Exchange, Failure, Freed, Head, NextUpstream, Peers, Phase, Policy,
     SslFault, TryRecord,
@@ -154,6 +155,17 @@ pub async fn run_in(
         worker: &state.peers,
     };
     let mut ex = Exchange::new(peers, up, policy(cx, group), key);
+    if let (Some(b), false, Some(load)) = (
+        cx.settings().proxy_next_upstream_budget,
+        g.adhoc,
+        cx.snap.loads.get(up),
+    ) {
+        let budget = RetryBudget {
+            percent: b.percent,
+            min: b.min,
+        };
+        ex.budget(Slot::new(load, budget));
+    }
     if let (Some(st), Some(u)) = (&group.sticky, g.topo.upstreams.get(up)) {
         let v = cx.req.vars(g.proxy_host, None, Some(cx.snap));
         ex.pin(st.pinned(u, &v, crate::clock::now_ms()));
@@ -204,7 +216,32 @@ pub async fn run_in(
         };
         count_bytes(&mut ex, &step.action, &ev, &io);
         step = ex.on(ev, mono());
+        if let Some(load) = ex.take_denied() {
+            budget_spent(cx, g, load);
+        }
     }
+}
+
+/// How often the error log says that a group's retry budget refused retries.
+const BUDGET_LOG_INTERVAL_SECS: u64 = 5;
+
+/// One error-log line per interval (for all workers together) when the budget refused a
+/// retry: the failure went to the client as it was.
+fn budget_spent(cx: &Cx<'_>, g: &Group<'_>, load: &Load) {
+    if !load.should_log(crate::clock::now_secs(), BUDGET_LOG_INTERVAL_SECS) {
+        return;
+    }
+    let name = g.topo.upstreams.get(g.id).map_or("", |u| u.name.as_str());
+    cx.log(
+        LogLevel::Error,
+        format_args!(
+            "retry budget of upstream \"{name}\" spent ({} retries in flight for {} requests), \
+             failures are returned without trying the next upstream",
+            load.retries(),
+            load.active()
+        ),
+        None,
+    );
 }
 
 /// `$upstream_bytes_sent`, `$upstream_bytes_received` and `$upstream_response_length` of

@@ -175,6 +175,8 @@ pub struct Snapshot {
     pub generation: u64,
     pub topology: Topology,
     pub board: Board,
+    /// Requests and retries in flight per group (`proxy_next_upstream_budget`).
+    pub loads: Vec<ringfront_upstream::budget::Load>,
     pub groups: Vec<GroupConf>,
     pub listens: Vec<ListenRt>,
     pub servers: Vec<ServerRt>,
@@ -612,6 +614,9 @@ impl Snapshot {
             captures,
             uses: cfg.http.uses,
             generation,
+            loads: (0..topology.upstreams.len())
+                .map(|_| Default::default())
+                .collect(),
             topology,
             board,
             groups,

@@ -10,6 +10,7 @@
 
 mod attempt;
 mod board;
+pub mod budget;
 mod chash;
 mod check;
 mod crc32;
