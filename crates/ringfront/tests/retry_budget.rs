@@ -156,3 +156,53 @@ fn overload_answers_eject_nothing_unless_listed_as_in_nginx() {
         "{listed:?}"
     );
 }
+
+#[test]
+fn config_errors() {
+    let cases = [
+        (
+            "proxy_next_upstream_budget percent=101;",
+            "invalid parameter \"percent=101\"",
+        ),
+        (
+            "proxy_next_upstream_budget percent=x;",
+            "invalid parameter \"percent=x\"",
+        ),
+        (
+            "proxy_next_upstream_budget min=3;",
+            "\"proxy_next_upstream_budget\" directive needs \"percent=\"",
+        ),
+        (
+            "proxy_next_upstream_budget percent=5 percent=6;",
+            "invalid parameter \"percent=6\"",
+        ),
+        (
+            "proxy_next_upstream_budget half;",
+            "invalid parameter \"half\"",
+        ),
+        (
+            "proxy_next_upstream_budget percent=5; proxy_next_upstream_budget off;",
+            "\"proxy_next_upstream_budget\" directive is duplicate",
+        ),
+        (
+            "proxy_next_upstream_budget percent=5 min=1 x=1;",
+            "invalid number of arguments in \"proxy_next_upstream_budget\" directive",
+        ),
+    ];
+    for (line, want) in cases {
+        let conf = proxy_config(1, &["127.0.0.1:1".into()], "", line);
+        let (status, out) = Ringfront::run_check(&conf);
+        assert!(!status.success(), "{line}");
+        assert!(
+            out.contains(want) && out.contains("ringfront.conf:"),
+            "{line}: {out}"
+        );
+    }
+    let ok = proxy_config(
+        1,
+        &["127.0.0.1:1".into()],
+        "",
+        "proxy_next_upstream_budget percent=20;",
+    );
+    assert!(Ringfront::run_check(&ok).0.success());
+}

@@ -10,7 +10,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::process::Command;
 
 use common::{addr, fill, port, served_by};
-use ringfront_testkit::{http::Client, Backend, Canned, Mode, Response, Ringfront};
+use ringfront_testkit::{http::Client, Backend, Canned, Mode, Response, Ringfront, SIGHUP};
 
 /// A two-worker configuration over `servers` with `upstream` lines added.
 fn config(p: u16, servers: &[String], upstream: &str) -> String {
@@ -459,4 +459,38 @@ fn config_errors_in_nginxs_words() {
         !status.success() && out.contains("route is longer than 32"),
         "{out}"
     );
+}
+
+#[test]
+fn ids_and_learned_sessions_survive_a_reload() {
+    let bs = three();
+    for (i, b) in bs.iter().enumerate() {
+        b.set_route(
+            "/login",
+            Canned::status(200, "in").header("Set-Cookie", &format!("sid=s{i}")),
+        );
+    }
+    let p = port();
+    let learn = "sticky learn create=$upstream_cookie_sid lookup=$cookie_sid zone=s:1m;";
+    let rf = Ringfront::start(&config(p, &plain(&bs), learn));
+    let r = get(p, "/login", None);
+    let (sid, home) = (value_of(set_cookie(&r, "sid").unwrap()), served_by(&r));
+    // Reload with a changed configuration (a new location option) but the same group.
+    let next = config(p, &plain(&bs), learn).replace(
+        "proxy_pass http://backend; }",
+        "proxy_pass http://backend; proxy_read_timeout 30s; }",
+    );
+    rf.write_config(&next);
+    rf.signal(SIGHUP);
+    assert!(
+        rf.wait_for_stderr(
+            "reconfigured (generation 2)",
+            std::time::Duration::from_secs(10)
+        ),
+        "{:?}",
+        rf.stderr_lines()
+    );
+    for _ in 0..6 {
+        assert_eq!(served_by(&get(p, "/", Some(&format!("sid={sid}")))), home);
+    }
 }
