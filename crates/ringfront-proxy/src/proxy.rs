@@ -328,8 +328,20 @@ async fn read_head(cx: &Cx<'_>, io: &mut Io) -> Event {
     }
 }
 
-/// `sticky`: learns the session of this response (`sticky learn`) and returns the
-/// `Set-Cookie` naming its peer (`sticky cookie`).
+/// `sticky learn`: the session of this response (its head) now uses `peer`.
+fn sticky_learn(cx: &Cx<'_>, g: &Group<'_>, peer: Option<usize>, upstream_head: &[u8]) {
+    let (Some(st), Some(peer), Some(up)) =
+        (g.conf.sticky.as_ref(), peer, g.topo.upstreams.get(g.id))
+    else {
+        return;
+    };
+    let mut v = cx.req.vars(g.proxy_host, None, Some(cx.snap));
+    v.upstream_head = upstream_head;
+    st.learn(up, peer, &v, crate::clock::now_ms());
+}
+
+/// `sticky`: the `Set-Cookie` naming the peer (`sticky cookie`); `sticky learn header`
+/// learns here, when the head arrives.
 fn sticky_response(
     cx: &Cx<'_>,
     g: &Group<'_>,
@@ -337,10 +349,12 @@ fn sticky_response(
     upstream_head: &[u8],
 ) -> Option<Vec<u8>> {
     let st = g.conf.sticky.as_ref()?;
+    if st.learns_at_head() {
+        sticky_learn(cx, g, peer, upstream_head);
+    }
     let (peer, up) = (peer?, g.topo.upstreams.get(g.id)?);
     let mut v = cx.req.vars(g.proxy_host, None, Some(cx.snap));
     v.upstream_head = upstream_head;
-    st.learn(up, peer, &v, crate::clock::now_ms());
     let c = st.cookie()?;
     let sid = st.id_of(up, peer)?;
     Some(crate::sticky::set_cookie(
@@ -366,12 +380,15 @@ async fn relay(cx: &Cx<'_>, g: &Group<'_>, io: &mut Io, tries: &[TryRecord]) -> 
         .map_or("", |p| p.name.as_str());
     let request = io.request.clone();
     let uri = request.0.uri();
-    let set_cookie = sticky_response(
-        cx,
-        g,
-        io.peer,
-        io.rbuf.get(..head.head_len).unwrap_or_default(),
-    );
+    let upstream_head = io.rbuf.get(..head.head_len).unwrap_or_default();
+    let set_cookie = sticky_response(cx, g, io.peer, upstream_head);
+    // `sticky learn` without `header`: when the request ends, as nginx's `peer.free`.
+    let learn_later = g
+        .conf
+        .sticky
+        .as_ref()
+        .filter(|s| s.learns_at_end())
+        .map(|_| upstream_head.to_vec());
     let relay = Relay {
         cx,
         peer: name,
@@ -392,6 +409,9 @@ async fn relay(cx: &Cx<'_>, g: &Group<'_>, io: &mut Io, tries: &[TryRecord]) -> 
         bufs: [rbuf, out],
         body_read,
     } = relay.run(rbuf, conn.stream, client, out).await;
+    if let Some(h) = learn_later {
+        sticky_learn(cx, g, io.peer, &h);
+    }
     io.body_read = body_read;
     io.rbuf = rbuf;
     io.out = out;

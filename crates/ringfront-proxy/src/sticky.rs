@@ -118,6 +118,16 @@ impl StickyRt {
         self.ids.get(i).map(String::as_str)
     }
 
+    /// `sticky learn header`: learn when the response head arrives.
+    pub fn learns_at_head(&self) -> bool {
+        matches!(&self.conf.mode, StickyMode::Learn(l) if l.header)
+    }
+
+    /// `sticky learn` without `header`: learn when the request ends.
+    pub fn learns_at_end(&self) -> bool {
+        matches!(&self.conf.mode, StickyMode::Learn(l) if !l.header)
+    }
+
     /// `sticky cookie`'s configuration, if that is the mode.
     pub fn cookie(&self) -> Option<&StickyCookie> {
         match &self.conf.mode {

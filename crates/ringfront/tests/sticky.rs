@@ -348,6 +348,9 @@ fn route_pins_by_the_first_non_empty_variable() {
     assert_eq!(served.len(), 3);
 }
 
+/// `header`: the session is learned when the head arrives, before the client has the
+/// response, so its next request finds it (without `header` nginx learns when the request
+/// ends, a moment after the client got the response).
 #[test]
 fn learn_remembers_the_session_the_backend_created() {
     let bs = three();
@@ -361,7 +364,7 @@ fn learn_remembers_the_session_the_backend_created() {
     let _rf = Ringfront::start(&config(
         p,
         &plain(&bs),
-        "sticky learn create=$upstream_cookie_sid lookup=$cookie_sid zone=sessions:1m;",
+        "sticky learn create=$upstream_cookie_sid lookup=$cookie_sid zone=sessions:1m header;",
     ));
     // Each login lands on some backend and creates its session there.
     let mut sessions = HashMap::new();
@@ -471,7 +474,7 @@ fn ids_and_learned_sessions_survive_a_reload() {
         );
     }
     let p = port();
-    let learn = "sticky learn create=$upstream_cookie_sid lookup=$cookie_sid zone=s:1m;";
+    let learn = "sticky learn create=$upstream_cookie_sid lookup=$cookie_sid zone=s:1m header;";
     let rf = Ringfront::start(&config(p, &plain(&bs), learn));
     let r = get(p, "/login", None);
     let (sid, home) = (value_of(set_cookie(&r, "sid").unwrap()), served_by(&r));
@@ -493,4 +496,37 @@ fn ids_and_learned_sessions_survive_a_reload() {
     for _ in 0..6 {
         assert_eq!(served_by(&get(p, "/", Some(&format!("sid={sid}")))), home);
     }
+}
+
+/// Without `header` the session is learned when the request ends: once its access-log line
+/// is written (after the request ended), the next request finds the session.
+#[test]
+fn learn_without_header_learns_when_the_request_ends() {
+    let bs = three();
+    for (i, b) in bs.iter().enumerate() {
+        b.set_route(
+            "/login",
+            Canned::status(200, "in").header("Set-Cookie", &format!("sid=t{i}")),
+        );
+    }
+    let p = port();
+    let log = std::env::temp_dir().join(format!("ringfront-sticky-{}-{p}.log", std::process::id()));
+    let conf = config(
+        p,
+        &plain(&bs),
+        "sticky learn create=$upstream_cookie_sid lookup=$cookie_sid zone=t:64k timeout=1h;",
+    )
+    .replacen(
+        "http {\n",
+        &format!("http {{\n    access_log {};\n", log.display()),
+        1,
+    );
+    let _rf = Ringfront::start(&conf);
+    let r = get(p, "/login", None);
+    let (sid, home) = (value_of(set_cookie(&r, "sid").unwrap()), served_by(&r));
+    assert_eq!(common::log_lines(&log, 1).len(), 1);
+    for _ in 0..6 {
+        assert_eq!(served_by(&get(p, "/", Some(&format!("sid={sid}")))), home);
+    }
+    let _ = std::fs::remove_file(&log);
 }
