@@ -412,7 +412,7 @@ impl Snapshot {
             let (mut primary_ids, mut backup_ids) = (Vec::new(), Vec::new());
             for s in &up.servers {
                 for (name, addr, unix) in peer_targets(s) {
-                    let sid = crate::sticky::server_id(s.route.as_deref(), &up.name, &name);
+                    let sid = crate::sticky::server_id(s.route.as_deref(), &name);
                     let p = PeerSpec {
                         name,
                         addr,

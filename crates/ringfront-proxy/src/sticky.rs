@@ -77,11 +77,11 @@ impl StickyRt {
     }
 }
 
-/// The server id of a peer: its `route=`, else the keyed hash of group and address.
-pub fn server_id(route: Option<&str>, group: &str, name: &str) -> String {
+/// The server id of a peer: its `route=`, else the keyed hash of its address.
+pub fn server_id(route: Option<&str>, name: &str) -> String {
     match route {
         Some(r) => r.to_string(),
-        None => ringfront_upstream::sid::server_id(b"", group, name),
+        None => ringfront_upstream::sid::server_id(b"", name),
     }
 }
 
@@ -230,9 +230,9 @@ mod tests {
 
     #[test]
     fn routes_are_kept_and_hashes_hide_the_address() {
-        assert_eq!(server_id(Some("a"), "u", "127.0.0.1:1"), "a");
-        let h = server_id(None, "u", "127.0.0.1:1");
+        assert_eq!(server_id(Some("a"), "127.0.0.1:1"), "a");
+        let h = server_id(None, "127.0.0.1:1");
         assert_eq!(h.len(), 32);
-        assert_eq!(h, server_id(None, "u", "127.0.0.1:1"));
+        assert_eq!(h, server_id(None, "127.0.0.1:1"));
     }
 }

@@ -1,9 +1,9 @@
 //! The server id a `sticky cookie` names a peer by: 32 hex digits of a keyed hash
-//! (SipHash-2-4, twice, for 128 bits) of the group's name and the peer's address. It does
-//! not show the address; it is the same in every worker, after a reload and after a restart
-//! for the same server in the same group; a `secret` changes every id (without one the
-//! key is a fixed constant, so an id can be checked against a guessed address, as nginx's
-//! MD5 of the address can).
+//! (SipHash-2-4, twice, for 128 bits) of the peer's address, as nginx 1.29.6 names a peer by
+//! the MD5 of its address (so the same server has the same id in every group that lists
+//! it). It does not show the address; it is the same in every worker, after a reload and
+//! after a restart; a `secret` changes every id (without one the key is a fixed constant, so
+//! an id can be checked against a guessed address, as nginx's MD5 can).
 
 /// The 128-bit key of a group: SipHash of the secret under a fixed constant.
 fn key(secret: &[u8]) -> [u64; 2] {
@@ -14,15 +14,12 @@ fn key(secret: &[u8]) -> [u64; 2] {
     ]
 }
 
-/// The id of peer `name` (its address, `127.0.0.1:8081`) in group `group`.
-pub fn server_id(secret: &[u8], group: &str, name: &str) -> String {
+/// The id of peer `name` (its address as nginx prints it, `127.0.0.1:8081`).
+pub fn server_id(secret: &[u8], name: &str) -> String {
     let k = key(secret);
-    let mut msg = Vec::with_capacity(group.len() + name.len() + 1);
-    msg.extend_from_slice(group.as_bytes());
-    msg.push(0);
-    msg.extend_from_slice(name.as_bytes());
-    let a = siphash24(k, &msg);
-    let b = siphash24([k[0] ^ 0xee, k[1]], &msg);
+    let msg = name.as_bytes();
+    let a = siphash24(k, msg);
+    let b = siphash24([k[0] ^ 0xee, k[1]], msg);
     format!("{a:016x}{b:016x}")
 }
 
@@ -89,13 +86,12 @@ mod tests {
 
     #[test]
     fn ids_are_stable_opaque_and_distinct() {
-        let a = server_id(b"", "backend", "127.0.0.1:8081");
+        let a = server_id(b"", "127.0.0.1:8081");
         assert_eq!(a.len(), 32);
         assert!(a.bytes().all(|b| b.is_ascii_hexdigit()));
         assert!(!a.contains("8081") && !a.contains("127"));
-        assert_eq!(a, server_id(b"", "backend", "127.0.0.1:8081"));
-        assert_ne!(a, server_id(b"", "backend", "127.0.0.1:8082"));
-        assert_ne!(a, server_id(b"", "other", "127.0.0.1:8081"));
-        assert_ne!(a, server_id(b"s3cret", "backend", "127.0.0.1:8081"));
+        assert_eq!(a, server_id(b"", "127.0.0.1:8081"));
+        assert_ne!(a, server_id(b"", "127.0.0.1:8082"));
+        assert_ne!(a, server_id(b"s3cret", "127.0.0.1:8081"));
     }
 }

@@ -90,7 +90,7 @@ fn the_first_response_sets_the_cookie_with_the_attributes_configured() {
     let _rf = Ringfront::start(&config(
         p,
         &plain(&bs),
-        "sticky cookie srv expires=1h domain=.example.com httponly samesite=lax secure path=/app;",
+        "sticky cookie srv \"expires=1h 3m\" domain=.example.com httponly samesite=lax secure path=/app;",
     ));
     let r = get(p, "/", None);
     assert_eq!(r.status, 200);
@@ -113,7 +113,7 @@ fn the_first_response_sets_the_cookie_with_the_attributes_configured() {
     assert_eq!(
         &parts[2..],
         [
-            "max-age=3600",
+            "max-age=3780",
             "domain=.example.com",
             "httponly",
             "secure",
@@ -138,7 +138,8 @@ fn expires_max_is_nginxs_fixed_date() {
 
 /// With the cookie, every request (new connections, both workers) reaches the same backend,
 /// whatever the balancer would have chosen; every response names it again. The ids come
-/// from another ringfront with round robin: an id depends only on group and address.
+/// from another ringfront with round robin and another group name: an id depends only on
+/// the server's address (as nginx's), so it holds in every group that lists the server.
 fn sticks_with(bs: &[Backend], ids: &HashMap<u16, String>, balancer: &str) {
     let p = port();
     let _rf = Ringfront::start(&config(
@@ -162,7 +163,10 @@ fn sticks_with(bs: &[Backend], ids: &HashMap<u16, String>, balancer: &str) {
 fn learned_ids() -> (Vec<Backend>, HashMap<u16, String>) {
     let bs = three();
     let p = port();
-    let _rf = Ringfront::start(&config(p, &plain(&bs), "sticky cookie srv;"));
+    let other = config(p, &plain(&bs), "sticky cookie srv;")
+        .replace("upstream backend", "upstream elsewhere")
+        .replace("http://backend", "http://elsewhere");
+    let _rf = Ringfront::start(&other);
     let ids = ids(p, &bs);
     (bs, ids)
 }
