@@ -24,9 +24,11 @@ pub struct StickyRt {
     pub learned: Option<Arc<Sessions>>,
 }
 
-/// The learn zones by zone and group name: a reload keeps a zone's sessions, as nginx
-/// keeps a shared memory zone. Read only while a configuration is built.
-type Zones = Mutex<HashMap<(String, String), Arc<Sessions>>>;
+/// The learn zones by zone and group name, with the server ids their sessions index: a
+/// reload keeps a zone's sessions, as nginx keeps a shared memory zone, while the group's
+/// servers stay the same (sessions name a server by its place in the group). Read only
+/// while a configuration is built.
+type Zones = Mutex<HashMap<(String, String), (Vec<String>, Arc<Sessions>)>>;
 
 fn zones() -> &'static Zones {
     static ZONES: OnceLock<Zones> = OnceLock::new();
@@ -40,10 +42,11 @@ impl StickyRt {
             StickyMode::Learn(l) => {
                 let timeout = u64::try_from(l.timeout.as_millis()).unwrap_or(u64::MAX);
                 let mut z = zones().lock().unwrap_or_else(|e| e.into_inner());
-                let s = z
+                let (known, s) = z
                     .entry((l.zone.clone(), group.to_string()))
-                    .or_insert_with(|| Arc::new(Sessions::new(l.size, timeout)));
-                if s.timeout_ms() != timeout || s.size() != l.size {
+                    .or_insert_with(|| (ids.clone(), Arc::new(Sessions::new(l.size, timeout))));
+                if s.timeout_ms() != timeout || s.size() != l.size || *known != ids {
+                    *known = ids.clone();
                     *s = Arc::new(Sessions::new(l.size, timeout));
                 }
                 Some(s.clone())
