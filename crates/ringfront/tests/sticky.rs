@@ -534,3 +534,35 @@ fn learn_without_header_learns_when_the_request_ends() {
     }
     let _ = std::fs::remove_file(&log);
 }
+
+/// `create=$cookie_sid`: a session the client names is created on the peer the balancer
+/// chose; when that peer answers with a listed status the request moves on and the session
+/// moves with it (nginx's `upstream_sticky_learn.t`, "pnu 403").
+#[test]
+fn a_client_session_follows_the_request_to_the_next_peer() {
+    let bs = three();
+    let p = port();
+    let conf = config(
+        p,
+        &plain(&bs),
+        "sticky learn lookup=$cookie_sid create=$cookie_sid zone=c:1m header;",
+    )
+    .replace(
+        "proxy_pass http://backend; }",
+        "proxy_pass http://backend; proxy_next_upstream http_403; }",
+    );
+    let _rf = Ringfront::start(&conf);
+    let first = served_by(&get(p, "/", Some("sid=v1")));
+    for _ in 0..4 {
+        assert_eq!(served_by(&get(p, "/", Some("sid=v1"))), first);
+    }
+    let x = bs.iter().find(|b| b.port() == first).unwrap();
+    x.set_route("/", Canned::status(403, "no"));
+    let moved = get(p, "/", Some("sid=v1"));
+    assert_eq!(moved.status, 200);
+    assert_ne!(served_by(&moved), first);
+    x.clear_route("/");
+    for _ in 0..4 {
+        assert_eq!(served_by(&get(p, "/", Some("sid=v1"))), served_by(&moved));
+    }
+}
