@@ -118,3 +118,25 @@ fn find_maps_an_id_to_the_groups_peer() {
     // A table longer than the group (a stale one) finds nothing outside it.
     assert_eq!(sticky::find(up, &["a", "b", "c", "d"], b"d"), None);
 }
+
+/// nginx 1.29.6's round robin with a sticky peer: the pin takes its turn in the weights
+/// until it is a whole round behind, then the weights are left alone; the requests without
+/// a pin then see the weights it left (here 1 first, where plain round robin starts with 0).
+#[test]
+fn round_robin_weighs_the_pin_in_as_nginx() {
+    let mut g = group(Balancer::RoundRobin, 2, 0);
+    for _ in 0..5 {
+        assert_eq!(g.pick_pinned(Some(0), 5), Some(0));
+    }
+    assert_eq!(g.ws.current_weight(0), -1, "-(total_weight - weight)");
+    assert_eq!(g.ws.current_weight(1), 1);
+    let unpinned: Vec<_> = (0..4).map(|_| g.pick_pinned(None, 5).unwrap()).collect();
+    assert_eq!(unpinned, [1, 0, 1, 0]);
+    // Weights 1 and 3: the pin on the light peer is at most 3 behind.
+    let specs = vec![peer(9001, 1), peer(9002, 3)];
+    let mut g = Bench::new(testutil_topo(specs));
+    for _ in 0..10 {
+        assert_eq!(g.pick_pinned(Some(0), 5), Some(0));
+    }
+    assert_eq!(g.ws.current_weight(0), -3);
+}
