@@ -10,7 +10,9 @@ use crate::check::{touch, usable};
 use crate::topology::{PeerId, Upstream};
 
 /// The pinned peer of this try, taken (tried bit set, `checked` moved as any pick does), or
-/// `None` when there is no pin or the pinned peer cannot be selected now.
+/// `None` when there is no pin or the pinned peer cannot be selected now. Every balancer but
+/// round robin takes the pin this way, leaving its own state alone, as nginx's do; round
+/// robin weighs it in (`rr::get_peer`).
 pub(crate) fn pinned(up: &Upstream, board: &Board, at: &mut Attempt, now: u64) -> Option<PeerId> {
     let id = at.pin?;
     let list = if at.in_backup {
