@@ -1,5 +1,5 @@
 //! `sticky cookie NAME [expires=T|max] [domain=D] [httponly] [samesite=strict|lax|none]
-//! [secure] [path=P]`, `sticky route $var ...` and `sticky learn create=$v lookup=$v
+//! [secure] [path=P] [secret=KEY]` (`secret=` is ringfront's own), `sticky route $var ...` and `sticky learn create=$v lookup=$v
 //! zone=NAME:SIZE [timeout=T] [header] [sync]` in an `upstream` block: nginx Plus's session
 //! persistence, in open nginx since 1.29.6 (`ngx_http_upstream_sticky_module.c`), with its
 //! checks and messages.
@@ -45,6 +45,8 @@ pub struct StickyCookie {
     /// `samesite=`: a value with variables is checked per response (an invalid one becomes
     /// `strict`, as nginx).
     pub samesite: Option<Template>,
+    /// `secret=` (ringfront only): the key of the server ids' hash.
+    pub secret: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,6 +68,18 @@ pub struct StickyLearn {
     pub header: bool,
     /// `sync`: accepted (nginx Plus's zone_sync); a single instance has nothing to sync.
     pub sync: bool,
+}
+
+impl Sticky {
+    /// The key of the server ids' hash: `sticky cookie ... secret=`, else none.
+    pub fn secret(&self) -> &[u8] {
+        match &self.mode {
+            StickyMode::Cookie(StickyCookie {
+                secret: Some(s), ..
+            }) => s.as_bytes(),
+            _ => &[],
+        }
+    }
 }
 
 /// Reads a `sticky` line (argument counts are checked by the table: 2 or more).
@@ -114,6 +128,7 @@ fn cookie(d: &Directive) -> Result<Sticky, ConfigError> {
         httponly: false,
         secure: false,
         samesite: None,
+        secret: None,
     };
     for a in d.args.iter().skip(2) {
         if let Some(v) = a.strip_prefix("domain=") {
@@ -153,6 +168,14 @@ fn cookie(d: &Directive) -> Result<Sticky, ConfigError> {
                 return Err(dup(d, "secure"));
             }
             c.secure = true;
+        } else if let Some(v) = a.strip_prefix("secret=") {
+            if c.secret.is_some() {
+                return Err(dup(d, "secret"));
+            }
+            if v.is_empty() {
+                return Err(directive_err(d, "no value for \"secret\""));
+            }
+            c.secret = Some(v.to_string());
         } else if let Some(v) = a.strip_prefix("samesite=") {
             if c.samesite.is_some() {
                 return Err(dup(d, "samesite"));

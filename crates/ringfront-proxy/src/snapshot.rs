@@ -410,9 +410,10 @@ impl Snapshot {
             // The socket paths of the group's peers, in the topology's order of ids.
             let (mut primary_unix, mut backup_unix) = (Vec::new(), Vec::new());
             let (mut primary_ids, mut backup_ids) = (Vec::new(), Vec::new());
+            let secret = up.sticky.as_ref().map_or(&[][..], |s| s.secret());
             for s in &up.servers {
                 for (name, addr, unix) in peer_targets(s) {
-                    let sid = crate::sticky::server_id(s.route.as_deref(), &name);
+                    let sid = crate::sticky::server_id(s.route.as_deref(), secret, &name);
                     let p = PeerSpec {
                         name,
                         addr,

@@ -80,11 +80,12 @@ impl StickyRt {
     }
 }
 
-/// The server id of a peer: its `route=`, else the keyed hash of its address.
-pub fn server_id(route: Option<&str>, name: &str) -> String {
+/// The server id of a peer: its `route=`, else the keyed hash of its address (under the
+/// group's `secret=`, if any).
+pub fn server_id(route: Option<&str>, secret: &[u8], name: &str) -> String {
     match route {
         Some(r) => r.to_string(),
-        None => ringfront_upstream::sid::server_id(b"", name),
+        None => ringfront_upstream::sid::server_id(secret, name),
     }
 }
 
@@ -233,9 +234,10 @@ mod tests {
 
     #[test]
     fn routes_are_kept_and_hashes_hide_the_address() {
-        assert_eq!(server_id(Some("a"), "127.0.0.1:1"), "a");
-        let h = server_id(None, "127.0.0.1:1");
+        assert_eq!(server_id(Some("a"), b"", "127.0.0.1:1"), "a");
+        let h = server_id(None, b"", "127.0.0.1:1");
         assert_eq!(h.len(), 32);
-        assert_eq!(h, server_id(None, "127.0.0.1:1"));
+        assert_eq!(h, server_id(None, b"", "127.0.0.1:1"));
+        assert_ne!(h, server_id(None, b"k", "127.0.0.1:1"));
     }
 }
