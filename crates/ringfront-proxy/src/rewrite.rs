@@ -121,6 +121,7 @@ pub async fn process<'s>(
             return (loc, Outcome::Status(404));
         }
         if let Some((answering, outcome)) = run.location(loc, rw).await {
+            let outcome = crate::limits::phase(w, snap, req, answering, outcome, rw).await;
             match crate::precontent::run(w, snap, req, answering, outcome, rw).await {
                 Some(outcome) => return (answering, outcome),
                 // nginx's internal redirect runs the server's rewrite directives again (a

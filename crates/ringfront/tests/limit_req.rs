@@ -4,7 +4,8 @@
 //! a plain limit, `burst` with and without `nodelay`, `delay=`, `limit_req_status`,
 //! `limit_req_dry_run`, two limits at once (a rejection by the second leaves the first
 //! unaccounted), inheritance (a location with its own `limit_req` drops the server's),
-//! an empty key (not accounted), and the phase order (`return` runs before, `deny` after).
+//! an empty key (not accounted), the phase order (`return` runs before, `deny` after) and
+//! an index file's internal redirect (counted once).
 //! Rates of 1r/m keep the excess independent of the test's pace; delays use 1r/s.
 
 mod common;
@@ -37,6 +38,7 @@ http {
     limit_req_zone $binary_remote_addr zone=deny:1m rate=1r/m;
     limit_req_zone $binary_remote_addr zone=slow:1m rate=1r/s;
     limit_req_zone $binary_remote_addr zone=twostage:1m rate=1r/s;
+    limit_req_zone $binary_remote_addr zone=dir:1m rate=1r/m;
     server {
         listen 127.0.0.1:{PORT};
         server_name localhost;
@@ -60,6 +62,7 @@ http {
         location /key { limit_req zone=bykey; }
         location /ret { limit_req zone=ret; return 204; }
         location /deny { limit_req zone=deny; deny all; }
+        location /dir/ { limit_req zone=dir; }
         location /delay { limit_req zone=slow burst=5; }
         location /twostage { limit_req zone=twostage burst=5 delay=1; }
     }
@@ -84,6 +87,7 @@ const COUNTED: &[(&str, usize)] = &[
     ("/key?k=a", 2),
     ("/ret", 3),
     ("/deny", 2),
+    ("/dir/", 3),
 ];
 
 /// Requests that may wait: path, how many, sent one after the other.
@@ -102,7 +106,9 @@ struct Seen {
 fn www(dir: &std::path::Path) {
     let www = dir.join("www");
     std::fs::create_dir_all(&www).expect("www");
-    for (path, _) in COUNTED.iter().chain(DELAYED) {
+    std::fs::create_dir_all(www.join("dir")).expect("dir");
+    std::fs::write(www.join("dir/index.html"), "index\n").expect("index");
+    for (path, _) in COUNTED.iter().chain(DELAYED).filter(|(p, _)| !p.ends_with('/')) {
         let name = path.trim_start_matches('/').split('?').next().unwrap_or_default();
         std::fs::write(www.join(name), "ok\n").expect("file");
     }
@@ -155,7 +161,7 @@ fn error_lines(path: &std::path::Path) -> Vec<String> {
                 })
             })
             .collect();
-        if lines.len() >= 18 || Instant::now() > end {
+        if lines.len() >= 20 || Instant::now() > end {
             return lines;
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -191,6 +197,11 @@ fn limit_req_matches_nginx() {
     assert_eq!(first("/key ")[1], "/key 200 -", "an empty key is not accounted");
     assert_eq!(first("/ret ")[2], "/ret 204 -", "return runs before limit_req");
     assert_eq!(first("/deny "), ["/deny 403 PASSED", "/deny 503 REJECTED"]);
+    // The index module's internal redirect does not count the request twice.
+    assert_eq!(
+        first("/dir/"),
+        ["/dir/index.html 200 PASSED", "/dir/ 503 REJECTED", "/dir/ 503 REJECTED"]
+    );
     assert!(n.errors.iter().any(|l| l.starts_with(
         "limiting requests, excess: 1.000 by zone \"plain\", client: 127.0.0.1, server: localhost"
     )));
