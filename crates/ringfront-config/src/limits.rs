@@ -100,7 +100,9 @@ fn register(d: &Directive, name: &str, kind: ZoneKind, size: u64) -> Result<usiz
         if !same_module {
             return Err(err(
                 d,
-                format!("the shared memory zone \"{name}\" is already declared for a different use"),
+                format!(
+                    "the shared memory zone \"{name}\" is already declared for a different use"
+                ),
             ));
         }
         if z.size == 0 {
@@ -189,9 +191,11 @@ impl LimitsLevel {
             if let Some(name) = a.strip_prefix("zone=") {
                 zone = Some(register(d, name, ZoneKind::Req { rate: 0 }, 0)?);
             } else if let Some(n) = a.strip_prefix("burst=") {
-                burst = positive(n).ok_or_else(|| err(d, format!("invalid burst value \"{a}\"")))?;
+                burst =
+                    positive(n).ok_or_else(|| err(d, format!("invalid burst value \"{a}\"")))?;
             } else if let Some(n) = a.strip_prefix("delay=") {
-                delay = positive(n).ok_or_else(|| err(d, format!("invalid delay value \"{a}\"")))?;
+                delay =
+                    positive(n).ok_or_else(|| err(d, format!("invalid delay value \"{a}\"")))?;
             } else if a == "nodelay" {
                 delay = NODELAY / 1000;
             } else {
@@ -218,9 +222,8 @@ impl LimitsLevel {
         if list.iter().any(|l| l.zone == zone) {
             return Err(directive_err(d, "is duplicate"));
         }
-        let n = positive(d.arg(1)).ok_or_else(|| {
-            err(d, format!("invalid number of connections \"{}\"", d.arg(1)))
-        })?;
+        let n = positive(d.arg(1))
+            .ok_or_else(|| err(d, format!("invalid number of connections \"{}\"", d.arg(1))))?;
         if n > 65535 {
             return Err(err(d, "connection limit must be less 65536"));
         }
@@ -297,7 +300,8 @@ fn parse_rate(text: &str) -> Option<u64> {
 
 /// `limit_req_status` / `limit_conn_status`: a number from 400 to 599.
 fn status(d: &Directive) -> Result<u16, ConfigError> {
-    let n = crate::units::parse_number(d.arg(0)).ok_or_else(|| directive_err(d, "invalid number"))?;
+    let n =
+        crate::units::parse_number(d.arg(0)).ok_or_else(|| directive_err(d, "invalid number"))?;
     match u16::try_from(n) {
         Ok(n) if (400..=599).contains(&n) => Ok(n),
         _ => Err(err(d, "value must be between 400 and 599")),

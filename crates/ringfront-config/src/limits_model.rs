@@ -7,7 +7,9 @@ use crate::model::{LogLevel, Template};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ZoneKind {
     /// `limit_req_zone ... rate=`: milli-requests per second, as nginx holds it.
-    Req { rate: u64 },
+    Req {
+        rate: u64,
+    },
     Conn,
 }
 

@@ -32,7 +32,10 @@ fn zones_limits_and_inheritance() {
     assert_eq!(zones[2].kind, ZoneKind::Conn);
     let root = &cfg.http.servers[0].locations[0].settings.limits;
     assert_eq!(root.req.len(), 1);
-    assert_eq!((root.req[0].zone, root.req[0].burst, root.req[0].delay), (0, 5000, 0));
+    assert_eq!(
+        (root.req[0].zone, root.req[0].burst, root.req[0].delay),
+        (0, 5000, 0)
+    );
     assert_eq!(root.req_status, 429);
     assert_eq!(root.req_log_level, LogLevel::Error);
     assert_eq!(root.req_delay_level(), LogLevel::Warn);
@@ -103,8 +106,14 @@ fn nginx_load_errors() {
              limit_conn_zone $uri zone=one:1m;",
             "the shared memory zone \"one\" is already declared for a different use",
         ),
-        ("limit_req zone=one burst=0;", "invalid burst value \"burst=0\""),
-        ("limit_req zone=one delay=x;", "invalid delay value \"delay=x\""),
+        (
+            "limit_req zone=one burst=0;",
+            "invalid burst value \"burst=0\"",
+        ),
+        (
+            "limit_req zone=one delay=x;",
+            "invalid delay value \"delay=x\"",
+        ),
         (
             "limit_req zone=one; limit_req zone=one;",
             "\"limit_req\" directive is duplicate",

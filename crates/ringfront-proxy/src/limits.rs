@@ -178,7 +178,12 @@ async fn preaccess(
 /// logs it and does not account the request in that zone).
 fn key(z: &ZoneRt, req: &Req<'_>, snap: &Snapshot, max: usize, log: Log<'_>) -> Option<Vec<u8>> {
     let mut out = Vec::new();
-    crate::vars::render(&mut out, &z.zone.key, &req.vars("", None, Some(snap)), false);
+    crate::vars::render(
+        &mut out,
+        &z.zone.key,
+        &req.vars("", None, Some(snap)),
+        false,
+    );
     if out.len() > max {
         log(
             LogLevel::Error,
@@ -248,7 +253,10 @@ fn limit_req(
                     snap,
                     LogLevel::Alert,
                     0,
-                    format_args!("could not allocate node in limit_req zone \"{}\"", name(limit)),
+                    format_args!(
+                        "could not allocate node in limit_req zone \"{}\"",
+                        name(limit)
+                    ),
                 ),
             }
             match l.req_dry_run {

@@ -328,8 +328,13 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         true => crate::request_id::draw(),
         false => [0; 16],
     };
-    let path = request_path(&buf, &head);
-    let pre = Req {
+    let (loc, outcome) = if refuse.is_some() {
+        // nginx refuses (497, 495, 496) before any location: the server's settings and
+        // error pages answer.
+        (&chosen.0.fallback, Outcome::Continue)
+    } else {
+        let path = request_path(&buf, &head);
+        let pre = Req {
             buf: &buf,
             head: &head,
             client,
@@ -352,11 +357,6 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
             id: request_id,
             body_len: 0,
         };
-    let (loc, outcome) = if refuse.is_some() {
-        // nginx refuses (497, 495, 496) before any location: the server's settings and
-        // error pages answer.
-        (&chosen.0.fallback, Outcome::Continue)
-    } else {
         crate::dispatch::location(w, &snap, chosen, &pre, &mut rw).await
     };
     let s = &loc.settings;

@@ -178,7 +178,14 @@ fn version_flags_read_like_nginx() {
         );
     }
     for m in [
-        "proxy", "map", "geo", "split_clients", "rewrite", "gzip", "limit_req", "limit_conn",
+        "proxy",
+        "map",
+        "geo",
+        "split_clients",
+        "rewrite",
+        "gzip",
+        "limit_req",
+        "limit_conn",
     ] {
         assert!(!args.contains(&format!("--without-http_{m}_module")), "{m}");
     }

@@ -75,7 +75,9 @@ fn while_held(p: u16, backend: &Backend, path: &str, held: usize, out: &mut Vec<
         let before = backend.hits();
         let mut c = Client::connect(("127.0.0.1", p));
         let sep = if path.contains('?') { '&' } else { '?' };
-        c.send_raw(format!("GET {path}{sep}sleep=1 HTTP/1.1\r\nHost: localhost\r\n\r\n").as_bytes());
+        c.send_raw(
+            format!("GET {path}{sep}sleep=1 HTTP/1.1\r\nHost: localhost\r\n\r\n").as_bytes(),
+        );
         assert!(
             backend.wait_hits(before + 1, Duration::from_secs(5)),
             "{path} reached the backend"
@@ -137,7 +139,10 @@ fn error_lines(path: &std::path::Path, want: usize) -> Vec<String> {
 
 #[test]
 fn limit_conn_matches_nginx() {
-    let (nd, rd) = (TempDir::new("nginx-limit-conn"), TempDir::new("rf-limit-conn"));
+    let (nd, rd) = (
+        TempDir::new("nginx-limit-conn"),
+        TempDir::new("rf-limit-conn"),
+    );
     let (nb, rb) = (Backend::start(), Backend::start());
     let (np, rp) = (common::port(), common::port());
     let _n = Nginx::start(&config(np, nb.port(), nd.path()), np);
@@ -152,7 +157,9 @@ fn limit_conn_matches_nginx() {
     assert_eq!(n.statuses[0], "/one while 1 held: 503");
     assert_eq!(n.statuses[2], "/one while 0 held: 200");
     assert!(n.access.contains(&"/one 503 - REJECTED".to_string()));
-    assert!(n.access.contains(&"/dry 200 - REJECTED_DRY_RUN".to_string()));
+    assert!(n
+        .access
+        .contains(&"/dry 200 - REJECTED_DRY_RUN".to_string()));
     assert!(n.access.contains(&"/status 429 - REJECTED".to_string()));
     assert!(n.access.contains(&"/key 200 - -".to_string()));
     assert!(n.access.contains(&"/both 503 PASSED REJECTED".to_string()));
@@ -162,6 +169,10 @@ fn limit_conn_matches_nginx() {
         .any(|l| l.starts_with("limiting connections, dry run, by zone \"dry\", client: ")));
     assert_eq!(
         &n.statuses[n.statuses.len() - 3..],
-        ["/one keep-alive: 200", "/one keep-alive: 200", "/one keep-alive: 200"]
+        [
+            "/one keep-alive: 200",
+            "/one keep-alive: 200",
+            "/one keep-alive: 200"
+        ]
     );
 }

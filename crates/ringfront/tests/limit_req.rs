@@ -108,8 +108,16 @@ fn www(dir: &std::path::Path) {
     std::fs::create_dir_all(&www).expect("www");
     std::fs::create_dir_all(www.join("dir")).expect("dir");
     std::fs::write(www.join("dir/index.html"), "index\n").expect("index");
-    for (path, _) in COUNTED.iter().chain(DELAYED).filter(|(p, _)| !p.ends_with('/')) {
-        let name = path.trim_start_matches('/').split('?').next().unwrap_or_default();
+    for (path, _) in COUNTED
+        .iter()
+        .chain(DELAYED)
+        .filter(|(p, _)| !p.ends_with('/'))
+    {
+        let name = path
+            .trim_start_matches('/')
+            .split('?')
+            .next()
+            .unwrap_or_default();
         std::fs::write(www.join(name), "ok\n").expect("file");
     }
     std::fs::write(www.join("other"), "other\n").expect("file");
@@ -155,10 +163,12 @@ fn error_lines(path: &std::path::Path) -> Vec<String> {
             .filter_map(|l| {
                 let at = l.find("limiting ").or_else(|| l.find("delaying "))?;
                 let line = &l[at..];
-                Some(match line.contains("zone \"slow\"") || line.contains("\"twostage\"") {
-                    true => line.split(", excess").next().unwrap_or(line).to_string(),
-                    false => line.to_string(),
-                })
+                Some(
+                    match line.contains("zone \"slow\"") || line.contains("\"twostage\"") {
+                        true => line.split(", excess").next().unwrap_or(line).to_string(),
+                        false => line.to_string(),
+                    },
+                )
             })
             .collect();
         if lines.len() >= 20 || Instant::now() > end {
@@ -170,7 +180,10 @@ fn error_lines(path: &std::path::Path) -> Vec<String> {
 
 #[test]
 fn limit_req_matches_nginx() {
-    let (nd, rd) = (TempDir::new("nginx-limit-req"), TempDir::new("rf-limit-req"));
+    let (nd, rd) = (
+        TempDir::new("nginx-limit-req"),
+        TempDir::new("rf-limit-req"),
+    );
     let (np, rp) = (common::port(), common::port());
     www(nd.path());
     www(rd.path());
@@ -184,23 +197,49 @@ fn limit_req_matches_nginx() {
     assert_eq!(r.seconds, n.seconds, "delays in whole seconds");
     // What nginx does, spelled out (so that a change in both would show).
     assert_eq!(n.seconds, [0, 1, 1, 0, 0, 1, 1]);
-    let first = |p: &str| n.access.iter().filter(|l| l.starts_with(p)).cloned().collect::<Vec<_>>();
+    let first = |p: &str| {
+        n.access
+            .iter()
+            .filter(|l| l.starts_with(p))
+            .cloned()
+            .collect::<Vec<_>>()
+    };
     assert_eq!(
         first("/plain "),
-        ["/plain 200 PASSED", "/plain 503 REJECTED", "/plain 503 REJECTED"]
+        [
+            "/plain 200 PASSED",
+            "/plain 503 REJECTED",
+            "/plain 503 REJECTED"
+        ]
     );
     assert_eq!(first("/status ")[1], "/status 429 REJECTED");
     assert_eq!(first("/dry ")[2], "/dry 200 REJECTED_DRY_RUN");
     assert_eq!(first("/drydelay ")[1], "/drydelay 200 DELAYED_DRY_RUN");
-    assert_eq!(first("/loose ")[0], "/loose 200 PASSED", "multi left loose unaccounted");
+    assert_eq!(
+        first("/loose ")[0],
+        "/loose 200 PASSED",
+        "multi left loose unaccounted"
+    );
     assert_eq!(first("/inherit ")[0], "/inherit 200 PASSED");
-    assert_eq!(first("/key ")[1], "/key 200 -", "an empty key is not accounted");
-    assert_eq!(first("/ret ")[2], "/ret 204 -", "return runs before limit_req");
+    assert_eq!(
+        first("/key ")[1],
+        "/key 200 -",
+        "an empty key is not accounted"
+    );
+    assert_eq!(
+        first("/ret ")[2],
+        "/ret 204 -",
+        "return runs before limit_req"
+    );
     assert_eq!(first("/deny "), ["/deny 403 PASSED", "/deny 503 REJECTED"]);
     // The index module's internal redirect does not count the request twice.
     assert_eq!(
         first("/dir/"),
-        ["/dir/index.html 200 PASSED", "/dir/ 503 REJECTED", "/dir/ 503 REJECTED"]
+        [
+            "/dir/index.html 200 PASSED",
+            "/dir/ 503 REJECTED",
+            "/dir/ 503 REJECTED"
+        ]
     );
     assert!(n.errors.iter().any(|l| l.starts_with(
         "limiting requests, excess: 1.000 by zone \"plain\", client: 127.0.0.1, server: localhost"
