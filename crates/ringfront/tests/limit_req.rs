@@ -5,7 +5,8 @@
 //! `limit_req_dry_run`, two limits at once (a rejection by the second leaves the first
 //! unaccounted), inheritance (a location with its own `limit_req` drops the server's),
 //! an empty key (not accounted), the phase order (`return` runs before, `deny` after) and
-//! an index file's internal redirect (counted once).
+//! an index file's internal redirect (counted once); and one zone shared by both workers
+//! (requests on fresh connections, spread over the workers, count in the same state).
 //! Rates of 1r/m keep the excess independent of the test's pace; delays use 1r/s.
 
 mod common;
@@ -39,6 +40,7 @@ http {
     limit_req_zone $binary_remote_addr zone=slow:1m rate=1r/s;
     limit_req_zone $binary_remote_addr zone=twostage:1m rate=1r/s;
     limit_req_zone $binary_remote_addr zone=dir:1m rate=1r/m;
+    limit_req_zone $binary_remote_addr zone=shared:1m rate=1r/m;
     server {
         listen 127.0.0.1:{PORT};
         server_name localhost;
@@ -63,6 +65,7 @@ http {
         location /ret { limit_req zone=ret; return 204; }
         location /deny { limit_req zone=deny; deny all; }
         location /dir/ { limit_req zone=dir; }
+        location /shared { limit_req zone=shared burst=2 nodelay; }
         location /delay { limit_req zone=slow burst=5; }
         location /twostage { limit_req zone=twostage burst=5 delay=1; }
     }
@@ -89,6 +92,9 @@ const COUNTED: &[(&str, usize)] = &[
     ("/deny", 2),
     ("/dir/", 3),
 ];
+
+/// Requests to `/shared`, each on its own connection.
+const SHARED: usize = 12;
 
 /// Requests that may wait: path, how many, sent one after the other.
 const DELAYED: &[(&str, usize)] = &[("/delay", 3), ("/twostage", 4)];
@@ -121,6 +127,7 @@ fn www(dir: &std::path::Path) {
         std::fs::write(www.join(name), "ok\n").expect("file");
     }
     std::fs::write(www.join("other"), "other\n").expect("file");
+    std::fs::write(www.join("shared"), "shared\n").expect("file");
 }
 
 fn run(p: u16, dir: &std::path::Path) -> Seen {
@@ -132,6 +139,16 @@ fn run(p: u16, dir: &std::path::Path) -> Seen {
             statuses.push(format!("{path} {}", r.status));
         }
     }
+    // A fresh connection each: they land on both workers, which share the zone.
+    for _ in 0..SHARED {
+        let r = Client::connect(("127.0.0.1", p)).request(
+            "GET",
+            "/shared",
+            &[("Host", "localhost")],
+            b"",
+        );
+        statuses.push(format!("/shared {}", r.status));
+    }
     let mut seconds = Vec::new();
     for (path, n) in DELAYED {
         for _ in 0..*n {
@@ -141,9 +158,17 @@ fn run(p: u16, dir: &std::path::Path) -> Seen {
             seconds.push(started.elapsed().as_secs_f64().round() as u64);
         }
     }
-    let total: usize = COUNTED.iter().chain(DELAYED).map(|(_, n)| n).sum();
-    let access = common::log_lines(&dir.join("a.log"), total);
-    let errors = error_lines(&dir.join("e.log"));
+    let total: usize = COUNTED.iter().chain(DELAYED).map(|(_, n)| n).sum::<usize>() + SHARED;
+    let mut access = common::log_lines(&dir.join("a.log"), total);
+    // The two workers' lines may interleave differently: the /shared ones compare as a set.
+    let (mut shared, own): (Vec<String>, Vec<String>) =
+        access.drain(..).partition(|l| l.starts_with("/shared "));
+    shared.sort();
+    access = own;
+    access.extend(shared);
+    // Lines of two workers: compared as a set.
+    let mut errors = error_lines(&dir.join("e.log"));
+    errors.sort();
     Seen {
         statuses,
         seconds,
@@ -171,7 +196,7 @@ fn error_lines(path: &std::path::Path) -> Vec<String> {
                 )
             })
             .collect();
-        if lines.len() >= 20 || Instant::now() > end {
+        if lines.len() >= 29 || Instant::now() > end {
             return lines;
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -232,6 +257,8 @@ fn limit_req_matches_nginx() {
         "return runs before limit_req"
     );
     assert_eq!(first("/deny "), ["/deny 403 PASSED", "/deny 503 REJECTED"]);
+    let shared = n.statuses.iter().filter(|l| l.starts_with("/shared "));
+    assert_eq!(shared.filter(|l| l.ends_with(" 200")).count(), 3, "burst=2 across workers");
     // The index module's internal redirect does not count the request twice.
     assert_eq!(
         first("/dir/"),
