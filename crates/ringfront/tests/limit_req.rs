@@ -258,7 +258,11 @@ fn limit_req_matches_nginx() {
     );
     assert_eq!(first("/deny "), ["/deny 403 PASSED", "/deny 503 REJECTED"]);
     let shared = n.statuses.iter().filter(|l| l.starts_with("/shared "));
-    assert_eq!(shared.filter(|l| l.ends_with(" 200")).count(), 3, "burst=2 across workers");
+    assert_eq!(
+        shared.filter(|l| l.ends_with(" 200")).count(),
+        3,
+        "burst=2 across workers"
+    );
     // The index module's internal redirect does not count the request twice.
     assert_eq!(
         first("/dir/"),
@@ -326,4 +330,61 @@ fn a_delay_does_not_hold_up_the_worker() {
             "nginx={nginx}: {waited:?}"
         );
     }
+}
+
+fn reloaded(p: u16, dir: &std::path::Path, size: &str, generation_note: &str) -> String {
+    fill(
+        r#"worker_processes 2;
+events { worker_connections 64; }
+http {
+    access_log off;
+    # {NOTE}
+    limit_req_zone $binary_remote_addr zone=kept:{SIZE} rate=1r/m;
+    server {
+        listen 127.0.0.1:{PORT};
+        root {DIR}/www;
+        location /plain { limit_req zone=kept; }
+    }
+}
+"#,
+        &[
+            ("PORT", p.to_string()),
+            ("DIR", dir.display().to_string()),
+            ("SIZE", size.to_string()),
+            ("NOTE", generation_note.to_string()),
+        ],
+    )
+}
+
+/// A reload keeps an unchanged zone's states (as nginx keeps its shared memory): the key
+/// that used its one request per minute is still refused; a zone whose size changed
+/// starts empty (a new shared memory zone in nginx too).
+#[test]
+fn a_reload_keeps_an_unchanged_zone() {
+    let dir = TempDir::new("limit-req-reload");
+    www(dir.path());
+    let p = common::port();
+    let rf = Ringfront::start(&reloaded(p, dir.path(), "1m", "first"));
+    let get = || {
+        Client::connect(("127.0.0.1", p))
+            .request("GET", "/plain", &[], b"")
+            .status
+    };
+    assert_eq!(get(), 200);
+    assert_eq!(get(), 503);
+    let reload = |cfg: &str, generation: u64| {
+        rf.write_config(cfg);
+        rf.signal(ringfront_testkit::SIGHUP);
+        let line = format!("reconfigured (generation {generation})");
+        assert!(
+            rf.wait_for_stderr(&line, Duration::from_secs(10)),
+            "{:?}",
+            rf.stderr_lines()
+        );
+    };
+    reload(&reloaded(p, dir.path(), "1m", "second"), 2);
+    assert_eq!(get(), 503, "the state survived the reload");
+    reload(&reloaded(p, dir.path(), "2m", "third"), 3);
+    assert_eq!(get(), 200, "a resized zone starts empty");
+    assert_eq!(get(), 503);
 }
