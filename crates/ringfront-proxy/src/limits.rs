@@ -44,17 +44,28 @@ pub fn build(zones: &[LimitZone]) -> Vec<ZoneRt> {
         .map(|z| ZoneRt {
             zone: z.clone(),
             table: match z.kind {
-                ZoneKind::Req { rate } => Table::Req(Arc::new(ReqTable::new(z.size, Rate(rate)))),
+                ZoneKind::Req { .. } => Table::Req(Arc::new(ReqTable::new(z.size))),
                 ZoneKind::Conn => Table::Conn(Arc::new(ConnTable::new(z.size))),
             },
         })
         .collect()
 }
 
-/// After a reload: each zone the old configuration had unchanged keeps its states.
+/// After a reload: each zone of the old configuration with the same name, module, size and
+/// key keeps its states (nginx keeps its shared memory; a new rate applies to them).
 pub fn adopt(new: &mut [ZoneRt], old: &[ZoneRt]) {
     for z in new {
-        if let Some(o) = old.iter().find(|o| o.zone == z.zone) {
+        let same = |o: &&ZoneRt| {
+            let (a, b) = (&o.zone, &z.zone);
+            a.name == b.name
+                && a.size == b.size
+                && a.key_text == b.key_text
+                && matches!(
+                    (a.kind, b.kind),
+                    (ZoneKind::Req { .. }, ZoneKind::Req { .. }) | (ZoneKind::Conn, ZoneKind::Conn)
+                )
+        };
+        if let Some(o) = old.iter().find(same) {
             z.table = o.table.clone();
         }
     }
@@ -217,11 +228,13 @@ fn limit_req(
         .collect();
     let mut limits = Vec::with_capacity(keys.len());
     for (r, (z, k)) in l.req.iter().zip(&keys) {
-        let Some(Table::Req(table)) = z.map(|z| &z.table) else {
+        let Some((Table::Req(table), ZoneKind::Req { rate })) = z.map(|z| (&z.table, z.zone.kind))
+        else {
             continue;
         };
         limits.push(ringfront_limit::Limit {
             table,
+            rate: Rate(rate),
             key: k.as_deref(),
             burst: r.burst,
             delay: r.delay,

@@ -332,14 +332,13 @@ fn a_delay_does_not_hold_up_the_worker() {
     }
 }
 
-fn reloaded(p: u16, dir: &std::path::Path, size: &str, generation_note: &str) -> String {
+fn reloaded(p: u16, dir: &std::path::Path, size: &str, rate: &str) -> String {
     fill(
         r#"worker_processes 2;
 events { worker_connections 64; }
 http {
     access_log off;
-    # {NOTE}
-    limit_req_zone $binary_remote_addr zone=kept:{SIZE} rate=1r/m;
+    limit_req_zone $binary_remote_addr zone=kept:{SIZE} rate={RATE};
     server {
         listen 127.0.0.1:{PORT};
         root {DIR}/www;
@@ -351,20 +350,21 @@ http {
             ("PORT", p.to_string()),
             ("DIR", dir.display().to_string()),
             ("SIZE", size.to_string()),
-            ("NOTE", generation_note.to_string()),
+            ("RATE", rate.to_string()),
         ],
     )
 }
 
-/// A reload keeps an unchanged zone's states (as nginx keeps its shared memory): the key
-/// that used its one request per minute is still refused; a zone whose size changed
-/// starts empty (a new shared memory zone in nginx too).
+/// A reload keeps a zone's states when its name, size and key stay (as nginx keeps its
+/// shared memory), its new rate applying to them: the key that used its one request per
+/// minute is still refused; a zone whose size changed starts empty (a new shared memory
+/// zone in nginx too).
 #[test]
 fn a_reload_keeps_an_unchanged_zone() {
     let dir = TempDir::new("limit-req-reload");
     www(dir.path());
     let p = common::port();
-    let rf = Ringfront::start(&reloaded(p, dir.path(), "1m", "first"));
+    let rf = Ringfront::start(&reloaded(p, dir.path(), "1m", "1r/m"));
     let get = || {
         Client::connect(("127.0.0.1", p))
             .request("GET", "/plain", &[], b"")
@@ -382,9 +382,9 @@ fn a_reload_keeps_an_unchanged_zone() {
             rf.stderr_lines()
         );
     };
-    reload(&reloaded(p, dir.path(), "1m", "second"), 2);
+    reload(&reloaded(p, dir.path(), "1m", "2r/m"), 2);
     assert_eq!(get(), 503, "the state survived the reload");
-    reload(&reloaded(p, dir.path(), "2m", "third"), 3);
+    reload(&reloaded(p, dir.path(), "2m", "2r/m"), 3);
     assert_eq!(get(), 200, "a resized zone starts empty");
     assert_eq!(get(), 503);
 }
