@@ -98,6 +98,17 @@ impl Drop for Held {
     }
 }
 
+/// Whether the preaccess phase has anything to do for `loc`.
+pub fn due(
+    loc: &crate::snapshot::LocationRt,
+    outcome: &crate::rewrite::Outcome<'_>,
+    rw: &crate::rewrite_state::RwState,
+) -> bool {
+    let l = &loc.settings.limits;
+    matches!(outcome, crate::rewrite::Outcome::Continue)
+        && ((!l.req.is_empty() && rw.limit_req == 0) || (!l.conn.is_empty() && rw.limit_conn == 0))
+}
+
 /// nginx's preaccess phase for the location `loc` that answers: runs when the rewrite
 /// phases went on to it (`return` and the like answer before), for each module once per
 /// request (a module that already looked at a key does not run again after an internal
@@ -113,7 +124,7 @@ pub async fn phase<'s>(
     let l = &loc.settings.limits;
     let req_due = !l.req.is_empty() && rw.limit_req == 0;
     let conn_due = !l.conn.is_empty() && rw.limit_conn == 0;
-    if !matches!(outcome, crate::rewrite::Outcome::Continue) || !(req_due || conn_due) {
+    if !due(loc, &outcome, rw) {
         return outcome;
     }
     let done = {
@@ -125,7 +136,7 @@ pub async fn phase<'s>(
             let ctx = with_rw.log_context(None);
             w.log(snap, level, req.conn_id, format_args!("{msg}{ctx}"));
         };
-        Box::pin(preaccess(w, snap, l, (req_due, conn_due), &with_rw, &log)).await
+        preaccess(w, snap, l, (req_due, conn_due), &with_rw, &log).await
     };
     if req_due {
         rw.limit_req = done.req_status;

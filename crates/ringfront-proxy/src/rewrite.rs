@@ -121,7 +121,11 @@ pub async fn process<'s>(
             return (loc, Outcome::Status(404));
         }
         if let Some((answering, outcome)) = run.location(loc, rw).await {
-            let outcome = crate::limits::phase(w, snap, req, answering, outcome, rw).await;
+            // Boxed: a location without limits pays one test, not the phase's future.
+            let outcome = match crate::limits::due(answering, &outcome, rw) {
+                true => Box::pin(crate::limits::phase(w, snap, req, answering, outcome, rw)).await,
+                false => outcome,
+            };
             match crate::precontent::run(w, snap, req, answering, outcome, rw).await {
                 Some(outcome) => return (answering, outcome),
                 // nginx's internal redirect runs the server's rewrite directives again (a
