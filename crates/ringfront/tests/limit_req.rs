@@ -180,9 +180,7 @@ fn run(p: u16, dir: &std::path::Path) -> Seen {
     }
 }
 
-/// The error log's limit_req lines from "limiting" or "delaying" on (the time and process
-/// in front differ); the 1r/s zones' excess (and that of the zone many connections share)
-/// depends on the pace: it reads `E` there.
+/// `line` with its excess value as `E`.
 fn without_excess(line: &str) -> String {
     let Some(at) = line.find("excess: ") else {
         return line.to_string();
@@ -194,6 +192,9 @@ fn without_excess(line: &str) -> String {
     format!("{}E{}", &line[..start], &line[end..])
 }
 
+/// The error log's limit_req lines from "limiting" or "delaying" on (the time and process
+/// in front differ); the 1r/s zones' excess (and that of the zone many connections share)
+/// depends on the pace: it reads `E` there.
 fn error_lines(path: &std::path::Path) -> Vec<String> {
     let end = Instant::now() + Duration::from_secs(5);
     loop {
