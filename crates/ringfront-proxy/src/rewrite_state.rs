@@ -43,6 +43,8 @@ pub struct RwState {
     /// `$limit_req_status` and `$limit_conn_status` as nginx numbers them (0: unset).
     pub limit_req: u8,
     pub limit_conn: u8,
+    /// The `limit_conn` counts this request holds until it ends.
+    pub limit_held: crate::limits::Held,
     /// A rewrite changed the URI (nginx's `r->internal`): `internal` locations may be
     /// chosen.
     pub internal: bool,
