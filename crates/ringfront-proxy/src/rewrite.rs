@@ -133,6 +133,7 @@ pub async fn process<'s>(
                     };
                     let conf = answering.settings.real_ip.as_ref();
                     real.apply(conf, req.buf, req.head, req.proxy_protocol);
+                    rw.preaccess_client = Some(real);
                     let req = Req {
                         client: real.addr,
                         realip_from: real.from,

@@ -45,6 +45,9 @@ pub struct RwState {
     pub limit_conn: u8,
     /// The `limit_conn` counts this request holds until it ends.
     pub limit_held: crate::limits::Held,
+    /// The client address realip's preaccess run decided before the limits ran (the
+    /// request then keeps it even when a limit answers).
+    pub(crate) preaccess_client: Option<crate::realip::Client>,
     /// A rewrite changed the URI (nginx's `r->internal`): `internal` locations may be
     /// chosen.
     pub internal: bool,

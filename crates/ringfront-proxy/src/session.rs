@@ -402,7 +402,9 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
     };
     let s = &loc.settings;
     // realip's preaccess run, with the location's settings (once a location was reached).
-    if refusal.is_none() && matches!(outcome, Outcome::Continue) {
+    if let Some(decided) = rw.preaccess_client {
+        real = decided;
+    } else if refusal.is_none() && matches!(outcome, Outcome::Continue) {
         real.apply(s.real_ip.as_ref(), &buf, &head, pp);
     }
     let client = real.addr;
