@@ -120,6 +120,7 @@ pub(crate) fn apply(
         _ if level.ssl.apply(d, scope.prefix)? => {}
         _ if level.proxy_ssl.apply(d, scope.prefix)? => {}
         _ if level.gzip.apply(d)? => {}
+        _ if level.resolver.apply(d)? => {}
         _ if crate::proxy_headers::apply(level, d)? => {}
         _ => return Ok(false),
     }

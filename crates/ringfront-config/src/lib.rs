@@ -67,6 +67,7 @@ pub mod pcre;
 mod proxy_headers;
 pub mod proxy_headers_model;
 mod resolve;
+pub mod resolver;
 mod response_headers;
 mod rewrite;
 mod rewrite_if;

@@ -916,4 +916,6 @@ pub struct LocationSettings {
     /// What is done to the upstream response's fields (`proxy_hide_header`,
     /// `proxy_redirect`, `proxy_cookie_*`, ...).
     pub proxy_headers: crate::proxy_headers_model::ProxyHeaders,
+    /// `resolver` and `resolver_timeout` in effect here.
+    pub resolver: crate::resolver::ResolverSettings,
 }

@@ -81,6 +81,8 @@ pub(crate) struct Level {
     pub proxy_ssl: crate::ssl::ProxySslLevel,
     /// `gzip` and `gzip_*` (gzip.rs).
     pub gzip: crate::gzip::GzipLevel,
+    /// `resolver`, `resolver_timeout` (resolver.rs).
+    pub resolver: crate::resolver::ResolverLevel,
     /// `proxy_hide_header`, `proxy_redirect`, `proxy_cookie_*`... (proxy_headers.rs).
     pub proxy_headers: crate::proxy_headers::ProxyHeadersLevel,
 }
@@ -140,6 +142,7 @@ impl Default for LocationSettings {
             proxy_ssl: Default::default(),
             gzip: None,
             proxy_headers: Default::default(),
+            resolver: Default::default(),
         }
     }
 }
@@ -217,6 +220,7 @@ impl Level {
             ssl: self.ssl.inherit(&outer.ssl),
             proxy_ssl: self.proxy_ssl.inherit(&outer.proxy_ssl),
             gzip: self.gzip.inherit(&outer.gzip),
+            resolver: self.resolver.inherit(&outer.resolver),
             proxy_headers: self.proxy_headers.inherit(&outer.proxy_headers),
         }
     }
@@ -296,6 +300,7 @@ impl Level {
             internal: false,
             proxy_ssl,
             gzip: self.gzip.finish(),
+            resolver: self.resolver.finish(),
             proxy_headers: self.proxy_headers.finish(),
         })
     }

@@ -12,6 +12,7 @@ mod clock;
 mod cookie_rewrite;
 mod date;
 mod dispatch;
+pub mod dns;
 mod error_redirect;
 mod forwarded;
 mod geo;

@@ -1,0 +1,265 @@
+//! One lookup, as nginx's resolver runs it: the queries for a name (A and AAAA, or SRV)
+//! go to one name server over UDP; what is unanswered after 5 s (nginx's `resend_timeout`)
+//! is sent again to the next server, until `resolver_timeout` ends the lookup ("110:
+//! Operation timed out"). A truncated answer is asked again over TCP (5 s, nginx's
+//! `tcp_timeout`). A CNAME without addresses is followed, 50 times at most.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::time::{Duration, Instant};
+
+use monoio::io::{AsyncReadRentExt, AsyncWriteRentExt};
+use monoio::net::udp::UdpSocket;
+use monoio::net::TcpStream;
+use ringfront_config::resolver::Resolver;
+
+use super::wire::{self, Answer, Srv};
+use super::WorkerDns;
+
+const RESEND: Duration = Duration::from_secs(5);
+const TCP_TIMEOUT: Duration = Duration::from_secs(5);
+/// nginx's `NGX_RESOLVER_MAX_RECURSION`.
+const MAX_CNAMES: usize = 50;
+const NXDOMAIN: u8 = 3;
+
+/// Why a name did not resolve: an error code from the answer (1-5) or the timeout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    Code(u8),
+    TimedOut,
+}
+
+impl Failure {
+    /// `3: Host not found`, as nginx's `ngx_resolver_strerror` words it.
+    pub fn text(self) -> String {
+        let (code, what) = match self {
+            Failure::TimedOut => (110, "Operation timed out"),
+            Failure::Code(c) => (u32::from(c), strerror(c)),
+        };
+        format!("{code}: {what}")
+    }
+}
+
+fn strerror(code: u8) -> &'static str {
+    match code {
+        1 => "Format error",
+        2 => "Server failure",
+        3 => "Host not found",
+        4 => "Unimplemented",
+        5 => "Operation refused",
+        _ => "Unknown error",
+    }
+}
+
+/// What a name resolved to.
+#[derive(Debug, Clone, Default)]
+pub struct Resolved {
+    pub addrs: Vec<IpAddr>,
+    pub srvs: Vec<Srv>,
+    /// The smallest TTL along the way (CNAMEs included).
+    pub ttl: u32,
+}
+
+/// Resolves `name` for the record `types`, starting with server `start`.
+pub async fn lookup(
+    dns: &WorkerDns,
+    conf: &Resolver,
+    timeout: Duration,
+    name: &str,
+    types: &[u16],
+    start: usize,
+    log: &dyn Fn(&str),
+) -> Result<Resolved, Failure> {
+    let deadline = Instant::now() + timeout;
+    let mut server = start;
+    let mut current = name.to_string();
+    let mut ttl = u32::MAX;
+    for _ in 0..=MAX_CNAMES {
+        let answers = ask(dns, conf, &current, types, deadline, &mut server, log).await?;
+        ttl = answers.iter().map(|a| a.ttl).fold(ttl, u32::min);
+        let mut found = Resolved::default();
+        for a in &answers {
+            found.addrs.extend_from_slice(&a.addrs);
+            found.srvs.extend_from_slice(&a.srvs);
+        }
+        if !found.addrs.is_empty() || !found.srvs.is_empty() {
+            found.ttl = if ttl == u32::MAX { 0 } else { ttl };
+            return Ok(found);
+        }
+        if let Some(a) = answers.iter().find(|a| a.rcode != 0) {
+            return Err(Failure::Code(a.rcode));
+        }
+        match answers.iter().find_map(|a| a.cname.clone()) {
+            Some(next) => current = next,
+            None => return Err(Failure::Code(NXDOMAIN)),
+        }
+    }
+    Err(Failure::Code(NXDOMAIN))
+}
+
+/// Asks every type for `name` and waits for all the answers.
+async fn ask(
+    dns: &WorkerDns,
+    conf: &Resolver,
+    name: &str,
+    types: &[u16],
+    deadline: Instant,
+    server: &mut usize,
+    log: &dyn Fn(&str),
+) -> Result<Vec<Answer>, Failure> {
+    let mut queries = Vec::with_capacity(types.len());
+    for &t in types {
+        let id = dns.next_id();
+        // A name that cannot be written is not found (nginx: NGX_DECLINED, NXDOMAIN).
+        let q = wire::query(id, name, t).ok_or(Failure::Code(NXDOMAIN))?;
+        queries.push((id, t, q));
+    }
+    let mut answers: Vec<Option<Answer>> = vec![None; types.len()];
+    loop {
+        let Some(&addr) = conf.servers.get(*server % conf.servers.len().max(1)) else {
+            return Err(Failure::TimedOut);
+        };
+        let round_end = deadline.min(Instant::now() + RESEND);
+        round(addr, name, &queries, &mut answers, round_end, log).await;
+        if answers.iter().all(Option::is_some) {
+            return Ok(answers.into_iter().flatten().collect());
+        }
+        if Instant::now() >= deadline {
+            return Err(Failure::TimedOut);
+        }
+        *server = server.wrapping_add(1);
+    }
+}
+
+/// One round with one server: sends what is unanswered, reads answers until `end`.
+async fn round(
+    addr: SocketAddr,
+    name: &str,
+    queries: &[(u16, u16, Vec<u8>)],
+    answers: &mut [Option<Answer>],
+    end: Instant,
+    log: &dyn Fn(&str),
+) {
+    let sock = match udp_to(addr).await {
+        Ok(s) => s,
+        Err(e) => {
+            log(&format!(
+                "connect() failed {} while resolving {name}",
+                crate::io::errno_text(&e)
+            ));
+            return monoio::time::sleep(end.saturating_duration_since(Instant::now())).await;
+        }
+    };
+    for (i, (_, _, q)) in queries.iter().enumerate() {
+        if answers[i].is_none() {
+            let (r, _) = sock.send(q.clone()).await;
+            if let Err(e) = r {
+                log(&format!("send() failed {}", crate::io::errno_text(&e)));
+            }
+        }
+    }
+    let mut buf = vec![0u8; 4096];
+    while answers.iter().any(Option::is_none) {
+        let left = end.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return;
+        }
+        let (r, b) = match monoio::time::timeout(left, sock.recv(buf)).await {
+            Ok(done) => done,
+            Err(_) => return,
+        };
+        buf = b;
+        let n = match r {
+            Ok(n) => n,
+            Err(e) => {
+                // An ICMP refusal: nothing more comes from this server this round.
+                log(&format!(
+                    "recv() failed {} while resolving {name}",
+                    crate::io::errno_text(&e)
+                ));
+                return monoio::time::sleep(end.saturating_duration_since(Instant::now())).await;
+            }
+        };
+        let packet = &buf[..n.min(buf.len())];
+        take(addr, name, queries, answers, packet, end, log).await;
+    }
+}
+
+/// Files one UDP answer under its query (asking over TCP when it is truncated).
+async fn take(
+    addr: SocketAddr,
+    name: &str,
+    queries: &[(u16, u16, Vec<u8>)],
+    answers: &mut [Option<Answer>],
+    packet: &[u8],
+    end: Instant,
+    log: &dyn Fn(&str),
+) {
+    let got = wire::packet_id(packet);
+    let Some(i) = queries.iter().position(|(id, _, _)| Some(*id) == got) else {
+        let expect = queries.first().map_or(0, |q| q.0);
+        log(&wire::WireError::WrongId(got.unwrap_or(0)).message(name, expect));
+        return;
+    };
+    if answers[i].is_some() {
+        return;
+    }
+    let (id, qtype, q) = &queries[i];
+    let mut answer = match wire::parse(packet, *id, name, *qtype) {
+        Ok(a) => a,
+        Err(e) => return log(&e.message(name, *id)),
+    };
+    if answer.truncated {
+        let limit = TCP_TIMEOUT.min(end.saturating_duration_since(Instant::now()) + RESEND);
+        answer = match monoio::time::timeout(limit, tcp_ask(addr, q)).await {
+            Ok(Ok(reply)) => match wire::parse(&reply, *id, name, *qtype) {
+                Ok(a) if !a.truncated => a,
+                Ok(_) => return log(&format!("invalid TCP DNS response {id}")),
+                Err(e) => return log(&e.message(name, *id)),
+            },
+            Ok(Err(e)) => {
+                return log(&format!(
+                    "DNS over TCP failed {}",
+                    crate::io::errno_text(&e)
+                ))
+            }
+            Err(_) => return log(&format!("DNS over TCP to {addr} timed out")),
+        };
+    }
+    // FORMERR and codes past REFUSED are logged and dropped, as nginx does (the lookup
+    // then waits for another answer or the timeout).
+    if answer.rcode == 1 || answer.rcode > 5 {
+        let code = answer.rcode;
+        return log(&format!(
+            "DNS error ({code}: {}), query id:{id}, name:\"{name}\"",
+            strerror(code)
+        ));
+    }
+    answers[i] = Some(answer);
+}
+
+/// A UDP socket connected to `addr` (so the kernel drops datagrams from anyone else).
+async fn udp_to(addr: SocketAddr) -> std::io::Result<UdpSocket> {
+    let local: SocketAddr = match addr {
+        SocketAddr::V4(_) => (Ipv4Addr::UNSPECIFIED, 0).into(),
+        SocketAddr::V6(_) => (Ipv6Addr::UNSPECIFIED, 0).into(),
+    };
+    let sock = UdpSocket::bind(local)?;
+    sock.connect(addr).await?;
+    Ok(sock)
+}
+
+/// One query over TCP: a two-byte length before each message (RFC 1035 4.2.2).
+async fn tcp_ask(addr: SocketAddr, query: &[u8]) -> std::io::Result<Vec<u8>> {
+    let mut s = TcpStream::connect(addr).await?;
+    let mut msg = Vec::with_capacity(query.len() + 2);
+    msg.extend_from_slice(&(query.len() as u16).to_be_bytes());
+    msg.extend_from_slice(query);
+    let (r, _) = s.write_all(msg).await;
+    r?;
+    let (r, len) = s.read_exact(vec![0u8; 2]).await;
+    r?;
+    let len = usize::from(u16::from_be_bytes([len[0], len[1]]));
+    let (r, body) = s.read_exact(vec![0u8; len]).await;
+    r?;
+    Ok(body)
+}

@@ -1,0 +1,102 @@
+//! ringfront's stub resolver, nginx's `ngx_resolver` for one worker: queries over the
+//! worker's ring (UDP, TCP when an answer is truncated), answers cached per worker for
+//! their TTL (or `valid=`), name servers asked in turn.
+
+mod cache;
+mod client;
+pub mod wire;
+
+pub use cache::Cache;
+pub use client::{lookup, Failure, Resolved};
+
+use std::cell::{Cell, RefCell};
+use std::hash::{BuildHasher, Hasher};
+use std::net::IpAddr;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use ringfront_config::resolver::Resolver;
+
+/// One worker's resolver state (`!Send`: only this worker's tasks touch it).
+pub struct WorkerDns {
+    cache: RefCell<Cache>,
+    rng: Cell<u64>,
+    /// The name server the next lookup starts with (nginx's `r->last_connection`).
+    next_server: Cell<usize>,
+    /// Where the next request starts in a resolved name's addresses.
+    rotate: Cell<usize>,
+}
+
+impl Default for WorkerDns {
+    fn default() -> Self {
+        let seed = std::collections::hash_map::RandomState::new()
+            .build_hasher()
+            .finish();
+        WorkerDns {
+            cache: RefCell::new(Cache::default()),
+            rng: Cell::new(seed | 1),
+            next_server: Cell::new(0),
+            rotate: Cell::new(0),
+        }
+    }
+}
+
+impl WorkerDns {
+    /// A query id (xorshift; ids only need to be hard to guess off-path).
+    pub fn next_id(&self) -> u16 {
+        let mut x = self.rng.get();
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.rng.set(x);
+        (x >> 32) as u16
+    }
+
+    /// The addresses of `name` (A then AAAA), from the cache while it is valid, otherwise
+    /// asked; `log` gets the resolver's own error-log lines.
+    pub async fn addresses(
+        &self,
+        conf: &Arc<Resolver>,
+        timeout: Duration,
+        name: &str,
+        log: &dyn Fn(&str),
+    ) -> Result<Rc<[IpAddr]>, Failure> {
+        if let Some(hit) = self.cache.borrow().get(conf, name, unix_seconds()) {
+            return Ok(hit);
+        }
+        let start = self.next_server.get();
+        self.next_server.set(start.wrapping_add(1));
+        let types: &[u16] = match (conf.ipv4, conf.ipv6) {
+            (true, true) => &[wire::TYPE_A, wire::TYPE_AAAA],
+            (false, _) => &[wire::TYPE_AAAA],
+            (true, false) => &[wire::TYPE_A],
+        };
+        let found = lookup(self, conf, timeout, name, types, start, log).await?;
+        let ttl = conf.valid.map_or(u64::from(found.ttl), |v| v.as_secs());
+        let addrs: Rc<[IpAddr]> = found.addrs.into();
+        let now = unix_seconds();
+        self.cache
+            .borrow_mut()
+            .put(conf, name, addrs.clone(), now + ttl, now);
+        Ok(addrs)
+    }
+
+    /// The offset the next request starts at in a list of `n` addresses.
+    pub fn rotation(&self, n: usize) -> usize {
+        let r = self.rotate.get();
+        self.rotate.set(r.wrapping_add(1));
+        if n == 0 {
+            0
+        } else {
+            r % n
+        }
+    }
+}
+
+/// The wall clock in whole seconds (nginx's `ngx_time()`).
+fn unix_seconds() -> u64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
