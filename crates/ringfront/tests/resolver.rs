@@ -2,7 +2,7 @@
 //! configuration, both asking the test kit's DNS server: names with A records, a CNAME
 //! chain, a truncated answer asked again over TCP, NXDOMAIN, SERVFAIL and silence
 //! (`resolver_timeout`), with nginx's 502 and error-log lines; the cache by TTL (counted at
-//! the DNS server); several name servers taken in turn; a server that stays silent is left
+//! the DNS server); `$upstream_addr` of a resolved name; several name servers taken in turn; a server that stays silent is left
 //! for the next one after nginx's 5 s resend interval.
 
 mod common;
@@ -29,6 +29,7 @@ http {
         listen 127.0.0.1:{PORT};
         location /v/ {
             proxy_pass http://$arg_h:$arg_p;
+            add_header X-Addr $upstream_addr;
         }
         location /short/ {
             resolver_timeout 1s;
@@ -55,10 +56,11 @@ fn answers(p: u16, b: &Backend, requests: &[String]) -> Vec<String> {
             let r = c.request("GET", path, &[("Host", "localhost")], b"");
             match b.requests().get(before..) {
                 Some([one]) => format!(
-                    "{} {} host={}",
+                    "{} {} host={} addr={}",
                     r.status,
                     one.target,
-                    one.header("Host").unwrap_or("-")
+                    one.header("Host").unwrap_or("-"),
+                    r.header("X-Addr").unwrap_or("-")
                 ),
                 _ => format!("{} -", r.status),
             }
@@ -111,9 +113,9 @@ fn names_resolve_and_fail_as_nginx() {
     );
     common::assert_same("resolver", &n, &r);
     for want in [
-        format!("200 /v/x?h=a.test&p={bp} host=a.test:{bp}"),
-        format!("200 /v/y?h=alias.test&p={bp} host=alias.test:{bp}"),
-        format!("200 /v/z?h=big.test&p={bp} host=big.test:{bp}"),
+        format!("200 /v/x?h=a.test&p={bp} host=a.test:{bp} addr=127.0.0.1:{bp}"),
+        format!("200 /v/y?h=alias.test&p={bp} host=alias.test:{bp} addr=127.0.0.1:{bp}"),
+        format!("200 /v/z?h=big.test&p={bp} host=big.test:{bp} addr=127.0.0.1:{bp}"),
         "502 -".to_string(),
     ] {
         assert!(n.contains(&want), "{want}: {n:?}");

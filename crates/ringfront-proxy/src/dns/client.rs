@@ -2,7 +2,9 @@
 //! go to one name server over UDP; what is unanswered after 5 s (nginx's `resend_timeout`)
 //! is sent again to the next server, until `resolver_timeout` ends the lookup ("110:
 //! Operation timed out"). A truncated answer is asked again over TCP (5 s, nginx's
-//! `tcp_timeout`). A CNAME without addresses is followed, 50 times at most.
+//! `tcp_timeout`). The answers combine as in `ngx_resolver_process_a`: an error in any is
+//! the lookup's error; else the addresses of all (A first); else the CNAME of the answer
+//! that came last is followed (50 times at most); else "Host not found".
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::{Duration, Instant};
@@ -74,7 +76,10 @@ pub async fn lookup(
     let mut current = name.to_string();
     let mut ttl = u32::MAX;
     for _ in 0..=MAX_CNAMES {
-        let answers = ask(dns, conf, &current, types, deadline, &mut server, log).await?;
+        let (answers, order) = ask(dns, conf, &current, types, deadline, &mut server, log).await?;
+        if let Some(&first) = order.iter().find(|&&i| answers[i].rcode != 0) {
+            return Err(Failure::Code(answers[first].rcode));
+        }
         ttl = answers.iter().map(|a| a.ttl).fold(ttl, u32::min);
         let mut found = Resolved::default();
         for a in &answers {
@@ -85,10 +90,7 @@ pub async fn lookup(
             found.ttl = if ttl == u32::MAX { 0 } else { ttl };
             return Ok(found);
         }
-        if let Some(a) = answers.iter().find(|a| a.rcode != 0) {
-            return Err(Failure::Code(a.rcode));
-        }
-        match answers.iter().find_map(|a| a.cname.clone()) {
+        match order.last().and_then(|&i| answers[i].cname.clone()) {
             Some(next) => current = next,
             None => return Err(Failure::Code(NXDOMAIN)),
         }
@@ -96,7 +98,8 @@ pub async fn lookup(
     Err(Failure::Code(NXDOMAIN))
 }
 
-/// Asks every type for `name` and waits for all the answers.
+/// Asks every type for `name` and waits for all the answers: them in the order of
+/// `types`, and the order they came in.
 async fn ask(
     dns: &WorkerDns,
     conf: &Resolver,
@@ -105,7 +108,7 @@ async fn ask(
     deadline: Instant,
     server: &mut usize,
     log: &dyn Fn(&str),
-) -> Result<Vec<Answer>, Failure> {
+) -> Result<(Vec<Answer>, Vec<usize>), Failure> {
     let mut queries = Vec::with_capacity(types.len());
     for &t in types {
         let id = dns.next_id();
@@ -114,14 +117,19 @@ async fn ask(
         queries.push((id, t, q));
     }
     let mut answers: Vec<Option<Answer>> = vec![None; types.len()];
+    let mut order = Vec::with_capacity(types.len());
     loop {
         let Some(&addr) = conf.servers.get(*server % conf.servers.len().max(1)) else {
             return Err(Failure::TimedOut);
         };
         let round_end = deadline.min(Instant::now() + RESEND);
-        round(addr, name, &queries, &mut answers, round_end, log).await;
+        let mut got = Got {
+            answers: &mut answers,
+            order: &mut order,
+        };
+        round(addr, name, &queries, &mut got, round_end, log).await;
         if answers.iter().all(Option::is_some) {
-            return Ok(answers.into_iter().flatten().collect());
+            return Ok((answers.into_iter().flatten().collect(), order));
         }
         if Instant::now() >= deadline {
             return Err(Failure::TimedOut);
@@ -130,12 +138,18 @@ async fn ask(
     }
 }
 
+/// The answers so far, by query, and the order they came in.
+struct Got<'a> {
+    answers: &'a mut [Option<Answer>],
+    order: &'a mut Vec<usize>,
+}
+
 /// One round with one server: sends what is unanswered, reads answers until `end`.
 async fn round(
     addr: SocketAddr,
     name: &str,
     queries: &[(u16, u16, Vec<u8>)],
-    answers: &mut [Option<Answer>],
+    got: &mut Got<'_>,
     end: Instant,
     log: &dyn Fn(&str),
 ) {
@@ -150,7 +164,7 @@ async fn round(
         }
     };
     for (i, (_, _, q)) in queries.iter().enumerate() {
-        if answers[i].is_none() {
+        if got.answers[i].is_none() {
             let (r, _) = sock.send(q.clone()).await;
             if let Err(e) = r {
                 log(&format!("send() failed {}", crate::io::errno_text(&e)));
@@ -158,7 +172,7 @@ async fn round(
         }
     }
     let mut buf = vec![0u8; 4096];
-    while answers.iter().any(Option::is_none) {
+    while got.answers.iter().any(Option::is_none) {
         let left = end.saturating_duration_since(Instant::now());
         if left.is_zero() {
             return;
@@ -180,7 +194,7 @@ async fn round(
             }
         };
         let packet = &buf[..n.min(buf.len())];
-        take(addr, name, queries, answers, packet, end, log).await;
+        take(addr, name, queries, got, packet, end, log).await;
     }
 }
 
@@ -189,18 +203,18 @@ async fn take(
     addr: SocketAddr,
     name: &str,
     queries: &[(u16, u16, Vec<u8>)],
-    answers: &mut [Option<Answer>],
+    got: &mut Got<'_>,
     packet: &[u8],
     end: Instant,
     log: &dyn Fn(&str),
 ) {
-    let got = wire::packet_id(packet);
-    let Some(i) = queries.iter().position(|(id, _, _)| Some(*id) == got) else {
+    let pid = wire::packet_id(packet);
+    let Some(i) = queries.iter().position(|(id, _, _)| Some(*id) == pid) else {
         let expect = queries.first().map_or(0, |q| q.0);
-        log(&wire::WireError::WrongId(got.unwrap_or(0)).message(name, expect));
+        log(&wire::WireError::WrongId(pid.unwrap_or(0)).message(name, expect));
         return;
     };
-    if answers[i].is_some() {
+    if got.answers[i].is_some() {
         return;
     }
     let (id, qtype, q) = &queries[i];
@@ -234,7 +248,8 @@ async fn take(
             strerror(code)
         ));
     }
-    answers[i] = Some(answer);
+    got.answers[i] = Some(answer);
+    got.order.push(i);
 }
 
 /// A UDP socket connected to `addr` (so the kernel drops datagrams from anyone else).

@@ -74,7 +74,7 @@ impl WireError {
 /// written (an empty label, a label over 63 bytes, over 255 in all).
 pub fn query(id: u16, name: &str, qtype: u16) -> Option<Vec<u8>> {
     let name = name.strip_suffix('.').unwrap_or(name);
-    if name.is_empty() || name.len() > 253 {
+    if name.is_empty() || name.len() > 255 {
         return None;
     }
     let mut q = Vec::with_capacity(HEADER + name.len() + 6);
