@@ -119,6 +119,7 @@ pub(crate) fn http_block(d: &Directive, env: &Env<'_>) -> Result<HttpRaw, Config
         }
         Ok(())
     })?;
+    crate::resolver::finish_upstreams(&mut http.upstreams, &http.settings.resolver)?;
     http.captures = crate::template::take_captures_used();
     http.uses = crate::template::take_uses();
     Ok(http)

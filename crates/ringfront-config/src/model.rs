@@ -151,6 +151,9 @@ pub struct Upstream {
     /// `check_http_send` / `check_http_expect_alive`). A peer is up for the active checks
     /// only when every check says so.
     pub checks: Vec<ActiveCheck>,
+    /// The upstream's `resolver` and `resolver_timeout` over the http block's; `Some` only
+    /// when a server has `resolve`.
+    pub resolver: Option<crate::resolver::ResolverSettings>,
 }
 
 /// `passive_health`: what reaching `max_fails` does.
@@ -329,6 +332,9 @@ pub struct UpstreamServer {
     /// `weight` over T. Zero = off (the default).
     pub slow_start: Duration,
     pub origin: Origin,
+    /// `resolve [service=NAME]` (nginx 1.27.3): the server is a template whose addresses
+    /// the resolver gives at run time (`addrs` is then empty).
+    pub resolve: Option<crate::resolver::ResolveSpec>,
 }
 
 #[derive(Debug, Clone)]

@@ -73,6 +73,14 @@ impl ResolverLevel {
         }
     }
 
+    /// What this level wrote, unmerged (the upstream's, merged later with the http block's).
+    pub(crate) fn finish_raw(&self) -> ResolverSettings {
+        ResolverSettings {
+            resolver: self.resolver.clone(),
+            timeout: self.timeout.unwrap_or(Duration::ZERO),
+        }
+    }
+
     pub(crate) fn finish(&self) -> ResolverSettings {
         ResolverSettings {
             resolver: self.resolver.clone(),
@@ -133,4 +141,114 @@ fn server(d: &Directive, text: &str) -> Result<SocketAddr, ConfigError> {
         .parse::<std::net::IpAddr>()
         .map_err(|_| msg("host not found"))?;
     Ok(SocketAddr::new(ip, hp.port.unwrap_or(53)))
+}
+
+/// `server NAME resolve [service=NAME]`: what the resolver is asked at run time.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ResolveSpec {
+    pub host: String,
+    /// The port of every address (`service=`: each SRV record's own).
+    pub port: u16,
+    /// `service=NAME`: SRV records of `_NAME._tcp.HOST` (or of `NAME.HOST` when the name
+    /// starts with `_`), as nginx 1.27.3.
+    pub service: Option<String>,
+}
+
+impl ResolveSpec {
+    /// The name asked: the host, or the SRV name of `service=`.
+    pub fn query_name(&self) -> String {
+        match &self.service {
+            None => self.host.clone(),
+            Some(s) if s.starts_with('_') => format!("{s}.{}", self.host),
+            Some(s) => format!("_{s}._tcp.{}", self.host),
+        }
+    }
+}
+
+/// The `resolve` / `service=` parameters of a `server` line: `Some(service)` when `resolve`
+/// is written.
+pub(crate) fn resolve_param(d: &Directive) -> Result<Option<Option<String>>, ConfigError> {
+    let resolve = d.args.iter().skip(1).any(|a| a == "resolve");
+    let service = d
+        .args
+        .iter()
+        .skip(1)
+        .find_map(|a| a.strip_prefix("service="));
+    match (resolve, service) {
+        (_, Some("")) => Err(err(d, "service is empty")),
+        (false, Some(_)) => Err(err(
+            d,
+            format!(
+                "service upstream \"{}\" requires \"resolve\" parameter",
+                d.arg(0)
+            ),
+        )),
+        (true, s) => Ok(Some(s.map(str::to_string))),
+        (false, None) => Ok(None),
+    }
+}
+
+/// The template of a `resolve` server with a host name (`None`: resolve as usual, for an
+/// address or a line without `resolve`).
+pub(crate) fn template(
+    d: &Directive,
+    hp: &crate::address::HostPort,
+    spec: Option<Option<String>>,
+) -> Result<Option<ResolveSpec>, ConfigError> {
+    let Some(service) = spec else {
+        return Ok(None);
+    };
+    let literal = hp.host.parse::<std::net::IpAddr>().is_ok();
+    if service.is_some() && hp.port.is_some() {
+        let msg = format!("service upstream \"{}\" may not have port", d.arg(0));
+        return Err(err(d, msg));
+    }
+    if service.is_some() && literal {
+        let msg = format!("service upstream \"{}\" requires domain name", d.arg(0));
+        return Err(err(d, msg));
+    }
+    if literal {
+        return Ok(None);
+    }
+    Ok(Some(ResolveSpec {
+        host: hp.host.clone(),
+        port: hp.port.unwrap_or(80),
+        service,
+    }))
+}
+
+/// After the http block is read: each upstream with a `resolve` server gets its resolver
+/// (its own, else the http block's) or nginx's errors; the others keep none.
+pub(crate) fn finish_upstreams(
+    ups: &mut [crate::model::Upstream],
+    http: &ResolverLevel,
+) -> Result<(), ConfigError> {
+    let http = http.finish();
+    for u in ups.iter_mut() {
+        let own = u.resolver.take().unwrap_or_default();
+        if !u.servers.iter().any(|s| s.resolve.is_some()) {
+            continue;
+        }
+        let at = format!(
+            "upstream \"{}\" in {}:{}",
+            u.name,
+            u.origin.file.display(),
+            u.origin.line
+        );
+        if u.zone.is_none() {
+            let msg = format!("resolving names at run time requires {at} to be in shared memory");
+            return Err(ConfigError::new(msg));
+        }
+        let resolver = own.resolver.or(http.resolver.clone());
+        if resolver.is_none() {
+            let msg = format!("no resolver defined to resolve names at run time in {at}");
+            return Err(ConfigError::new(msg));
+        }
+        let timeout = match own.timeout {
+            Duration::ZERO => http.timeout,
+            t => t,
+        };
+        u.resolver = Some(ResolverSettings { resolver, timeout });
+    }
+    Ok(())
 }

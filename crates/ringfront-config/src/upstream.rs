@@ -104,6 +104,7 @@ pub(crate) fn upstream_block(
     let mut all_failed = None;
     let mut passive_health = None;
     let mut tengine = TengineRaw::default();
+    let mut resolver = crate::resolver::ResolverLevel::default();
     // The first `slow_start=` parameter as written, for a balancing method that comes after.
     let mut slow_start: Option<String> = None;
     for_each(d.children(), UPSTREAM, |c| {
@@ -174,6 +175,7 @@ pub(crate) fn upstream_block(
                 set_once(&mut passive_health, policy, c)?;
             }
             _ if tengine.apply(c)? => {}
+            _ if resolver.apply(c)? => {}
             _ => return Err(unhandled(c)),
         }
         Ok(())
@@ -200,6 +202,8 @@ pub(crate) fn upstream_block(
         all_failed: all_failed.unwrap_or_default(),
         passive_health: passive_health.unwrap_or_default(),
         checks,
+        // Merged with the http block's once it is read (`resolver::finish_upstreams`).
+        resolver: Some(resolver.finish_raw()),
     })
 }
 
@@ -297,7 +301,7 @@ fn zone_line(d: &Directive, zones: &mut Vec<Zone>) -> Result<String, ConfigError
 }
 
 /// nginx Plus and later-issue parameters: refused until implemented.
-const NOT_YET: &[&str] = &["resolve", "service", "route", "drain"];
+const NOT_YET: &[&str] = &["route", "drain"];
 
 /// An upstream server with nginx's defaults (the implicit `proxy_pass` groups use it too).
 pub(crate) fn default_server(
@@ -317,6 +321,7 @@ pub(crate) fn default_server(
         max_conns: 0,
         slow_start: Duration::ZERO,
         origin: origin.clone(),
+        resolve: None,
     }
 }
 
@@ -355,12 +360,22 @@ fn server(
     let text = d.arg(0);
     let addr_err =
         |e: crate::address::AddrError| err(d, format!("{} in upstream \"{text}\"", e.as_str()));
+    let spec = crate::resolver::resolve_param(d)?;
     let mut s = match unix_path(text) {
         Some(path) => unix_server(text, path, &d.origin).map_err(addr_err)?,
         None => {
             let hp = split_host_port(text).map_err(addr_err)?;
-            let addrs = resolve(&hp.host, hp.port.unwrap_or(80), host).map_err(addr_err)?;
-            default_server(text, addrs, &d.origin)
+            match crate::resolver::template(d, &hp, spec)? {
+                Some(r) => {
+                    let mut s = default_server(text, Vec::new(), &d.origin);
+                    s.resolve = Some(r);
+                    s
+                }
+                None => {
+                    let addrs = resolve(&hp.host, hp.port.unwrap_or(80), host).map_err(addr_err)?;
+                    default_server(text, addrs, &d.origin)
+                }
+            }
         }
     };
     for param in d.args.iter().skip(1) {
@@ -397,6 +412,8 @@ fn server(
                 s.slow_start = parse_time_mode(v, TimeMode::Msec).ok_or_else(invalid)?;
                 slow_start = Some(param.clone());
             }
+            ("resolve", None) => {}
+            ("service", Some(_)) => {}
             (k, _) if NOT_YET.contains(&k) => {
                 return Err(err(d, format!("\"{k}\" parameter is not supported yet")));
             }
