@@ -65,27 +65,56 @@ pub fn templates(
     out
 }
 
-/// The members of `old` that `cfg` still has templates for (same upstream, line and text).
+/// The members `cfg`'s templates start with after a reload: those of `old`'s template of
+/// the same upstream asking the same name (nginx 1.27.3's "preresolve"), remade from the
+/// new line (its parameters, and its port unless SRV records gave the ports).
 pub fn carried(old: &Snapshot, cfg: &Config) -> Members {
+    let mut out = Members::default();
     let Some(old_cfg) = &old.config else {
-        return Members::default();
+        return out;
     };
-    let same = |key: &TemplateKey| {
-        let find = |c: &Config| {
-            c.http
-                .upstreams
-                .iter()
-                .find(|u| u.name == key.0)
-                .and_then(|u| u.servers.get(key.1))
-                .map(|s| (s.text.clone(), s.resolve.clone()))
+    let old_templates = templates(old_cfg);
+    for (key, line, _) in templates(cfg) {
+        let Some(spec) = &line.resolve else { continue };
+        let before = old_templates.iter().find(|(k, l, _)| {
+            let asks = l.resolve.as_ref().map(|r| (&r.host, &r.service));
+            k.0 == key.0 && asks == Some((&spec.host, &spec.service))
+        });
+        let Some(servers) = before.and_then(|(k, _, _)| old.members.get(k)) else {
+            continue;
         };
-        find(cfg).is_some_and(|a| a.1.is_some() && Some(a) == find(old_cfg))
-    };
-    old.members
+        let remade = servers.iter().map(|m| remake(&line, spec, m)).collect();
+        out.insert(key, remade);
+    }
+    out
+}
+
+/// A member made anew from a reloaded template line.
+fn remake(
+    line: &UpstreamServer,
+    spec: &ringfront_config::resolver::ResolveSpec,
+    m: &UpstreamServer,
+) -> UpstreamServer {
+    let mut s = line.clone();
+    s.resolve = None;
+    s.addrs = m
+        .addrs
         .iter()
-        .filter(|(k, _)| same(k))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect()
+        .map(|a| match spec.service {
+            None => std::net::SocketAddr::new(a.ip(), spec.port),
+            Some(_) => *a,
+        })
+        .collect();
+    if spec.service.is_some() {
+        s.text = m.text.clone();
+        s.weight = if line.weight != 1 {
+            line.weight
+        } else {
+            m.weight
+        };
+        s.backup = line.backup || m.backup;
+    }
+    s
 }
 
 impl Shared {
