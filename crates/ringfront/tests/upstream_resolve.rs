@@ -253,6 +253,22 @@ fn no_request_fails_while_addresses_change() {
     assert_eq!(failed.load(Ordering::Relaxed), 0, "failed requests");
 }
 
+/// Until the first answer a template adds no server: a group of only that line answers
+/// 502 "no live upstreams", as nginx; then it serves.
+#[test]
+fn before_the_first_answer_the_group_is_empty() {
+    let b = Backend::start();
+    let dns = DnsServer::start();
+    dns.set("late.test", Answer::silent());
+    let server = format!("late.test:{} resolve", b.port());
+    let (rf, p) = start(&server, &dns);
+    assert_eq!(http::get(("127.0.0.1", p), "/").status, 502);
+    assert!(rf.wait_for_stderr("no live upstreams", WAIT), "log line");
+    dns.set("late.test", Answer::a(&[Ipv4Addr::LOCALHOST], 60));
+    assert!(rf.wait_for_stderr(&changed_to(&[&b]), WAIT), "resolved");
+    assert_eq!(served(p, 3), vec![b.port(); 3]);
+}
+
 /// nginx 1.27.3's errors for `resolve` servers.
 #[test]
 fn resolve_config_errors() {
