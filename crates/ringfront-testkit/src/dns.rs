@@ -55,6 +55,8 @@ pub struct Answer {
     pub silent: bool,
     /// Over UDP, answer with TC set and no records; the records come over TCP.
     pub truncate_udp: bool,
+    /// Answer this much later (UDP).
+    pub delay: Duration,
 }
 
 impl Answer {
@@ -65,6 +67,7 @@ impl Answer {
             rcode: 0,
             silent: false,
             truncate_udp: false,
+            delay: Duration::ZERO,
         }
     }
 
@@ -108,6 +111,12 @@ impl Answer {
             silent: true,
             ..Answer::records(Vec::new(), 0)
         }
+    }
+
+    /// This answer, `delay` later.
+    pub fn delayed(mut self, delay: Duration) -> Answer {
+        self.delay = delay;
+        self
     }
 
     /// This answer, truncated over UDP.
@@ -240,8 +249,15 @@ fn serve_udp(sock: &UdpSocket, inner: &Inner) {
         let Ok((n, from)) = sock.recv_from(&mut buf) else {
             continue;
         };
-        if let Some(reply) = respond(&buf[..n], inner, false) {
-            let _ = sock.send_to(&reply, from);
+        if let Some((reply, delay)) = respond(&buf[..n], inner, false) {
+            if delay.is_zero() {
+                let _ = sock.send_to(&reply, from);
+            } else if let Ok(s) = sock.try_clone() {
+                thread::spawn(move || {
+                    thread::sleep(delay);
+                    let _ = s.send_to(&reply, from);
+                });
+            }
         }
     }
 }
@@ -260,7 +276,7 @@ fn serve_tcp(listener: &TcpListener, inner: &Inner) {
                 if s.read_exact(&mut q).is_err() {
                     continue;
                 }
-                if let Some(reply) = respond(&q, inner, true) {
+                if let Some((reply, _)) = respond(&q, inner, true) {
                     let mut msg = (reply.len() as u16).to_be_bytes().to_vec();
                     msg.extend_from_slice(&reply);
                     let _ = s.write_all(&msg);
@@ -271,8 +287,8 @@ fn serve_tcp(listener: &TcpListener, inner: &Inner) {
     }
 }
 
-/// The reply to one query packet, or `None` to stay silent.
-fn respond(q: &[u8], inner: &Inner, tcp: bool) -> Option<Vec<u8>> {
+/// The reply to one query packet and when to send it, or `None` to stay silent.
+fn respond(q: &[u8], inner: &Inner, tcp: bool) -> Option<(Vec<u8>, Duration)> {
     let (name, qtype, qend) = question(q)?;
     let answer = {
         let mut st = inner.state.lock().unwrap_or_else(|e| e.into_inner());
@@ -290,7 +306,7 @@ fn respond(q: &[u8], inner: &Inner, tcp: bool) -> Option<Vec<u8>> {
     out[3] = 0x80 | (answer.rcode & 0x0f);
     out[6..12].fill(0);
     if truncate || answer.rcode != 0 {
-        return Some(out);
+        return Some((out, answer.delay));
     }
     let mut count = 0u16;
     for r in answer
@@ -308,7 +324,7 @@ fn respond(q: &[u8], inner: &Inner, tcp: bool) -> Option<Vec<u8>> {
         count += 1;
     }
     out[6..8].copy_from_slice(&count.to_be_bytes());
-    Some(out)
+    Some((out, answer.delay))
 }
 
 /// The question of a query: its name (lower case), type, and where it ends.

@@ -179,6 +179,41 @@ fn answers_are_cached_for_their_ttl_as_nginx() {
     );
 }
 
+/// Requests that come for a name while it is being asked wait for that one answer.
+#[test]
+fn concurrent_requests_share_one_lookup_as_nginx() {
+    let b = Backend::start();
+    let dns = DnsServer::start();
+    dns.set(
+        "busy.test",
+        Answer::a(&[LOCAL], 60).delayed(Duration::from_millis(400)),
+    );
+    let (_nginx, _rf, np, rp) = common::nginx_and_ringfront(|p| config(p, &dns.addr(), ""));
+    let story = |p: u16| {
+        let before = dns.queries("busy.test", A);
+        let path = format!("/v/?h=busy.test&p={}", b.port());
+        let runs: Vec<_> = (0..5)
+            .map(|_| {
+                let path = path.clone();
+                std::thread::spawn(move || {
+                    let mut c = Client::connect(("127.0.0.1", p));
+                    c.request("GET", &path, &[("Host", "localhost")], b"")
+                        .status
+                })
+            })
+            .collect();
+        let statuses: Vec<u16> = runs.into_iter().map(|t| t.join().unwrap_or(0)).collect();
+        format!(
+            "{statuses:?} asked {}",
+            dns.queries("busy.test", A) - before
+        )
+    };
+    let n = story(np);
+    let r = story(rp);
+    common::assert_same("coalesced", std::slice::from_ref(&n), &[r]);
+    assert_eq!(n, "[200, 200, 200, 200, 200] asked 1");
+}
+
 /// Which of two name servers each of four new names was asked at.
 fn turns(p: u16, b: &Backend, s1: &DnsServer, s2: &DnsServer, tag: &str) -> Vec<String> {
     (0..4)

@@ -4,12 +4,14 @@
 
 mod cache;
 mod client;
+mod pending;
 pub mod wire;
 
 pub use cache::Cache;
 pub use client::{lookup, Failure, Resolved};
 
 use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
 use std::net::IpAddr;
 use std::rc::Rc;
@@ -26,7 +28,13 @@ pub struct WorkerDns {
     next_server: Cell<usize>,
     /// Where the next request starts in a resolved name's addresses.
     rotate: Cell<usize>,
+    /// Lookups in flight, by resolver line and name: a second request for the same name
+    /// waits for the first one's answer.
+    inflight: RefCell<Inflight>,
 }
+
+/// Lookups in flight by (resolver line, lower-cased name).
+type Inflight = HashMap<(usize, Box<str>), Rc<pending::Pending>>;
 
 impl Default for WorkerDns {
     fn default() -> Self {
@@ -38,6 +46,7 @@ impl Default for WorkerDns {
             rng: Cell::new(seed | 1),
             next_server: Cell::new(0),
             rotate: Cell::new(0),
+            inflight: RefCell::default(),
         }
     }
 }
@@ -62,9 +71,41 @@ impl WorkerDns {
         name: &str,
         log: &dyn Fn(&str),
     ) -> Result<Rc<[IpAddr]>, Failure> {
-        if let Some(hit) = self.cache.borrow().get(conf, name, unix_seconds()) {
-            return Ok(hit);
+        let key = (
+            Arc::as_ptr(conf) as usize,
+            name.to_ascii_lowercase().into_boxed_str(),
+        );
+        loop {
+            if let Some(hit) = self.cache.borrow().get(conf, name, unix_seconds()) {
+                return Ok(hit);
+            }
+            let waiting = self.inflight.borrow().get(&key).cloned();
+            match waiting {
+                // Another request asks: take its answer (or ask ourselves if it left).
+                Some(p) => match p.wait().await {
+                    Some(r) => return r,
+                    None => continue,
+                },
+                None => return self.ask(conf, timeout, name, key, log).await,
+            }
         }
+    }
+
+    /// Asks for `name` on behalf of every request that comes for it meanwhile.
+    async fn ask(
+        &self,
+        conf: &Arc<Resolver>,
+        timeout: Duration,
+        name: &str,
+        key: (usize, Box<str>),
+        log: &dyn Fn(&str),
+    ) -> Result<Rc<[IpAddr]>, Failure> {
+        let asker = pending::Asker(Rc::default());
+        self.inflight
+            .borrow_mut()
+            .insert(key.clone(), asker.0.clone());
+        // Out of the map however this ends (the request may be dropped while it waits).
+        let _out = Remove(&self.inflight, key);
         let start = self.next_server.get();
         self.next_server.set(start.wrapping_add(1));
         let types: &[u16] = match (conf.ipv4, conf.ipv6) {
@@ -72,14 +113,20 @@ impl WorkerDns {
             (false, _) => &[wire::TYPE_AAAA],
             (true, false) => &[wire::TYPE_A],
         };
-        let found = lookup(self, conf, timeout, name, types, start, log).await?;
-        let ttl = conf.valid.map_or(u64::from(found.ttl), |v| v.as_secs());
-        let addrs: Rc<[IpAddr]> = found.addrs.into();
-        let now = unix_seconds();
-        self.cache
-            .borrow_mut()
-            .put(conf, name, addrs.clone(), now + ttl, now);
-        Ok(addrs)
+        let r = match lookup(self, conf, timeout, name, types, start, log).await {
+            Ok(found) => {
+                let ttl = conf.valid.map_or(u64::from(found.ttl), |v| v.as_secs());
+                let addrs: Rc<[IpAddr]> = found.addrs.into();
+                let now = unix_seconds();
+                self.cache
+                    .borrow_mut()
+                    .put(conf, name, addrs.clone(), now + ttl, now);
+                Ok(addrs)
+            }
+            Err(f) => Err(f),
+        };
+        asker.done(&r);
+        r
     }
 
     /// The offset the next request starts at in a list of `n` addresses.
@@ -99,4 +146,13 @@ fn unix_seconds() -> u64 {
     SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
+}
+
+/// Removes a lookup from the in-flight map when dropped.
+struct Remove<'a>(&'a RefCell<Inflight>, (usize, Box<str>));
+
+impl Drop for Remove<'_> {
+    fn drop(&mut self) {
+        self.0.borrow_mut().remove(&self.1);
+    }
 }
