@@ -172,3 +172,65 @@ fn slow_start_new(snap: &Snapshot, name: &str) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::SocketAddr;
+
+    fn cfg(servers: &str) -> Config {
+        let text = format!(
+            "events {{}}\nhttp {{\nresolver 127.0.0.1;\nupstream u {{\nzone u 64k;\n{servers}\n}}\n\
+             server {{ listen 127.0.0.1:1; location / {{ proxy_pass http://u; }} }}\n}}\n"
+        );
+        let host = ringfront_config::MemoryHost::default();
+        let path = std::path::Path::new("/t/m.conf");
+        ringfront_config::parse_str(&text, path, &host).unwrap()
+    }
+
+    fn member(line: &UpstreamServer, addr: &str) -> UpstreamServer {
+        let mut s = line.clone();
+        s.resolve = None;
+        s.addrs = vec![addr.parse::<SocketAddr>().unwrap()];
+        s
+    }
+
+    fn names(snap: &Snapshot) -> Vec<String> {
+        let up = &snap.topology.upstreams[0];
+        up.ids()
+            .filter_map(|id| up.peer(id).map(|p| p.name.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn a_template_gives_its_members_and_a_static_line_stays() {
+        let c = cfg("server 127.0.0.1:81;\nserver b.test:82 resolve weight=3;");
+        let t = templates(&c);
+        assert_eq!(t.len(), 1);
+        let (key, line, _) = &t[0];
+        assert_eq!(key, &("u".to_string(), 1));
+        let empty = expand(&c, &Members::default());
+        assert_eq!(empty.http.upstreams[0].servers.len(), 1);
+        let mut m = Members::default();
+        m.insert(key.clone(), vec![member(line, "127.0.0.1:82"), member(line, "[::1]:82")]);
+        let snap = Snapshot::build_with(Arc::new(c), Arc::new(m), 1).unwrap();
+        assert_eq!(names(&snap), ["127.0.0.1:81", "127.0.0.1:82", "[::1]:82"]);
+        let p = snap.topology.upstreams[0].peer(snap.topology.upstreams[0].ids().start + 1);
+        assert_eq!(p.map(|p| p.weight), Some(3));
+    }
+
+    #[test]
+    fn a_reload_carries_members_of_the_same_name_on_the_new_port() {
+        let old_cfg = cfg("server b.test:82 resolve;");
+        let (key, line, _) = templates(&old_cfg).remove(0);
+        let mut m = Members::default();
+        m.insert(key, vec![member(&line, "127.0.0.1:82")]);
+        let old = Snapshot::build_with(Arc::new(old_cfg), Arc::new(m), 1).unwrap();
+        let new_cfg = cfg("server 127.0.0.1:81;\nserver b.test:83 resolve max_fails=0;");
+        let kept = carried(&old, &new_cfg);
+        let got = &kept[&("u".to_string(), 1)];
+        assert_eq!(got[0].addrs, vec!["127.0.0.1:83".parse::<SocketAddr>().unwrap()]);
+        assert_eq!(got[0].max_fails, 0);
+        assert!(carried(&old, &cfg("server c.test:82 resolve;")).is_empty());
+    }
+}
