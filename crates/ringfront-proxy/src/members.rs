@@ -212,7 +212,10 @@ mod tests {
         let empty = expand(&c, &Members::default());
         assert_eq!(empty.http.upstreams[0].servers.len(), 1);
         let mut m = Members::default();
-        m.insert(key.clone(), vec![member(line, "127.0.0.1:82"), member(line, "[::1]:82")]);
+        m.insert(
+            key.clone(),
+            vec![member(line, "127.0.0.1:82"), member(line, "[::1]:82")],
+        );
         let snap = Snapshot::build_with(Arc::new(c), Arc::new(m), 1).unwrap();
         assert_eq!(names(&snap), ["127.0.0.1:81", "127.0.0.1:82", "[::1]:82"]);
         let p = snap.topology.upstreams[0].peer(snap.topology.upstreams[0].ids().start + 1);
@@ -229,7 +232,10 @@ mod tests {
         let new_cfg = cfg("server 127.0.0.1:81;\nserver b.test:83 resolve max_fails=0;");
         let kept = carried(&old, &new_cfg);
         let got = &kept[&("u".to_string(), 1)];
-        assert_eq!(got[0].addrs, vec!["127.0.0.1:83".parse::<SocketAddr>().unwrap()]);
+        assert_eq!(
+            got[0].addrs,
+            vec!["127.0.0.1:83".parse::<SocketAddr>().unwrap()]
+        );
         assert_eq!(got[0].max_fails, 0);
         assert!(carried(&old, &cfg("server c.test:82 resolve;")).is_empty());
     }

@@ -2,8 +2,10 @@
 //! only, nginx 1.22 has no such parameter), against the test kit's DNS server: the group
 //! follows its SRV records as they are switched at run time (one notice line per change,
 //! naming both sets); an address that stays keeps its failure state; a name that stops
-//! resolving keeps its last servers and says so; no request fails while the set changes
-//! under a steady stream; and the configuration errors of nginx 1.27.3.
+//! resolving keeps its last servers and says so; a new address enters through slow start;
+//! no request fails while the set changes under a steady stream; a reload keeps the
+//! resolved servers; the group is empty until the first answer; and the configuration
+//! errors of nginx 1.27.3.
 
 mod common;
 
@@ -251,6 +253,38 @@ fn no_request_fails_while_addresses_change() {
     }
     assert!(ok.load(Ordering::Relaxed) >= 250, "requests ran");
     assert_eq!(failed.load(Ordering::Relaxed), 0, "failed requests");
+}
+
+/// A reload keeps what the template resolved to (nginx 1.27.3's "preresolve"): with the
+/// name server silent from then on, the reloaded group still serves both backends.
+#[test]
+fn a_reload_keeps_the_resolved_servers() {
+    let (b1, b2) = (Backend::start(), Backend::start());
+    let dns = DnsServer::start();
+    dns.set("t.test", Answer::a(&[Ipv4Addr::LOCALHOST], 60));
+    dns.set("_http._tcp.backends.test", srv_of(&[&b1, &b2]));
+    let (rf, p) = start("backends.test service=http resolve", &dns);
+    assert!(
+        rf.wait_for_stderr(&changed_to(&[&b1, &b2]), WAIT),
+        "first set"
+    );
+    dns.set("_http._tcp.backends.test", Answer::silent());
+    rf.write_config(&config(
+        p,
+        &dns,
+        "backends.test service=http resolve max_fails=3",
+    ));
+    rf.signal(ringfront_testkit::SIGHUP);
+    assert!(
+        rf.wait_for_stderr("reconfigured (generation", WAIT),
+        "reloaded"
+    );
+    let got = served(p, 8);
+    assert!(!got.contains(&0), "{got:?}");
+    assert_eq!(
+        got.into_iter().collect::<BTreeSet<u16>>(),
+        ports(&[&b1, &b2])
+    );
 }
 
 /// Until the first answer a template adds no server: a group of only that line answers
