@@ -6,8 +6,10 @@
 //! so in the error log; nginx drops the servers on NXDOMAIN. A failed lookup is retried
 //! after `resolver_timeout` (1 s at least), as nginx.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -42,11 +44,16 @@ struct Due {
     at: Instant,
     /// The line as it was when scheduled (a reload that changes it starts over).
     line: (String, Option<ResolveSpec>),
+    /// A lookup for it runs (each template has its own task, so a name that times out
+    /// delays no other).
+    busy: bool,
 }
 
+type Schedule = Rc<RefCell<HashMap<TemplateKey, Due>>>;
+
 async fn run(shared: Arc<Shared>) {
-    let dns = WorkerDns::default();
-    let mut due: HashMap<TemplateKey, Due> = HashMap::new();
+    let dns = Rc::new(WorkerDns::default());
+    let due: Schedule = Rc::default();
     while shared.state.load(Ordering::Relaxed) == crate::RUN {
         let snap = shared.snapshot.load_full();
         let Some(cfg) = snap.config.clone() else {
@@ -54,34 +61,61 @@ async fn run(shared: Arc<Shared>) {
             continue;
         };
         let list = members::templates(&cfg);
-        due.retain(|k, _| list.iter().any(|(key, _, _)| key == k));
+        due.borrow_mut()
+            .retain(|k, _| list.iter().any(|(key, _, _)| key == k));
         let now = Instant::now();
-        for (key, line, rs) in &list {
-            let id = (line.text.clone(), line.resolve.clone());
-            let d = due.entry(key.clone()).or_insert(Due {
-                at: now,
-                line: id.clone(),
-            });
-            if d.line != id {
-                *d = Due { at: now, line: id };
+        for (key, line, rs) in list {
+            if !take_due(&due, &key, &line, now) {
+                continue;
             }
-            if d.at <= now {
+            let (shared, dns, due) = (shared.clone(), dns.clone(), due.clone());
+            monoio::spawn(async move {
                 // A stop does not wait for a lookup (it may take `resolver_timeout`).
                 let wait = monoio::select! {
-                    w = refresh(&shared, &dns, key, line, rs) => w,
+                    w = refresh(&shared, &dns, &key, &line, &rs) => w,
                     _ = stopped(&shared) => return,
                 };
-                if let Some(d) = due.get_mut(key) {
-                    d.at = Instant::now() + wait;
+                if let Some(d) = due.borrow_mut().get_mut(&key) {
+                    // A reload that changed the line meanwhile wants it asked at once.
+                    if d.line == (line.text.clone(), line.resolve.clone()) {
+                        d.at = Instant::now() + wait;
+                    }
+                    d.busy = false;
                 }
-            }
+            });
         }
-        let next = due.values().map(|d| d.at).min();
+        let next = due
+            .borrow()
+            .values()
+            .filter(|d| !d.busy)
+            .map(|d| d.at)
+            .min();
         let nap = next.map_or(TICK, |at| {
             at.saturating_duration_since(Instant::now()).min(TICK)
         });
         monoio::time::sleep(nap).await;
     }
+}
+
+/// Whether `key` is due at `now` (marking it busy); a template whose line a reload
+/// changed is due at once.
+fn take_due(due: &Schedule, key: &TemplateKey, line: &UpstreamServer, now: Instant) -> bool {
+    let id = (line.text.clone(), line.resolve.clone());
+    let mut due = due.borrow_mut();
+    let d = due.entry(key.clone()).or_insert(Due {
+        at: now,
+        line: id.clone(),
+        busy: false,
+    });
+    if d.line != id {
+        d.line = id;
+        d.at = now;
+    }
+    if d.busy || d.at > now {
+        return false;
+    }
+    d.busy = true;
+    true
 }
 
 /// Resolves once the engine leaves `RUN`.

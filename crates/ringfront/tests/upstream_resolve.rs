@@ -287,6 +287,33 @@ fn a_reload_keeps_the_resolved_servers() {
     );
 }
 
+/// Each template is asked on its own: a name that never answers (with a long
+/// `resolver_timeout`) does not hold back another template's changes.
+#[test]
+fn a_silent_name_delays_no_other() {
+    let (b1, b2, b3) = (Backend::start(), Backend::start(), Backend::start());
+    let dns = DnsServer::start();
+    dns.set("slow.test", Answer::silent());
+    dns.set("t.test", Answer::a(&[Ipv4Addr::LOCALHOST], 60));
+    dns.set("_http._tcp.backends.test", srv_of(&[&b1, &b2]));
+    let servers = format!(
+        "slow.test:{} resolve;\n        resolver_timeout 20s;\n        \
+         server backends.test service=http resolve",
+        b3.port()
+    );
+    let (rf, _p) = start(&servers, &dns);
+    let soon = Duration::from_secs(6);
+    assert!(
+        rf.wait_for_stderr(&changed_to(&[&b1, &b2]), soon),
+        "first set"
+    );
+    dns.set("_http._tcp.backends.test", srv_of(&[&b2, &b3]));
+    assert!(
+        rf.wait_for_stderr(&changed_to(&[&b2, &b3]), soon),
+        "second set"
+    );
+}
+
 /// Until the first answer a template adds no server: a group of only that line answers
 /// 502 "no live upstreams", as nginx; then it serves.
 #[test]
