@@ -6,7 +6,7 @@
 //! enters fresh; a removed one drains (requests in flight finish on the old snapshot, its
 //! idle pooled connections are not carried and close). One writer: the resolver's owner
 //! thread (and later an API) calls [`Shared::set_members`]; a reload carries the members of
-//! the templates it keeps.
+//! the templates it keeps (servers added without a line do not survive a reload).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -16,7 +16,9 @@ use ringfront_config::{Config, UpstreamServer};
 use crate::snapshot::Snapshot;
 use crate::Shared;
 
-/// Which template: the upstream's name and the index of its `server` line.
+/// Which template: the upstream's name and the index of its `server` line. An index past
+/// the upstream's lines names servers added at run time without a line (a later API):
+/// they come after the lines, in index order.
 pub type TemplateKey = (String, usize);
 
 /// The members of every template that has some.
@@ -26,10 +28,12 @@ pub type Members = HashMap<TemplateKey, Vec<UpstreamServer>>;
 pub fn expand(cfg: &Config, members: &Members) -> Config {
     let mut out = cfg.clone();
     for up in &mut out.http.upstreams {
-        if !up.servers.iter().any(|s| s.resolve.is_some()) {
+        let named = |k: &TemplateKey| k.0 == up.name;
+        if !up.servers.iter().any(|s| s.resolve.is_some()) && !members.keys().any(named) {
             continue;
         }
         let mut servers = Vec::with_capacity(up.servers.len());
+        let lines = up.servers.len();
         for (i, s) in up.servers.iter().enumerate() {
             match &s.resolve {
                 None => servers.push(s.clone()),
@@ -40,6 +44,12 @@ pub fn expand(cfg: &Config, members: &Members) -> Config {
                 }
             }
         }
+        let mut added: Vec<_> = members
+            .iter()
+            .filter(|((name, i), _)| *name == up.name && *i >= lines)
+            .collect();
+        added.sort_by_key(|((_, i), _)| *i);
+        servers.extend(added.into_iter().flat_map(|(_, m)| m.iter().cloned()));
         up.servers = servers;
     }
     out
@@ -238,5 +248,19 @@ mod tests {
         );
         assert_eq!(got[0].max_fails, 0);
         assert!(carried(&old, &cfg("server c.test:82 resolve;")).is_empty());
+    }
+
+    #[test]
+    fn servers_added_without_a_line_come_after_the_lines() {
+        let c = cfg("server 127.0.0.1:81;");
+        let line = c.http.upstreams[0].servers[0].clone();
+        let mut m = Members::default();
+        m.insert(("u".into(), 7), vec![member(&line, "127.0.0.1:87")]);
+        m.insert(("u".into(), 5), vec![member(&line, "127.0.0.1:85")]);
+        let snap = Snapshot::build_with(Arc::new(c), Arc::new(m), 1).unwrap();
+        assert_eq!(
+            names(&snap),
+            ["127.0.0.1:81", "127.0.0.1:85", "127.0.0.1:87"]
+        );
     }
 }
