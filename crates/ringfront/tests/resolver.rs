@@ -278,6 +278,35 @@ fn a_silent_server_is_left_for_the_next_after_five_seconds() {
     assert_eq!(s2.queries("late.test", A), 2);
 }
 
+/// The first name server answers after 6 s, when the queries have gone on to the second
+/// (which never answers): its answer still counts, as nginx's.
+#[test]
+fn a_late_answer_from_an_earlier_server_counts() {
+    let b = Backend::start();
+    let (s1, s2) = (DnsServer::start(), DnsServer::start());
+    s1.set(
+        "late.test",
+        Answer::a(&[LOCAL], 60).delayed(Duration::from_secs(6)),
+    );
+    s2.set("late.test", Answer::silent());
+    let both = format!("{} {}", s1.addr(), s2.addr());
+    let (_nginx, _rf, np, rp) = common::nginx_and_ringfront(|p| config(p, &both, ""));
+    let story = |p: u16| {
+        let t = Instant::now();
+        let path = format!("/v/?h=late.test&p={}", b.port());
+        let mut c = Client::connect(("127.0.0.1", p));
+        let st = c
+            .request("GET", &path, &[("Host", "localhost")], b"")
+            .status;
+        let secs = t.elapsed().as_secs_f64();
+        format!("{st} after 6s: {}", (5.5..8.0).contains(&secs))
+    };
+    let n = story(np);
+    let r = story(rp);
+    common::assert_same("late", std::slice::from_ref(&n), &[r]);
+    assert_eq!(n, "200 after 6s: true");
+}
+
 /// `resolver` and `resolver_timeout` errors, as `nginx -t` words them.
 #[test]
 fn resolver_config_errors_match_nginx() {

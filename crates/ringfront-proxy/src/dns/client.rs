@@ -118,16 +118,36 @@ async fn ask(
     }
     let mut answers: Vec<Option<Answer>> = vec![None; types.len()];
     let mut order = Vec::with_capacity(types.len());
+    // One socket for the lookup: an answer from a server asked in an earlier round still
+    // counts after the queries went on to the next (nginx keeps a socket per server).
+    let sock = match udp_for(&conf.servers) {
+        Ok(s) => s,
+        Err(e) => {
+            log(&format!("socket() failed {}", crate::io::errno_text(&e)));
+            monoio::time::sleep(deadline.saturating_duration_since(Instant::now())).await;
+            return Err(Failure::TimedOut);
+        }
+    };
+    let mut asked: Vec<SocketAddr> = Vec::with_capacity(conf.servers.len());
     loop {
         let Some(&addr) = conf.servers.get(*server % conf.servers.len().max(1)) else {
             return Err(Failure::TimedOut);
         };
+        if !asked.contains(&addr) {
+            asked.push(addr);
+        }
         let round_end = deadline.min(Instant::now() + RESEND);
         let mut got = Got {
             answers: &mut answers,
             order: &mut order,
         };
-        round(addr, name, &queries, &mut got, round_end, log).await;
+        let to = Round {
+            sock: &sock,
+            addr,
+            asked: &asked,
+            end: round_end,
+        };
+        round(&to, name, &queries, &mut got, log).await;
         if answers.iter().all(Option::is_some) {
             return Ok((answers.into_iter().flatten().collect(), order));
         }
@@ -144,57 +164,64 @@ struct Got<'a> {
     order: &'a mut Vec<usize>,
 }
 
-/// One round with one server: sends what is unanswered, reads answers until `end`.
-async fn round(
+/// One round: the socket, the server asked now, every server asked so far (answers are
+/// taken from them only), and when the round ends.
+struct Round<'a> {
+    sock: &'a UdpSocket,
     addr: SocketAddr,
+    asked: &'a [SocketAddr],
+    end: Instant,
+}
+
+/// One round with one server: sends what is unanswered, reads answers until the end.
+async fn round(
+    r: &Round<'_>,
     name: &str,
     queries: &[(u16, u16, Vec<u8>)],
     got: &mut Got<'_>,
-    end: Instant,
     log: &dyn Fn(&str),
 ) {
-    let sock = match udp_to(addr).await {
-        Ok(s) => s,
-        Err(e) => {
-            log(&format!(
-                "connect() failed {} while resolving {name}",
-                crate::io::errno_text(&e)
-            ));
-            return monoio::time::sleep(end.saturating_duration_since(Instant::now())).await;
-        }
-    };
+    let target = on_socket(r.sock, r.addr);
     for (i, (_, _, q)) in queries.iter().enumerate() {
         if got.answers[i].is_none() {
-            let (r, _) = sock.send(q.clone()).await;
-            if let Err(e) = r {
-                log(&format!("send() failed {}", crate::io::errno_text(&e)));
+            let (res, _) = r.sock.send_to(q.clone(), target).await;
+            if let Err(e) = res {
+                log(&format!(
+                    "sendto() to {} failed {}",
+                    r.addr,
+                    crate::io::errno_text(&e)
+                ));
             }
         }
     }
     let mut buf = vec![0u8; 4096];
     while got.answers.iter().any(Option::is_none) {
-        let left = end.saturating_duration_since(Instant::now());
+        let left = r.end.saturating_duration_since(Instant::now());
         if left.is_zero() {
             return;
         }
-        let (r, b) = match monoio::time::timeout(left, sock.recv(buf)).await {
+        let (res, b) = match monoio::time::timeout(left, r.sock.recv_from(buf)).await {
             Ok(done) => done,
             Err(_) => return,
         };
         buf = b;
-        let n = match r {
-            Ok(n) => n,
+        let (n, from) = match res {
+            Ok(got) => got,
             Err(e) => {
-                // An ICMP refusal: nothing more comes from this server this round.
                 log(&format!(
-                    "recv() failed {} while resolving {name}",
+                    "recvfrom() failed {} while resolving {name}",
                     crate::io::errno_text(&e)
                 ));
-                return monoio::time::sleep(end.saturating_duration_since(Instant::now())).await;
+                return monoio::time::sleep(left).await;
             }
         };
+        let from = SocketAddr::new(from.ip().to_canonical(), from.port());
+        // Datagrams from anyone not asked are dropped, as a connected socket would.
+        if !r.asked.contains(&from) {
+            continue;
+        }
         let packet = &buf[..n.min(buf.len())];
-        take(addr, name, queries, got, packet, end, log).await;
+        take(from, name, queries, got, packet, r.end, log).await;
     }
 }
 
@@ -252,15 +279,23 @@ async fn take(
     got.order.push(i);
 }
 
-/// A UDP socket connected to `addr` (so the kernel drops datagrams from anyone else).
-async fn udp_to(addr: SocketAddr) -> std::io::Result<UdpSocket> {
-    let local: SocketAddr = match addr {
-        SocketAddr::V4(_) => (Ipv4Addr::UNSPECIFIED, 0).into(),
-        SocketAddr::V6(_) => (Ipv6Addr::UNSPECIFIED, 0).into(),
+/// An unconnected UDP socket that reaches every server: IPv4 when all are, else a
+/// dual-stack IPv6 one (IPv4 servers then as mapped addresses).
+fn udp_for(servers: &[SocketAddr]) -> std::io::Result<UdpSocket> {
+    let local: SocketAddr = match servers.iter().all(SocketAddr::is_ipv4) {
+        true => (Ipv4Addr::UNSPECIFIED, 0).into(),
+        false => (Ipv6Addr::UNSPECIFIED, 0).into(),
     };
-    let sock = UdpSocket::bind(local)?;
-    sock.connect(addr).await?;
-    Ok(sock)
+    UdpSocket::bind(local)
+}
+
+/// `addr` as the socket sends to it (a mapped address on an IPv6 socket).
+fn on_socket(sock: &UdpSocket, addr: SocketAddr) -> SocketAddr {
+    let v6 = sock.local_addr().is_ok_and(|a| a.is_ipv6());
+    match (v6, addr) {
+        (true, SocketAddr::V4(a)) => SocketAddr::new(a.ip().to_ipv6_mapped().into(), a.port()),
+        _ => addr,
+    }
 }
 
 /// One query over TCP: a two-byte length before each message (RFC 1035 4.2.2).
