@@ -146,6 +146,7 @@ async fn ask(
             addr,
             asked: &asked,
             end: round_end,
+            deadline,
         };
         round(&to, name, &queries, &mut got, log).await;
         if answers.iter().all(Option::is_some) {
@@ -171,6 +172,8 @@ struct Round<'a> {
     addr: SocketAddr,
     asked: &'a [SocketAddr],
     end: Instant,
+    /// The lookup's deadline (`resolver_timeout`), which a TCP query may not pass.
+    deadline: Instant,
 }
 
 /// One round with one server: sends what is unanswered, reads answers until the end.
@@ -221,7 +224,7 @@ async fn round(
             continue;
         }
         let packet = &buf[..n.min(buf.len())];
-        take(from, name, queries, got, packet, r.end, log).await;
+        take(from, name, queries, got, packet, r.deadline, log).await;
     }
 }
 
@@ -232,7 +235,7 @@ async fn take(
     queries: &[(u16, u16, Vec<u8>)],
     got: &mut Got<'_>,
     packet: &[u8],
-    end: Instant,
+    deadline: Instant,
     log: &dyn Fn(&str),
 ) {
     let pid = wire::packet_id(packet);
@@ -249,12 +252,18 @@ async fn take(
         Ok(a) => a,
         Err(e) => return log(&e.message(name, *id)),
     };
+    // FORMERR and codes past REFUSED are logged and dropped before anything else (a
+    // truncated one too), as nginx does: the lookup waits for another answer.
+    if dropped(&answer, *id, name, log) {
+        return;
+    }
     if answer.truncated {
-        let limit = TCP_TIMEOUT.min(end.saturating_duration_since(Instant::now()) + RESEND);
+        let limit = TCP_TIMEOUT.min(deadline.saturating_duration_since(Instant::now()));
         answer = match monoio::time::timeout(limit, tcp_ask(addr, q)).await {
             Ok(Ok(reply)) => match wire::parse(&reply, *id, name, *qtype) {
-                Ok(a) if !a.truncated => a,
-                Ok(_) => return log(&format!("invalid TCP DNS response {id}")),
+                Ok(a) if a.truncated => return log(&format!("invalid TCP DNS response {id}")),
+                Ok(a) if dropped(&a, *id, name, log) => return,
+                Ok(a) => a,
                 Err(e) => return log(&e.message(name, *id)),
             },
             Ok(Err(e)) => {
@@ -266,17 +275,21 @@ async fn take(
             Err(_) => return log(&format!("DNS over TCP to {addr} timed out")),
         };
     }
-    // FORMERR and codes past REFUSED are logged and dropped, as nginx does (the lookup
-    // then waits for another answer or the timeout).
-    if answer.rcode == 1 || answer.rcode > 5 {
-        let code = answer.rcode;
-        return log(&format!(
+    got.answers[i] = Some(answer);
+    got.order.push(i);
+}
+
+/// FORMERR and codes past REFUSED: logged, and the answer is not taken.
+fn dropped(answer: &Answer, id: u16, name: &str, log: &dyn Fn(&str)) -> bool {
+    let code = answer.rcode;
+    let drop = code == 1 || code > 5;
+    if drop {
+        log(&format!(
             "DNS error ({code}: {}), query id:{id}, name:\"{name}\"",
             strerror(code)
         ));
     }
-    got.answers[i] = Some(answer);
-    got.order.push(i);
+    drop
 }
 
 /// An unconnected UDP socket that reaches every server: IPv4 when all are, else a
