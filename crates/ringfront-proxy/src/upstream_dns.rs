@@ -201,7 +201,7 @@ async fn refresh(
 /// The servers a template stands for now, and the smallest TTL; or the name that failed.
 async fn members_of(
     dns: &WorkerDns,
-    conf: &ringfront_config::resolver::Resolver,
+    conf: &Arc<ringfront_config::resolver::Resolver>,
     timeout: Duration,
     line: &UpstreamServer,
     spec: &ResolveSpec,
@@ -209,7 +209,7 @@ async fn members_of(
 ) -> Result<(Vec<UpstreamServer>, u32), (String, Failure)> {
     let name = spec.query_name();
     let addr_types = address_types(conf);
-    let start = dns.next_id() as usize;
+    let start = dns.start_for(conf);
     if spec.service.is_none() {
         let found = dns::lookup(dns, conf, timeout, &name, &addr_types, start, log)
             .await

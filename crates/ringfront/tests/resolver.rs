@@ -278,6 +278,65 @@ fn a_silent_server_is_left_for_the_next_after_five_seconds() {
     assert_eq!(s2.queries("late.test", A), 2);
 }
 
+/// Each `resolver` line takes its servers in turn on its own, as nginx's resolvers do.
+#[test]
+fn each_resolver_line_has_its_own_turns() {
+    let b = Backend::start();
+    let (s1, s2) = (DnsServer::start(), DnsServer::start());
+    for s in [&s1, &s2] {
+        for i in 0..6 {
+            s.set(&format!("k{i}.test"), Answer::a(&[LOCAL], 60));
+        }
+    }
+    let both = format!("{} {}", s1.addr(), s2.addr());
+    let conf = |p: u16| {
+        fill(
+            r#"worker_processes 1;
+error_log stderr info;
+events { worker_connections 64; }
+http {
+    access_log off;
+    server {
+        listen 127.0.0.1:{PORT};
+        location /a/ {
+            resolver {BOTH};
+            proxy_pass http://$arg_h:$arg_p;
+        }
+        location /b/ {
+            resolver {BOTH};
+            proxy_pass http://$arg_h:$arg_p;
+        }
+    }
+}
+"#,
+            &[("PORT", p.to_string()), ("BOTH", both.clone())],
+        )
+    };
+    let (_nginx, _rf, np, rp) = common::nginx_and_ringfront(conf);
+    let story = |p: u16, first: usize| {
+        [("a", 0), ("b", 1), ("a", 2)]
+            .iter()
+            .map(|(loc, i)| {
+                let name = format!("k{}.test", first + i);
+                let path = format!("/{loc}/?h={name}&p={}", b.port());
+                let mut c = Client::connect(("127.0.0.1", p));
+                let st = c
+                    .request("GET", &path, &[("Host", "localhost")], b"")
+                    .status;
+                format!(
+                    "{st} {loc} at {}/{}",
+                    s1.queries(&name, A),
+                    s2.queries(&name, A)
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let n = story(np, 0);
+    let r = story(rp, 3);
+    common::assert_same("own turns", &n, &r);
+    assert_eq!(n, ["200 a at 1/0", "200 b at 1/0", "200 a at 0/1"]);
+}
+
 /// The first name server answers after 6 s, when the queries have gone on to the second
 /// (which never answers): its answer still counts, as nginx's.
 #[test]

@@ -24,8 +24,9 @@ use ringfront_config::resolver::Resolver;
 pub struct WorkerDns {
     cache: RefCell<Cache>,
     rng: Cell<u64>,
-    /// The name server the next lookup starts with (nginx's `r->last_connection`).
-    next_server: Cell<usize>,
+    /// The name server the next lookup of each `resolver` line starts with (nginx's
+    /// `r->last_connection`, one per resolver).
+    next_server: RefCell<HashMap<usize, usize>>,
     /// Where the next request starts in a resolved name's addresses.
     rotate: Cell<usize>,
     /// Lookups in flight, by resolver line and name: a second request for the same name
@@ -44,7 +45,7 @@ impl Default for WorkerDns {
         WorkerDns {
             cache: RefCell::new(Cache::default()),
             rng: Cell::new(seed | 1),
-            next_server: Cell::new(0),
+            next_server: RefCell::default(),
             rotate: Cell::new(0),
             inflight: RefCell::default(),
         }
@@ -106,8 +107,7 @@ impl WorkerDns {
             .insert(key.clone(), asker.0.clone());
         // Out of the map however this ends (the request may be dropped while it waits).
         let _out = Remove(&self.inflight, key);
-        let start = self.next_server.get();
-        self.next_server.set(start.wrapping_add(1));
+        let start = self.start_for(conf);
         let types: &[u16] = match (conf.ipv4, conf.ipv6) {
             (true, true) => &[wire::TYPE_A, wire::TYPE_AAAA],
             (false, _) => &[wire::TYPE_AAAA],
@@ -127,6 +127,15 @@ impl WorkerDns {
         };
         asker.done(&r);
         r
+    }
+
+    /// The server a new lookup through `conf` starts with; the next one starts after it.
+    pub fn start_for(&self, conf: &Arc<Resolver>) -> usize {
+        let mut all = self.next_server.borrow_mut();
+        let n = all.entry(Arc::as_ptr(conf) as usize).or_insert(0);
+        let start = *n;
+        *n = n.wrapping_add(1);
+        start
     }
 
     /// The offset the next request starts at in a list of `n` addresses.
