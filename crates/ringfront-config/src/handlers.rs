@@ -131,6 +131,7 @@ pub(crate) fn apply(
         _ if level.gzip.apply(d)? => {}
         _ if level.limits.apply(d)? => {}
         _ if level.realip.apply(d, scope.host)? => {}
+        _ if level.resolver.apply(d)? => {}
         _ if crate::proxy_headers::apply(level, d)? => {}
         _ => return Ok(false),
     }

@@ -124,6 +124,7 @@ pub(crate) fn http_block(d: &Directive, env: &Env<'_>) -> Result<HttpRaw, Config
         }
         Ok(())
     })?;
+    crate::resolver::finish_upstreams(&mut http.upstreams, &http.settings.resolver)?;
     http.captures = crate::template::take_captures_used();
     http.uses = crate::template::take_uses();
     let upstream_zones: Vec<String> = http.zones.iter().map(|z| z.name.clone()).collect();

@@ -71,6 +71,7 @@ mod proxy_headers;
 pub mod proxy_headers_model;
 pub mod realip;
 mod resolve;
+pub mod resolver;
 mod response_headers;
 pub mod retry_budget;
 mod rewrite;

@@ -155,6 +155,9 @@ pub struct Upstream {
     pub checks: Vec<ActiveCheck>,
     /// `sticky cookie|route|learn ...`: session persistence (nginx Plus, nginx 1.29.6+).
     pub sticky: Option<crate::sticky::Sticky>,
+    /// The upstream's `resolver` and `resolver_timeout` over the http block's; `Some` only
+    /// when a server has `resolve`.
+    pub resolver: Option<crate::resolver::ResolverSettings>,
 }
 
 /// `passive_health`: what reaching `max_fails` does.
@@ -336,6 +339,9 @@ pub struct UpstreamServer {
     /// ringfront makes of the peer), at most 32 bytes.
     pub route: Option<String>,
     pub origin: Origin,
+    /// `resolve [service=NAME]` (nginx 1.27.3): the server is a template whose addresses
+    /// the resolver gives at run time (`addrs` is then empty).
+    pub resolve: Option<crate::resolver::ResolveSpec>,
 }
 
 #[derive(Debug, Clone)]
@@ -974,6 +980,8 @@ pub struct LocationSettings {
     /// What is done to the upstream response's fields (`proxy_hide_header`,
     /// `proxy_redirect`, `proxy_cookie_*`, ...).
     pub proxy_headers: crate::proxy_headers_model::ProxyHeaders,
+    /// `resolver` and `resolver_timeout` in effect here.
+    pub resolver: crate::resolver::ResolverSettings,
 }
 
 /// `keepalive_disable`: the browsers whose requests close the connection (nginx's

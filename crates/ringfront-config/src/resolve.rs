@@ -105,6 +105,7 @@ impl Targets<'_> {
             passive_health: PassiveHealth::Nginx,
             checks: Vec::new(),
             sticky: None,
+            resolver: None,
         });
         Ok(ProxyPass {
             target: ProxyTarget::Upstream(p.authority.clone()),
@@ -147,6 +148,7 @@ impl Targets<'_> {
                 passive_health: PassiveHealth::Nginx,
                 checks: Vec::new(),
                 sticky: None,
+                resolver: None,
             });
         }
         let name = self

@@ -90,6 +90,8 @@ pub(crate) struct Level {
     pub limits: crate::limits::LimitsLevel,
     /// `set_real_ip_from`, `real_ip_header`, `real_ip_recursive` (realip.rs).
     pub realip: crate::realip::RealIpLevel,
+    /// `resolver`, `resolver_timeout` (resolver.rs).
+    pub resolver: crate::resolver::ResolverLevel,
     /// `proxy_hide_header`, `proxy_redirect`, `proxy_cookie_*`... (proxy_headers.rs).
     pub proxy_headers: crate::proxy_headers::ProxyHeadersLevel,
 }
@@ -154,6 +156,7 @@ impl Default for LocationSettings {
             limits: Default::default(),
             real_ip: None,
             proxy_headers: Default::default(),
+            resolver: Default::default(),
         }
     }
 }
@@ -239,6 +242,7 @@ impl Level {
             gzip: self.gzip.inherit(&outer.gzip),
             limits: self.limits.inherit(&outer.limits),
             realip: self.realip.inherit(&outer.realip),
+            resolver: self.resolver.inherit(&outer.resolver),
             proxy_headers: self.proxy_headers.inherit(&outer.proxy_headers),
         }
     }
@@ -325,6 +329,7 @@ impl Level {
             gzip: self.gzip.finish(),
             limits: self.limits.finish(),
             real_ip: self.realip.finish(),
+            resolver: self.resolver.finish(),
             proxy_headers: self.proxy_headers.finish(),
         })
     }

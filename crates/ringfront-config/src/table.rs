@@ -247,6 +247,9 @@ pub(crate) static TABLE: &[Spec] = &[
     d("add_trailer", HSL, 2, 3),
     d("chunked_transfer_encoding", HSL, 1, 1),
     d("server_tokens", HSL, 1, 1),
+    // the name servers of proxy_pass with variables and `server NAME resolve` (resolver.rs)
+    d("resolver", HSL | UPSTREAM, 1, MANY),
+    d("resolver_timeout", HSL | UPSTREAM, 1, 1),
     // response compression (gzip.rs)
     d("gzip", HSL, 1, 1),
     d("gzip_types", HSL, 1, MANY),
@@ -369,7 +372,6 @@ pub(crate) static TABLE: &[Spec] = &[
     d("limit_conn_dry_run", HSL, 1, 1),
     unsupported("allow", HSL, 1, 1),
     unsupported("deny", HSL, 1, 1),
-    unsupported("resolver", HSL | UPSTREAM, 1, MANY),
     unsupported("stub_status", SL, 0, 1),
     unsupported("load_module", MAIN, 1, 1),
     unsupported("stream", MAIN, 0, 0),

@@ -105,6 +105,7 @@ pub(crate) fn upstream_block(
     let mut passive_health = None;
     let mut tengine = TengineRaw::default();
     let mut sticky = None;
+    let mut resolver = crate::resolver::ResolverLevel::default();
     // The first `slow_start=` parameter as written, for a balancing method that comes after.
     let mut slow_start: Option<String> = None;
     for_each(d.children(), UPSTREAM, |c| {
@@ -176,6 +177,7 @@ pub(crate) fn upstream_block(
             }
             "sticky" => set_once(&mut sticky, crate::sticky::sticky(c)?, c)?,
             _ if tengine.apply(c)? => {}
+            _ if resolver.apply(c)? => {}
             _ => return Err(unhandled(c)),
         }
         Ok(())
@@ -203,6 +205,8 @@ pub(crate) fn upstream_block(
         passive_health: passive_health.unwrap_or_default(),
         checks,
         sticky,
+        // Merged with the http block's once it is read (`resolver::finish_upstreams`).
+        resolver: Some(resolver.finish_raw()),
     })
 }
 
@@ -300,7 +304,7 @@ fn zone_line(d: &Directive, zones: &mut Vec<Zone>) -> Result<String, ConfigError
 }
 
 /// nginx Plus and later-issue parameters: refused until implemented.
-const NOT_YET: &[&str] = &["resolve", "service", "drain"];
+const NOT_YET: &[&str] = &["drain"];
 
 /// nginx's `NGX_HTTP_UPSTREAM_SID_LEN`: a route is at most an MD5 in hex long.
 const MAX_ROUTE: usize = 32;
@@ -324,6 +328,7 @@ pub(crate) fn default_server(
         slow_start: Duration::ZERO,
         route: None,
         origin: origin.clone(),
+        resolve: None,
     }
 }
 
@@ -362,12 +367,22 @@ fn server(
     let text = d.arg(0);
     let addr_err =
         |e: crate::address::AddrError| err(d, format!("{} in upstream \"{text}\"", e.as_str()));
+    let spec = crate::resolver::resolve_param(d)?;
     let mut s = match unix_path(text) {
         Some(path) => unix_server(text, path, &d.origin).map_err(addr_err)?,
         None => {
             let hp = split_host_port(text).map_err(addr_err)?;
-            let addrs = resolve(&hp.host, hp.port.unwrap_or(80), host).map_err(addr_err)?;
-            default_server(text, addrs, &d.origin)
+            match crate::resolver::template(d, &hp, spec)? {
+                Some(r) => {
+                    let mut s = default_server(text, Vec::new(), &d.origin);
+                    s.resolve = Some(r);
+                    s
+                }
+                None => {
+                    let addrs = resolve(&hp.host, hp.port.unwrap_or(80), host).map_err(addr_err)?;
+                    default_server(text, addrs, &d.origin)
+                }
+            }
         }
     };
     for param in d.args.iter().skip(1) {
@@ -413,6 +428,8 @@ fn server(
                 }
                 s.route = Some(v.to_string());
             }
+            ("resolve", None) => {}
+            ("service", Some(_)) => {}
             (k, _) if NOT_YET.contains(&k) => {
                 return Err(err(d, format!("\"{k}\" parameter is not supported yet")));
             }

@@ -13,6 +13,7 @@ mod clock;
 mod cookie_rewrite;
 mod date;
 mod dispatch;
+pub mod dns;
 mod error_redirect;
 mod forwarded;
 mod geo;
@@ -33,6 +34,7 @@ mod local;
 mod location_url;
 pub mod logger;
 mod map;
+pub mod members;
 mod paced;
 mod pass_url;
 mod pass_vars;
@@ -75,6 +77,7 @@ mod trailers;
 mod try_files;
 mod unix_listen;
 mod upstream;
+mod upstream_dns;
 mod upstream_request;
 mod upstream_tls;
 mod user_agent;
@@ -201,6 +204,8 @@ pub struct Engine {
     shared: Arc<Shared>,
     threads: Vec<JoinHandle<()>>,
     checker: Option<JoinHandle<()>>,
+    /// The owner thread of `server NAME resolve` (upstream_dns.rs).
+    resolver: Option<JoinHandle<()>>,
 }
 
 impl Engine {
@@ -234,6 +239,7 @@ impl Engine {
             unix,
         });
         let checker = Some(health::spawn(shared.clone(), health_rx)?);
+        let resolver = Some(upstream_dns::spawn(shared.clone())?);
         let cores = core_affinity::get_core_ids().unwrap_or_default();
         let mut threads = Vec::with_capacity(workers);
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
@@ -262,6 +268,7 @@ impl Engine {
             shared,
             threads,
             checker,
+            resolver,
         };
         // Return only when every worker is pinned and serving, so "ready" means ready.
         for _ in 0..workers {
@@ -284,11 +291,35 @@ impl Engine {
     /// survive keep their health, counters and keepalive connections. Returns once every
     /// worker serves it (new addresses accept, removed ones are closing), or after a second.
     /// Fails, publishing nothing, when a new `listen unix:` path cannot be bound.
-    pub fn reload(&self, mut snap: Snapshot) -> std::io::Result<()> {
+    pub fn reload(&self, snap: Snapshot) -> std::io::Result<()> {
         self.shared.unix.sync(&snap)?;
-        snap.adopt(&self.shared.snapshot.load());
-        let generation = snap.generation;
-        self.shared.snapshot.store(Arc::new(snap));
+        let mut snap = Some(snap);
+        let generation = loop {
+            let cur = self.shared.snapshot.load_full();
+            let Some(mut next) = snap.take() else {
+                return Ok(());
+            };
+            // Membership changes bump the generation too: stay above them.
+            next.generation = next.generation.max(cur.generation + 1);
+            // The `resolve` templates this configuration keeps keep their members.
+            if let Some(cfg) = next.config.clone() {
+                let members = members::carried(&cur, &cfg);
+                if !members.is_empty() {
+                    let g = next.generation;
+                    next = Snapshot::build_with(cfg, Arc::new(members), g)
+                        .map_err(|e| std::io::Error::other(e.to_string()))?;
+                }
+            }
+            next.adopt(&cur);
+            let generation = next.generation;
+            let next = Arc::new(next);
+            let prev = self.shared.snapshot.compare_and_swap(&cur, next.clone());
+            if Arc::ptr_eq(&prev, &cur) {
+                break generation;
+            }
+            // A membership change published meanwhile: start over from it.
+            snap = Arc::try_unwrap(next).ok();
+        };
         self.shared.wake_all();
         self.shared
             .applied
@@ -321,6 +352,10 @@ impl Engine {
         // The checker was woken by the state change and has left (or is leaving) its loop.
         if let Some(c) = self.checker {
             let _ = c.join();
+        }
+        // The resolver thread looks at `state` at least every 250 ms.
+        if let Some(r) = self.resolver {
+            let _ = r.join();
         }
         // nginx removes its unix sockets' files when it exits.
         self.shared.unix.close_all();

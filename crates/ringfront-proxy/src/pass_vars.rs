@@ -1,8 +1,11 @@
 //! `proxy_pass` with variables: the URL is evaluated per request and names, as in nginx's
 //! `ngx_http_upstream_init_request`, an upstream group (an `upstream` block by its name when
 //! no port is written, an implicit group by host and port), else a literal address, which
-//! gets a group of its own for this request. Any other name needs the resolver, which
-//! ringfront does not have: 502 with nginx's `no resolver defined to resolve NAME`.
+//! gets a group of its own for this request. Any other name is resolved through the
+//! location's `resolver` (dns.rs; the worker's cache, else a lookup on the worker's ring):
+//! a group of one peer per address for this request, or 502 with nginx's `NAME could not
+//! be resolved (3: Host not found)`; without a resolver, 502 with `no resolver defined to
+//! resolve NAME`.
 
 use std::cell::RefCell;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -58,14 +61,15 @@ pub async fn run(
             one_peer(format!("unix:{path}"), UNSPECIFIED),
             Some(path.into()),
         ),
-        (None, None) => {
-            let line = format!("no resolver defined to resolve {}", parsed.host);
-            return refuse(cx, 502, &line, client, out).await;
-        }
+        (None, None) => match resolved(cx, &parsed).await {
+            Ok(spec) => (spec, None),
+            Err(line) => return refuse(cx, 502, &line, client, out).await,
+        },
     };
-    let unix = [unix];
+    let peers = spec.primary.len();
+    let unix = vec![unix; peers];
     let topo = Topology::new(vec![spec]);
-    let board = Board::new(1);
+    let board = Board::new(peers);
     let conf = adhoc_conf();
     let group = Group {
         id: 0,
@@ -84,6 +88,40 @@ pub async fn run(
         unix: &unix,
     };
     proxy::run_in(cx, &group, body, client, out).await
+}
+
+/// A group of one peer per address `url`'s host resolves to, at the URL's port, starting
+/// at the worker's next rotation (nginx rotates a cached answer's addresses); the error-log
+/// line when it does not resolve.
+async fn resolved(cx: &Cx<'_>, url: &PassUrl<'_>) -> Result<UpstreamSpec, String> {
+    let settings = &cx.settings().resolver;
+    let Some(conf) = &settings.resolver else {
+        return Err(format!("no resolver defined to resolve {}", url.host));
+    };
+    let log = |line: &str| {
+        cx.w.log(
+            cx.snap,
+            LogLevel::Error,
+            cx.req.conn_id,
+            format_args!("{line}"),
+        )
+    };
+    let addrs =
+        cx.w.dns
+            .addresses(conf, settings.timeout, url.host, &log)
+            .await
+            .map_err(|f| format!("{} could not be resolved ({})", url.host, f.text()))?;
+    let start = cx.w.dns.rotation(addrs.len());
+    let mut spec = UpstreamSpec {
+        name: url.host.to_string(),
+        ..UpstreamSpec::default()
+    };
+    for i in 0..addrs.len() {
+        let addr = SocketAddr::new(addrs[(start + i) % addrs.len()], url.port);
+        spec.primary
+            .push(one_peer(addr.to_string(), addr).primary.remove(0));
+    }
+    Ok(spec)
 }
 
 /// The group the URL names: an `upstream` block by name when no port is written (its port

@@ -11,7 +11,7 @@ use ringfront_config::LogLevel;
 use ringfront_upstream::budget::{Load, RetryBudget, Slot};
 use ringfront_upstream::exchange::{
     Action, Cause, Event, Exchange, Failure, Freed, Head, NextUpstream, Peers, Phase, Policy,
-    SslFault, TryRecord,
+    SslFault, TryPeer, TryRecord,
 };
 use ringfront_upstream::{Board, RequestKey, Topology, UpstreamId, CHECKING, UP};
 
@@ -200,6 +200,7 @@ pub async fn run_in(
             Action::ReadHead => read_head(cx, &mut io).await,
             Action::Relay => match intercepted(cx, &io) {
                 Some(status) => return intercept(cx, g, status, io, ex).await,
+                None if g.adhoc => relay(cx, g, &mut io, &by_addr(g, ex.tries())).await,
                 None => relay(cx, g, &mut io, ex.tries()).await,
             },
             Action::NoLive => {
@@ -550,12 +551,35 @@ fn keep(cx: &Cx<'_>, g: &GroupConf, state: &PeerState, peer: usize, conn: Conn) 
 }
 
 /// The tries for the log; a group made for this request has peers the snapshot does not
-/// know, so its tries are not logged (`$upstream_addr` and the like stay empty).
+/// know, so its tries name their addresses.
 fn tries_of(g: &Group<'_>, ex: Exchange<'_>) -> Vec<TryRecord> {
     match g.adhoc {
         false => ex.into_tries(),
-        true => Vec::new(),
+        true => by_addr(g, ex.tries()),
     }
+}
+
+/// The tries of a request's own group by address; a unix-domain peer's (and a try that
+/// found no peer) are left out, so `$upstream_addr` and the like stay empty for them.
+fn by_addr(g: &Group<'_>, tries: &[TryRecord]) -> Vec<TryRecord> {
+    let addr = |t: &TryRecord| match t.peer {
+        TryPeer::Peer(id) => g
+            .topo
+            .peer(id)
+            .filter(|p| !p.name.starts_with("unix:"))
+            .map(|p| p.addr),
+        _ => None,
+    };
+    tries
+        .iter()
+        .filter_map(|t| {
+            let a = addr(t)?;
+            Some(TryRecord {
+                peer: TryPeer::Addr(a),
+                ..*t
+            })
+        })
+        .collect()
 }
 
 /// `proxy_intercept_errors on`: an upstream status of 300 or more with an `error_page` in

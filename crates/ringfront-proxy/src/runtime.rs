@@ -140,7 +140,8 @@ async fn worker_main(w: Rc<Worker>, initial: Vec<(SocketAddr, Listener)>) {
         }
         let snap = w.snapshot();
         if snap.generation != generation {
-            if let Some(t) = shutdown_timeout {
+            // A membership change (a name resolved anew) retires no connection.
+            if let (Some(t), false) = (shutdown_timeout, snap.membership_only) {
                 w.retire.announce(snap.generation, Instant::now() + t);
             }
             shutdown_timeout = snap.shutdown_timeout;

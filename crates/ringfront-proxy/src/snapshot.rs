@@ -213,6 +213,13 @@ pub struct Snapshot {
     pub captures: bool,
     /// What templates read that requests keep only then (the body, response heads).
     pub uses: ringfront_config::Uses,
+    /// The configuration as read (`server NAME resolve` lines as templates), and the
+    /// members each template has now: with them a membership change builds the next
+    /// snapshot (members.rs).
+    pub config: Option<Arc<Config>>,
+    pub members: Arc<crate::members::Members>,
+    /// Made by a membership change, not a reload: connections are not retired for it.
+    pub membership_only: bool,
 }
 
 /// The peers a reload carried over: `from[new id] = Some(old id)`.
@@ -403,6 +410,24 @@ impl Builder<'_> {
 
 impl Snapshot {
     pub fn build(cfg: &Config, generation: u64) -> Result<Snapshot, BuildError> {
+        let members = Arc::new(crate::members::Members::default());
+        Snapshot::build_with(Arc::new(cfg.clone()), members, generation)
+    }
+
+    /// The snapshot of `cfg` with `members` in place of its `resolve` templates.
+    pub fn build_with(
+        cfg: Arc<Config>,
+        members: Arc<crate::members::Members>,
+        generation: u64,
+    ) -> Result<Snapshot, BuildError> {
+        let expanded = crate::members::expand(&cfg, &members);
+        let mut snap = Snapshot::build_expanded(&expanded, generation)?;
+        snap.config = Some(cfg);
+        snap.members = members;
+        Ok(snap)
+    }
+
+    fn build_expanded(cfg: &Config, generation: u64) -> Result<Snapshot, BuildError> {
         let mut specs = Vec::new();
         let mut groups = Vec::new();
         let mut group_ids = HashMap::new();
@@ -650,6 +675,9 @@ impl Snapshot {
             worker_connections: cfg.main.worker_connections.max(1),
             unix_paths,
             shutdown_timeout: cfg.main.worker_shutdown_timeout,
+            config: None,
+            members: Arc::default(),
+            membership_only: false,
         })
     }
 

@@ -274,8 +274,9 @@ fn push_map_value(out: &mut Vec<u8>, m: &crate::map::MapRt, v: &Vars<'_>, depth:
 /// The `$upstream_*` variables: one value per try, comma separated.
 fn push_upstream_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>) {
     match var {
-        Variable::UpstreamAddr => push_tries(out, v.tries, |o, t| {
-            o.extend_from_slice(try_addr(v.topo, t.peer).as_bytes())
+        Variable::UpstreamAddr => push_tries(out, v.tries, |o, t| match t.peer {
+            TryPeer::Addr(a) => o.extend_from_slice(a.to_string().as_bytes()),
+            _ => o.extend_from_slice(try_addr(v.topo, t.peer).as_bytes()),
         }),
         Variable::UpstreamStatus => push_tries(out, v.tries, |o, t| match t.status {
             Some(s) => push_num(o, u64::from(s)),
@@ -316,7 +317,7 @@ pub fn try_addr(topo: Option<&Topology>, peer: TryPeer) -> &str {
     let name = match (topo, peer) {
         (Some(t), TryPeer::Peer(id)) => t.peer(id).map(|p| p.name.as_str()),
         (Some(t), TryPeer::Group(g)) => t.upstreams.get(g).map(|u| u.name.as_str()),
-        (None, _) => None,
+        (_, TryPeer::Addr(_)) | (None, _) => None,
     };
     name.unwrap_or("")
 }

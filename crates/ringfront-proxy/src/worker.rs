@@ -55,6 +55,8 @@ pub struct Worker {
     /// `worker_shutdown_timeout` after a reload: when the connections accepted before it
     /// close.
     pub retire: crate::retire::Retire,
+    /// The resolver's cache and counters (`proxy_pass` with variables).
+    pub dns: crate::dns::WorkerDns,
 }
 
 /// Adds `by` to a counter only this worker writes (a load and a store, no locked
@@ -82,6 +84,7 @@ impl Worker {
             sweep_parked: Cell::new(false),
             watch: Cell::new(false),
             retire: Default::default(),
+            dns: Default::default(),
         }
     }
 

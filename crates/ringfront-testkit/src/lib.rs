@@ -8,6 +8,7 @@
 
 mod backend;
 pub mod browser;
+pub mod dns;
 pub mod golden;
 pub mod http;
 mod net;
@@ -19,6 +20,7 @@ mod ringfront;
 mod wire;
 
 pub use backend::{body_pattern, Backend, Canned, Mode, Recorded};
+pub use dns::DnsServer;
 pub use http::{Client, Response};
 pub use net::{free_port, fresh_listener, FullBacklogListener};
 pub use nginx::{Nginx, NGINX_BIN};

@@ -11,6 +11,9 @@ use crate::topology::{PeerId, UpstreamId};
 pub enum TryPeer {
     Peer(PeerId),
     Group(UpstreamId),
+    /// A peer of a group made for one request (`proxy_pass` with variables), which the
+    /// topology does not know: its address.
+    Addr(std::net::SocketAddr),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,0 +1,266 @@
+//! Run-time membership of upstream groups: each `server NAME resolve` line (a template) has
+//! a list of concrete servers, its members, and a change of one list builds the next
+//! snapshot from the configuration as read, with those members in place of the template.
+//! The new snapshot adopts the old one's board entries, so an address that stays keeps its
+//! health, failure counts, slow-start ramp, counters and pooled connections; a new one
+//! enters fresh; a removed one drains (requests in flight finish on the old snapshot, its
+//! idle pooled connections are not carried and close). One writer: the resolver's owner
+//! thread (and later an API) calls [`Shared::set_members`]; a reload carries the members of
+//! the templates it keeps (servers added without a line do not survive a reload).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use ringfront_config::{Config, UpstreamServer};
+
+use crate::snapshot::Snapshot;
+use crate::Shared;
+
+/// Which template: the upstream's name and the index of its `server` line. An index past
+/// the upstream's lines names servers added at run time without a line (a later API):
+/// they come after the lines, in index order.
+pub type TemplateKey = (String, usize);
+
+/// The members of every template that has some.
+pub type Members = HashMap<TemplateKey, Vec<UpstreamServer>>;
+
+/// `cfg` with each template replaced by its members (none yet: no servers from it).
+pub fn expand(cfg: &Config, members: &Members) -> Config {
+    let mut out = cfg.clone();
+    for up in &mut out.http.upstreams {
+        let named = |k: &TemplateKey| k.0 == up.name;
+        if !up.servers.iter().any(|s| s.resolve.is_some()) && !members.keys().any(named) {
+            continue;
+        }
+        let mut servers = Vec::with_capacity(up.servers.len());
+        let lines = up.servers.len();
+        for (i, s) in up.servers.iter().enumerate() {
+            match &s.resolve {
+                None => servers.push(s.clone()),
+                Some(_) => {
+                    if let Some(m) = members.get(&(up.name.clone(), i)) {
+                        servers.extend(m.iter().cloned());
+                    }
+                }
+            }
+        }
+        let mut added: Vec<_> = members
+            .iter()
+            .filter(|((name, i), _)| *name == up.name && *i >= lines)
+            .collect();
+        added.sort_by_key(|((_, i), _)| *i);
+        servers.extend(added.into_iter().flat_map(|(_, m)| m.iter().cloned()));
+        up.servers = servers;
+    }
+    out
+}
+
+/// The templates of `cfg`: key, the template line, and the upstream's resolver settings.
+pub fn templates(
+    cfg: &Config,
+) -> Vec<(
+    TemplateKey,
+    UpstreamServer,
+    ringfront_config::resolver::ResolverSettings,
+)> {
+    let mut out = Vec::new();
+    for up in &cfg.http.upstreams {
+        let Some(rs) = &up.resolver else { continue };
+        for (i, s) in up.servers.iter().enumerate() {
+            if s.resolve.is_some() {
+                out.push(((up.name.clone(), i), s.clone(), rs.clone()));
+            }
+        }
+    }
+    out
+}
+
+/// The members `cfg`'s templates start with after a reload: those of `old`'s template of
+/// the same upstream asking the same name (nginx 1.27.3's "preresolve"), remade from the
+/// new line (its parameters, and its port unless SRV records gave the ports).
+pub fn carried(old: &Snapshot, cfg: &Config) -> Members {
+    let mut out = Members::default();
+    let Some(old_cfg) = &old.config else {
+        return out;
+    };
+    let old_templates = templates(old_cfg);
+    for (key, line, _) in templates(cfg) {
+        let Some(spec) = &line.resolve else { continue };
+        let before = old_templates.iter().find(|(k, l, _)| {
+            let asks = l.resolve.as_ref().map(|r| (&r.host, &r.service));
+            k.0 == key.0 && asks == Some((&spec.host, &spec.service))
+        });
+        let Some(servers) = before.and_then(|(k, _, _)| old.members.get(k)) else {
+            continue;
+        };
+        let remade = servers.iter().map(|m| remake(&line, spec, m)).collect();
+        out.insert(key, remade);
+    }
+    out
+}
+
+/// A member made anew from a reloaded template line.
+fn remake(
+    line: &UpstreamServer,
+    spec: &ringfront_config::resolver::ResolveSpec,
+    m: &UpstreamServer,
+) -> UpstreamServer {
+    let mut s = line.clone();
+    s.resolve = None;
+    s.addrs = m
+        .addrs
+        .iter()
+        .map(|a| match spec.service {
+            None => std::net::SocketAddr::new(a.ip(), spec.port),
+            Some(_) => *a,
+        })
+        .collect();
+    if spec.service.is_some() {
+        s.text = m.text.clone();
+        s.weight = if line.weight != 1 {
+            line.weight
+        } else {
+            m.weight
+        };
+        s.backup = line.backup || m.backup;
+    }
+    s
+}
+
+impl Shared {
+    /// Replaces the members of one template and publishes the snapshot that follows;
+    /// returns the members it had. Retries when a reload published meanwhile.
+    pub fn set_members(
+        &self,
+        key: &TemplateKey,
+        servers: Vec<UpstreamServer>,
+    ) -> Result<Vec<UpstreamServer>, String> {
+        loop {
+            let cur = self.snapshot.load_full();
+            let Some(cfg) = cur.config.clone() else {
+                return Err("no configuration to change".into());
+            };
+            let mut members = (*cur.members).clone();
+            let before = members
+                .insert(key.clone(), servers.clone())
+                .unwrap_or_default();
+            let mut snap = Snapshot::build_with(cfg, Arc::new(members), cur.generation + 1)
+                .map_err(|e| e.to_string())?;
+            snap.membership_only = true;
+            snap.adopt(&cur);
+            slow_start_new(&snap, &key.0);
+            let prev = self.snapshot.compare_and_swap(&cur, Arc::new(snap));
+            if Arc::ptr_eq(&prev, &cur) {
+                self.wake_all();
+                return Ok(before);
+            }
+        }
+    }
+}
+
+/// The peers of group `name` that `snap` did not carry over enter through their slow start
+/// (in a group of more than one peer), as a peer coming back does; the health checker moves
+/// the ramp on.
+fn slow_start_new(snap: &Snapshot, name: &str) {
+    let (Some(carried), Some(gid)) = (&snap.carried, snap.topology.find(name)) else {
+        return;
+    };
+    let Some(up) = snap.topology.upstreams.get(gid) else {
+        return;
+    };
+    if up.ids().len() < 2 {
+        return;
+    }
+    let now = crate::clock::now_ms().max(1);
+    for id in up.ids() {
+        let fresh = carried.from.get(id).is_some_and(Option::is_none);
+        let ramps = up.peer(id).is_some_and(|p| p.slow_start_ms > 0);
+        if let (true, true, Some(h)) = (fresh, ramps, snap.board.get(id)) {
+            h.ramp.store(1, std::sync::atomic::Ordering::Relaxed);
+            h.ramp_since_ms
+                .store(now, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::SocketAddr;
+
+    fn cfg(servers: &str) -> Config {
+        let text = format!(
+            "events {{}}\nhttp {{\nresolver 127.0.0.1;\nupstream u {{\nzone u 64k;\n{servers}\n}}\n\
+             server {{ listen 127.0.0.1:1; location / {{ proxy_pass http://u; }} }}\n}}\n"
+        );
+        let host = ringfront_config::MemoryHost::default();
+        let path = std::path::Path::new("/t/m.conf");
+        ringfront_config::parse_str(&text, path, &host).unwrap()
+    }
+
+    fn member(line: &UpstreamServer, addr: &str) -> UpstreamServer {
+        let mut s = line.clone();
+        s.resolve = None;
+        s.addrs = vec![addr.parse::<SocketAddr>().unwrap()];
+        s
+    }
+
+    fn names(snap: &Snapshot) -> Vec<String> {
+        let up = &snap.topology.upstreams[0];
+        up.ids()
+            .filter_map(|id| up.peer(id).map(|p| p.name.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn a_template_gives_its_members_and_a_static_line_stays() {
+        let c = cfg("server 127.0.0.1:81;\nserver b.test:82 resolve weight=3;");
+        let t = templates(&c);
+        assert_eq!(t.len(), 1);
+        let (key, line, _) = &t[0];
+        assert_eq!(key, &("u".to_string(), 1));
+        let empty = expand(&c, &Members::default());
+        assert_eq!(empty.http.upstreams[0].servers.len(), 1);
+        let mut m = Members::default();
+        m.insert(
+            key.clone(),
+            vec![member(line, "127.0.0.1:82"), member(line, "[::1]:82")],
+        );
+        let snap = Snapshot::build_with(Arc::new(c), Arc::new(m), 1).unwrap();
+        assert_eq!(names(&snap), ["127.0.0.1:81", "127.0.0.1:82", "[::1]:82"]);
+        let p = snap.topology.upstreams[0].peer(snap.topology.upstreams[0].ids().start + 1);
+        assert_eq!(p.map(|p| p.weight), Some(3));
+    }
+
+    #[test]
+    fn a_reload_carries_members_of_the_same_name_on_the_new_port() {
+        let old_cfg = cfg("server b.test:82 resolve;");
+        let (key, line, _) = templates(&old_cfg).remove(0);
+        let mut m = Members::default();
+        m.insert(key, vec![member(&line, "127.0.0.1:82")]);
+        let old = Snapshot::build_with(Arc::new(old_cfg), Arc::new(m), 1).unwrap();
+        let new_cfg = cfg("server 127.0.0.1:81;\nserver b.test:83 resolve max_fails=0;");
+        let kept = carried(&old, &new_cfg);
+        let got = &kept[&("u".to_string(), 1)];
+        assert_eq!(
+            got[0].addrs,
+            vec!["127.0.0.1:83".parse::<SocketAddr>().unwrap()]
+        );
+        assert_eq!(got[0].max_fails, 0);
+        assert!(carried(&old, &cfg("server c.test:82 resolve;")).is_empty());
+    }
+
+    #[test]
+    fn servers_added_without_a_line_come_after_the_lines() {
+        let c = cfg("server 127.0.0.1:81;");
+        let line = c.http.upstreams[0].servers[0].clone();
+        let mut m = Members::default();
+        m.insert(("u".into(), 7), vec![member(&line, "127.0.0.1:87")]);
+        m.insert(("u".into(), 5), vec![member(&line, "127.0.0.1:85")]);
+        let snap = Snapshot::build_with(Arc::new(c), Arc::new(m), 1).unwrap();
+        assert_eq!(
+            names(&snap),
+            ["127.0.0.1:81", "127.0.0.1:85", "127.0.0.1:87"]
+        );
+    }
+}
