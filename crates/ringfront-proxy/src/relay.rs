@@ -436,6 +436,7 @@ fn encode_head(
     // Only looked up where `proxy_pass_header` may have passed them.
     let sends = |n: &str| decor.upstream_sends(n) && head.header(rbuf, n).is_some();
     decor.first_unless(&mut h, sends("server"), sends("date"));
+    carried_fields(&mut h, head, rbuf, decor);
     let conn_hdr = head.header(rbuf, "connection").unwrap_or(b"");
     for (i, f) in head.headers.iter().enumerate() {
         let name = f.name.get(rbuf);
@@ -473,6 +474,26 @@ fn encode_head(
         g.last(&mut h);
     }
     h.finish()
+}
+
+/// After an `X-Accel-Redirect`, what the redirecting response left (in nginx's list before
+/// this upstream's fields): its `Content-Type` unless this one has one, the kept fields.
+fn carried_fields(h: &mut HeadWriter<'_>, head: &ResponseHead, rbuf: &[u8], decor: &Decor<'_>) {
+    let Some(c) = decor
+        .req()
+        .and_then(|r| r.rw)
+        .and_then(|rw| rw.accel.as_deref())
+    else {
+        return;
+    };
+    if let Some(t) = c.content_type.as_deref() {
+        if head.header(rbuf, "content-type").is_none() {
+            h.header(b"Content-Type", t);
+        }
+    }
+    for (n, v) in &c.fields {
+        h.header(n, v);
+    }
 }
 
 /// nginx keeps one `Content-Type` for a response (the upstream's last one wins,

@@ -63,6 +63,7 @@ async fn reject(stream: &mut ClientStream, status: u16, s: &ringfront_config::Lo
         err_status: None,
         location: None,
         authenticate: &[],
+        accel: None,
     };
     respond::error(&mut out, &answer, status);
     if write_all(stream, out, s.send_timeout).await.0.is_ok() {

@@ -11,6 +11,9 @@ use crate::topology::{PeerId, UpstreamId};
 pub enum TryPeer {
     Peer(PeerId),
     Group(UpstreamId),
+    /// No try: an internal redirect between the tries of two requests (nginx's state
+    /// without a peer), shown as ` : ` instead of `, `.
+    Redirect,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
