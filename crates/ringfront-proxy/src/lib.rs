@@ -23,6 +23,7 @@ mod gzip_relay;
 mod gzip_stream;
 mod handshake;
 mod head_reader;
+mod head_refusal;
 pub mod health;
 mod http_time;
 mod idle;

@@ -76,6 +76,9 @@ pub struct RwState {
     pub error_tries: Vec<ringfront_upstream::exchange::TryRecord>,
     /// The `WWW-Authenticate` fields of an intercepted upstream 401, sent with the answer.
     pub error_authenticate: Vec<Vec<u8>>,
+    /// A head refused or timed out before its request line was whole: the bytes nginx's
+    /// `$request` shows (head_refusal.rs).
+    pub unparsed_line: Option<Vec<u8>>,
     /// An upstream's `X-Accel-Redirect` took place: what its response left
     /// (accel_redirect.rs).
     pub accel: Option<Box<crate::accel_redirect::Carried>>,

@@ -357,6 +357,11 @@ pub fn push_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, dash: bool) {
     let (path, args) = path_and_args(origin_path(target));
     let (path, args) = current(v, path, args);
     let empty: &[u8] = if dash { b"-" } else { b"" };
+    if let Some(line) = v.rw.and_then(|r| r.unparsed_line.as_deref()) {
+        if crate::head_refusal::push_unparsed(out, var, line, empty) {
+            return;
+        }
+    }
     match var {
         Variable::User(_) | Variable::Capture(_) => push_rewrite_var(out, var, v, empty),
         Variable::Map(i) => push_map(out, *i, v),
