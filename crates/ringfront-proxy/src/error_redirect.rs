@@ -35,11 +35,19 @@ pub struct Redirect {
     /// An `X-Accel-Redirect`: what the upstream's response leaves on the request, and its
     /// `X-Accel-Limit-Rate`.
     accel: Option<(Box<Carried>, Option<u64>)>,
+    /// The request body the redirected request goes on with: an `X-Accel-Redirect` keeps
+    /// the one read (nginx keeps `r->request_body`); an error page none.
+    body: Vec<u8>,
 }
 
 impl Redirect {
     /// The redirect an upstream's `X-Accel-Redirect` asks for (accel_redirect.rs).
-    pub(crate) fn accel(goal: Goal, carried: Carried, limit_rate: Option<u64>) -> Box<Self> {
+    pub(crate) fn accel(
+        goal: Goal,
+        carried: Carried,
+        limit_rate: Option<u64>,
+        body: Vec<u8>,
+    ) -> Box<Self> {
         let lossy = |b: Vec<u8>| String::from_utf8_lossy(&b).into_owned();
         let target = match goal {
             Goal::Uri(uri, args) => Target::Uri(lossy(uri), args),
@@ -52,6 +60,7 @@ impl Redirect {
             location: None,
             authenticate: None,
             accel: Some((Box::new(carried), limit_rate)),
+            body,
         })
     }
 
@@ -141,6 +150,7 @@ fn to_page(cx: &Cx<'_>, page: &ErrorPage, status: u16) -> Plan {
         location: None,
         authenticate: None,
         accel: None,
+        body: Vec::new(),
     }))
 }
 
@@ -208,7 +218,7 @@ pub(crate) async fn follow(
     mut stream: Option<ClientStream>,
 ) -> (Reply, Option<ClientStream>) {
     let mut keep_alive = base.req.keep_alive;
-    while let Some(redirect) = reply.redirect.take() {
+    while let Some(mut redirect) = reply.redirect.take() {
         let Some(client) = stream.take() else {
             return (reply, None);
         };
@@ -216,6 +226,7 @@ pub(crate) async fn follow(
         keep_alive &= reply.reusable;
         // The upstreams tried stay on the request (`$upstream_addr` in the error page).
         join_tries(&mut rw.error_tries, &mut reply.tries);
+        let body = std::mem::take(&mut redirect.body);
         let (loc, refused, outcome) = match enter(w, snap, &base, rw, *redirect).await {
             Some(found) => found,
             None => (
@@ -236,7 +247,7 @@ pub(crate) async fn follow(
             loc,
             req: &req,
         };
-        let (next, back) = crate::dispatch::answer(&cx, refused, outcome, Vec::new(), client).await;
+        let (next, back) = crate::dispatch::answer(&cx, refused, outcome, body, client).await;
         reply = next;
         stream = back;
         if reply.redirect.is_none() {

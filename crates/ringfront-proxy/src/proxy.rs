@@ -558,8 +558,12 @@ async fn accel(
     let tries = tries_of(g, ex);
     cx.w.give_buf(io.rbuf);
     cx.w.give_buf(io.out);
+    // The body read stays the request's (nginx keeps `r->request_body`).
+    let body = io.request.0.client_body().to_vec();
     let reply = Reply {
-        redirect: Some(crate::error_redirect::Redirect::accel(goal, carried, rate)),
+        redirect: Some(crate::error_redirect::Redirect::accel(
+            goal, carried, rate, body,
+        )),
         tries,
         ..Reply::new(head.status, 0, 0, cx.req.keep_alive)
     };

@@ -1,10 +1,11 @@
 //! `proxy_set_body` against real nginx 1.22 on the same configuration and the same raw
 //! upstream: what the upstream receives — the value as the body (variables, the client's
-//! `$request_body` among them, an empty value, one set at server level and one a location
+//! `$request_body` among them, an empty value, one set at an outer location and one a location
 //! replaces), a `Content-Length` of its length whatever the client framed (a chunked
 //! client body's `Transfer-Encoding` is not passed), `proxy_set_header Content-Length`
 //! still winning, with `proxy_pass_request_body off`, and after an `X-Accel-Redirect` from
-//! a POST (the redirected GET carries the value, as nginx's proxy_set_body.t "twice").
+//! a POST (the redirected GET carries the value, as nginx's proxy_set_body.t "twice", or
+//! without `proxy_set_body` the client's body, which nginx keeps).
 //! Per request: the request line, the header fields (sorted; `Connection` aside) and the
 //! body must agree.
 
@@ -27,8 +28,10 @@ http {
     server {
         listen 127.0.0.1:{PORT};
         server_name a.test;
-        proxy_set_body \"server level $request_method\";
-        location /inherit { proxy_pass http://up; }
+        location /inherit {
+            proxy_set_body \"outer level $request_method\";
+            location /inherit/in { proxy_pass http://up; }
+        }
         location /vars {
             proxy_pass http://up;
             proxy_set_body \"m=$request_method a=$arg_a h=$http_x_client body=[$request_body]\";
@@ -50,6 +53,12 @@ http {
             add_header X-Accel-Redirect /redirected?r=1;
             return 204;
         }
+        location /pxplain/ { proxy_pass http://127.0.0.1:{PORT}/xarplain/; }
+        location /xarplain/ {
+            add_header X-Accel-Redirect /plain;
+            return 204;
+        }
+        location /plain { proxy_pass http://up; }
         location /redirected {
             proxy_pass http://up;
             proxy_set_body \"after redirect $request_method $args\";
@@ -70,8 +79,8 @@ enum Framing {
 
 /// (method, path, body, framing).
 const REQUESTS: &[(&str, &str, &str, Framing)] = &[
-    ("GET", "/inherit", "", Framing::None),
-    ("POST", "/inherit", "client body", Framing::Length),
+    ("GET", "/inherit/in", "", Framing::None),
+    ("POST", "/inherit/in", "client body", Framing::Length),
     ("POST", "/vars?a=1", "client body", Framing::Length),
     ("POST", "/vars?a=2", "chunked client body", Framing::Chunked),
     ("PUT", "/empty", "client body", Framing::Length),
@@ -81,6 +90,7 @@ const REQUESTS: &[(&str, &str, &str, Framing)] = &[
     ("POST", "/nobody", "client body", Framing::Length),
     ("POST", "/nobody", "chunked", Framing::Chunked),
     ("POST", "/px/a", "client body", Framing::Length),
+    ("POST", "/pxplain/a", "client body", Framing::Length),
 ];
 
 fn send(port: u16, (method, path, body, framing): (&str, &str, &str, Framing)) {
@@ -170,7 +180,7 @@ fn proxy_set_body_matches_nginx() {
             .find(|f| f.starts_with("content-length"))
             .cloned()
     };
-    assert_eq!(nginx[0].2, "server level GET");
+    assert_eq!(nginx[0].2, "outer level GET");
     assert_eq!(nginx[2].2, "m=POST a=1 h=c body=[client body]");
     assert_eq!(nginx[3].2, "m=POST a=2 h=c body=[chunked client body]");
     assert!(!nginx[3]
@@ -186,4 +196,7 @@ fn proxy_set_body_matches_nginx() {
         nginx[10]
     );
     assert_eq!(nginx[10].2, "after redirect GET r=1");
+    // Without `proxy_set_body` the redirected GET carries the body read (nginx keeps it).
+    assert!(nginx[11].0.starts_with("GET /plain "), "{:?}", nginx[11]);
+    assert_eq!(nginx[11].2, "client body");
 }
