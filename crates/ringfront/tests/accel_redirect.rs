@@ -229,3 +229,58 @@ fn accel_redirects_match_nginx() {
     assert!(!nginx[0].contains("something"), "{}", nginx[0]);
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// `X-Accel-Limit-Rate` with the redirect: the rate stays the request's in the redirected
+/// location (whose `limit_rate 0` does not lift it), unless `proxy_ignore_headers` names
+/// it. 30000 bytes at 10000 B/s take two seconds, in nginx and ringfront alike.
+#[test]
+fn accel_limit_rate_survives_the_redirect() {
+    let root = files("rate");
+    std::fs::write(root.join("static/big"), vec![b'x'; 30000]).expect("file");
+    let config = |p: u16| {
+        fill(
+            r#"worker_processes 1;
+events { worker_connections 64; }
+http {
+    access_log off;
+    server {
+        listen 127.0.0.1:{PORT};
+        root {ROOT};
+        location /limited/ { proxy_pass http://127.0.0.1:{PORT}/xarrate/; }
+        location /ignored/ {
+            proxy_pass http://127.0.0.1:{PORT}/xarrate/;
+            proxy_ignore_headers X-Accel-Limit-Rate;
+        }
+        location /xarrate/ {
+            add_header X-Accel-Redirect /static/big;
+            add_header X-Accel-Limit-Rate 10000;
+            return 204;
+        }
+        location /static/ { limit_rate 0; }
+    }
+}
+"#,
+            &[
+                ("PORT", p.to_string()),
+                ("ROOT", root.display().to_string()),
+            ],
+        )
+    };
+    let timed = |p: u16, path: &str| {
+        let t = std::time::Instant::now();
+        let r = ringfront_testkit::http::get(("127.0.0.1", p), path);
+        assert_eq!((r.status, r.body.len()), (200, 30000), "{path}");
+        t.elapsed()
+    };
+    let (np, rp) = (common::port(), common::port());
+    let n = ringfront_testkit::Nginx::start(&config(np), np);
+    let r = ringfront_testkit::Ringfront::start(&config(rp));
+    for p in [np, rp] {
+        let limited = timed(p, "/limited/a");
+        assert!(limited.as_millis() >= 1500, "{p}: {limited:?}");
+        let ignored = timed(p, "/ignored/a");
+        assert!(ignored.as_millis() < 1000, "{p}: {ignored:?}");
+    }
+    drop((n, r));
+    let _ = std::fs::remove_dir_all(&root);
+}
