@@ -2,7 +2,10 @@
 //! writes it (`ngx_http_close_request` -> `ngx_http_log_request`): once a byte of the
 //! request came, a head that times out (`client_header_timeout`) is logged as 408, one the
 //! client ends (closes, resets) as 400, both with nothing sent; a refused head (400, 414,
-//! 494 logged as 400, 505, ...) with its page's bytes. The log is the server level's of
+//! 494 logged as 400, 505, ...) with its page's bytes. A timeout or close also gets
+//! nginx's `info` error-log line (`client timed out ... while reading client request
+//! headers`), and so does a fresh connection that sent nothing (`... while waiting for
+//! request`, no access-log line). The log is the server level's of
 //! the server the `Host` line (or an absolute target) chose if it came, else of the
 //! listen's default server; `$request`, `$uri`, `$request_method`, the `$http_*` fields
 //! and `$request_length` are those of the lines nginx parsed: the request line and the
@@ -33,8 +36,10 @@ pub(crate) enum Ended {
     Quiet,
     /// `client_header_timeout`: nginx's 408, nothing sent.
     TimedOut,
-    /// The client closed or the read failed: nginx's 400, nothing sent.
+    /// The client closed: nginx's 400, nothing sent.
     Closed,
+    /// The read failed: nginx's 400, nothing sent.
+    Failed,
     /// Refused with a page: the status logged, body bytes and bytes sent.
     Answered { status: u16, body: u64, sent: u64 },
 }
@@ -44,7 +49,7 @@ impl Ended {
         match self {
             Ended::Quiet => None,
             Ended::TimedOut => Some((408, 0, 0)),
-            Ended::Closed => Some((400, 0, 0)),
+            Ended::Closed | Ended::Failed => Some((400, 0, 0)),
             Ended::Answered { status, body, sent } => Some((status, body, sent)),
         }
     }
@@ -165,6 +170,17 @@ pub(crate) fn log(w: &Worker, snap: &Snapshot, c: &Conn<'_>, buf: &[u8], ended: 
         return;
     };
     if buf.is_empty() {
+        if ended == Ended::TimedOut && c.requests == 1 {
+            let ctx = format!(
+                ", client: {}, server: {}",
+                crate::vars::client_text(c.client),
+                c.local
+            );
+            let msg = format_args!(
+                "client timed out (110: Connection timed out) while waiting for request{ctx}"
+            );
+            w.log(snap, ringfront_config::LogLevel::Info, c.conn_id, msg);
+        }
         return;
     }
     let Some(default) = c.candidates.first().and_then(|&i| snap.servers.get(i)) else {
@@ -177,6 +193,7 @@ pub(crate) fn log(w: &Worker, snap: &Snapshot, c: &Conn<'_>, buf: &[u8], ended: 
             crate::dispatch::server(snap, c.candidates, &p.buf, &p.head).map_or(default, |(s, _)| s)
         }
     };
+    error_line(w, snap, c, &p, server.primary_name.as_str(), ended);
     let mut rw = RwState::new(&snap.variables);
     match &p.line {
         Some(line) => rw.unparsed_line = Some(line.clone()),
@@ -218,6 +235,38 @@ pub(crate) fn log(w: &Worker, snap: &Snapshot, c: &Conn<'_>, buf: &[u8], ended: 
         req: &req,
     };
     crate::access_log::write(&cx, &Reply::new(status, body, sent, false));
+}
+
+/// nginx's `info` line for a head that timed out or that the client ended by closing.
+fn error_line(w: &Worker, snap: &Snapshot, c: &Conn<'_>, p: &Partial, server: &str, e: Ended) {
+    let what = match e {
+        Ended::TimedOut => "client timed out (110: Connection timed out)",
+        Ended::Closed => "client prematurely closed connection",
+        _ => return,
+    };
+    let (part, ctx) = match &p.line {
+        Some(line) => {
+            let mut ctx = format!(
+                ", client: {}, server: {server}",
+                crate::vars::client_text(c.client)
+            );
+            if !line.is_empty() {
+                ctx.push_str(&format!(", request: \"{}\"", String::from_utf8_lossy(line)));
+            }
+            ("line", ctx)
+        }
+        None => {
+            // `host:` only for a `Host` line (not an absolute target's authority).
+            let mut head = p.head.clone();
+            if head.header(&p.buf, "host").is_none() {
+                head.host = None;
+            }
+            let ctx = crate::req::log_context(&p.buf, &head, c.client, server, None);
+            ("headers", ctx)
+        }
+    };
+    let msg = format_args!("{what} while reading client request {part}{ctx}");
+    w.log(snap, ringfront_config::LogLevel::Info, c.conn_id, msg);
 }
 
 #[cfg(test)]

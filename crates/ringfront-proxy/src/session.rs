@@ -724,7 +724,8 @@ async fn read_head<'w>(
                 *buf = part.unwrap_or_default();
                 return Err(Ended::TimedOut);
             }
-            _ => return Err(Ended::Closed),
+            Ok(_) => return Err(Ended::Closed),
+            Err(IoFail::Io(_)) => return Err(Ended::Failed),
         }
     }
 }

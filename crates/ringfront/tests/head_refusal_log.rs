@@ -7,7 +7,9 @@
 //! as 400). Each goes to the server level's `access_log` of the
 //! server its `Host` (or absolute target) chose, else the default server's, never the
 //! location's; `$request`, `$uri`, `$args`, `$request_method`, `$http_*`,
-//! `$request_length` and `$connection_requests` as nginx has them then. The lines are
+//! `$request_length` and `$connection_requests` as nginx has them then; and the `info`
+//! error-log lines of the timeouts and closes (`... while waiting for request` when no
+//! byte came). The lines are
 //! compared sorted (the clients run at once); byte counts are left out (the built-in pages
 //! name the server).
 
@@ -22,6 +24,7 @@ use common::fill;
 fn config(p: u16, dir: &std::path::Path) -> String {
     fill(
         r#"worker_processes 1;
+error_log {DIR}/error.log info;
 events { worker_connections 64; }
 http {
     client_header_timeout 1s;
@@ -141,9 +144,9 @@ fn exchange(port: u16, (bytes, close): (Vec<u8>, bool)) {
     let _ = s.read_to_end(&mut out);
 }
 
-/// The log lines after every case ran at once: the server level's (sorted) and the
-/// location's.
-fn lines(port: u16, dir: &std::path::Path) -> (Vec<String>, Vec<String>) {
+/// The log lines after every case ran at once: the server level's (sorted), the
+/// location's and the error log's about timeouts and closes.
+fn lines(port: u16, dir: &std::path::Path) -> (Vec<String>, Vec<String>, Vec<String>) {
     std::thread::scope(|sc| {
         for c in cases() {
             sc.spawn(move || exchange(port, c));
@@ -153,7 +156,25 @@ fn lines(port: u16, dir: &std::path::Path) -> (Vec<String>, Vec<String>) {
     let mut server = common::log_lines(&dir.join("server.log"), cases().len() - 1);
     server.sort();
     let location = common::log_lines(&dir.join("location.log"), 1);
-    (server, location)
+    (server, location, error_lines(dir))
+}
+
+/// The error log's lines about heads that timed out or were closed, without the time,
+/// process and connection numbers (sorted).
+fn error_lines(dir: &std::path::Path) -> Vec<String> {
+    let text = std::fs::read_to_string(dir.join("error.log")).unwrap_or_default();
+    let mut lines: Vec<String> = text
+        .lines()
+        .filter(|l| l.contains("client timed out") || l.contains("prematurely closed"))
+        .filter_map(|l| l.split_once(": *").map(|(_, rest)| rest.to_string()))
+        .map(|l| {
+            l.split_once(' ')
+                .map_or(l.clone(), |(_, msg)| msg.to_string())
+        })
+        .map(|l| l.replace(&"x".repeat(1000), "x{1000}"))
+        .collect();
+    lines.sort();
+    lines
 }
 
 #[test]
@@ -176,6 +197,24 @@ fn refused_and_unfinished_heads_are_logged_as_nginx() {
     };
     common::assert_same("server-level log", &shorten(&nginx.0), &shorten(&ours.0));
     common::assert_same("location log", &nginx.1, &ours.1);
+    let port_free = |v: &[String], p: u16| -> Vec<String> {
+        v.iter()
+            .map(|l| l.replace(&p.to_string(), "PORT"))
+            .collect()
+    };
+    common::assert_same(
+        "error log",
+        &port_free(&nginx.2, np),
+        &port_free(&ours.2, rp),
+    );
+    assert!(
+        nginx
+            .2
+            .iter()
+            .any(|l| l.contains("while waiting for request")),
+        "{:#?}",
+        nginx.2
+    );
     // The oracle logged what the cases are about.
     let has = |want: &str| nginx.0.iter().any(|l| l.contains(want));
     for want in [
