@@ -7,7 +7,10 @@
 #
 # Usage: A=path/to/ringfront-a B=path/to/ringfront-b [PAIRS=10] [DURATION=5] [CONNS=50]
 #        [PROXY_CPU=0] [CLIENT_CPU=1] [BACKEND_PORT=19100] [A_PORT=18181] [B_PORT=18182]
+#        [A_HTTP=directives] [B_HTTP=...] [A_LOCATION=directives] [B_LOCATION=...]
 #        bash loadtest/ab.sh
+# A_HTTP / A_LOCATION (and B_...) add directives to that side's http block / location, to
+# A/B one build with and without a feature (loadtest/limit_req.sh).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 LOG_TAG=ab
@@ -32,13 +35,15 @@ CONF
 taskset -c "$CLIENT_CPU" /usr/sbin/nginx -p "$OUT/" -c "$OUT/backend.conf" -e "$OUT/backend.err" &
 PID[backend]=$!
 for v in A B; do
+    extra_http=${v}_HTTP extra_location=${v}_LOCATION
     cat >"$OUT/$v.conf" <<CONF
 worker_processes 1;
 events { worker_connections 1024; }
 http {
     keepalive_requests 1000000;
     upstream b { server 127.0.0.1:$BACKEND_PORT; keepalive 64; keepalive_requests 1000000; }
-    server { listen 127.0.0.1:${PORT[$v]}; location / { proxy_pass http://b; } }
+    ${!extra_http:-}
+    server { listen 127.0.0.1:${PORT[$v]}; location / { ${!extra_location:-} proxy_pass http://b; } }
 }
 CONF
     taskset -c "$PROXY_CPU" "${!v}" -c "$OUT/$v.conf" --workers 1 --cpu-affinity "$PROXY_CPU" \

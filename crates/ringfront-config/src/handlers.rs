@@ -72,6 +72,11 @@ pub(crate) fn apply(
         "proxy_next_upstream_tries" => {
             set_once(&mut level.proxy_next_upstream_tries, number(d, arg)?, d)?;
         }
+        "proxy_next_upstream_budget" => set_once(
+            &mut level.proxy_next_upstream_budget,
+            crate::retry_budget::retry_budget(d)?,
+            d,
+        )?,
         "proxy_next_upstream_timeout" => {
             set_once(&mut level.proxy_next_upstream_timeout, msec(d, arg)?, d)?;
         }

@@ -19,7 +19,8 @@
 //!   level, `log_format ... escape=`, `access_log ... buffer= flush=`, the second argument of
 //!   `keepalive_timeout`, `listen ... bind deferred`, `proxy_next_upstream
 //!   updating`.
-//! - Beyond nginx 1.22: `least_time` (nginx Plus), `fair` (third-party, read as `least_time
+//! - Beyond nginx 1.22: `sticky` and `server ... route=` (nginx 1.29.6 / Plus, `sticky.rs`),
+//!   `least_time` (nginx Plus), `fair` (third-party, read as `least_time
 //!   header`), `all_failed reject|revive` and `passive_health nginx|confirm` (ringfront's
 //!   own) in `upstream`; active health checks in nginx Plus syntax (`health_check`, `match`,
 //!   `slow_start=`, `api`) and Tengine's (`check`, `check_http_send`,
@@ -28,7 +29,7 @@
 //!   need it.
 //! - Refused rather than ignored (`"NAME" directive is not supported by ringfront` for a
 //!   directive of stock nginx, see `nginx_directives.txt`; "not supported yet" for
-//!   parameters and forms): `sticky`,
+//!   parameters and forms):
 //!   `resolve`, `service=`, directives inside `if` other than the rewrite module's and
 //!   `proxy_pass`/`add_header`/`root`/`access_log`/`error_page`,
 //!   `set` of a map/geo/split_clients variable, `listen ... http2`, `listen unix:... ssl`,
@@ -71,6 +72,7 @@ pub mod proxy_headers_model;
 pub mod realip;
 mod resolve;
 mod response_headers;
+pub mod retry_budget;
 mod rewrite;
 mod rewrite_if;
 pub mod rewrite_model;
@@ -79,6 +81,7 @@ mod settings;
 mod split_clients;
 mod ssl;
 pub mod ssl_model;
+pub mod sticky;
 mod table;
 mod template;
 mod tree;

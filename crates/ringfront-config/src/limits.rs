@@ -258,7 +258,8 @@ fn zone_line(d: &Directive, req: bool) -> Result<(), ConfigError> {
             if size < MIN_ZONE {
                 return Err(err(d, format!("zone \"{a}\" is too small")));
             }
-            name = Some(n.to_string());
+            // nginx: an empty name is no `zone` parameter.
+            name = (!n.is_empty()).then(|| n.to_string());
         } else if let (true, Some(r)) = (req, a.strip_prefix("rate=")) {
             rate = parse_rate(r).ok_or_else(|| err(d, format!("invalid rate \"{a}\"")))?;
         } else {

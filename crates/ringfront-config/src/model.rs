@@ -153,6 +153,8 @@ pub struct Upstream {
     /// `check_http_send` / `check_http_expect_alive`). A peer is up for the active checks
     /// only when every check says so.
     pub checks: Vec<ActiveCheck>,
+    /// `sticky cookie|route|learn ...`: session persistence (nginx Plus, nginx 1.29.6+).
+    pub sticky: Option<crate::sticky::Sticky>,
 }
 
 /// `passive_health`: what reaching `max_fails` does.
@@ -330,6 +332,9 @@ pub struct UpstreamServer {
     /// `slow_start=T` (nginx Plus): after the peer comes back its weight ramps from 0 to
     /// `weight` over T. Zero = off (the default).
     pub slow_start: Duration,
+    /// `route=STRING` (nginx 1.29.6+): the server id `sticky` matches (instead of the hash
+    /// ringfront makes of the peer), at most 32 bytes.
+    pub route: Option<String>,
     pub origin: Origin,
 }
 
@@ -897,6 +902,8 @@ pub struct LocationSettings {
     pub proxy_next_upstream: NextUpstream,
     /// 0 = no cap.
     pub proxy_next_upstream_tries: u32,
+    /// `proxy_next_upstream_budget` (ringfront only); `None`: no budget (nginx).
+    pub proxy_next_upstream_budget: Option<crate::retry_budget::RetryBudget>,
     /// Zero = no limit.
     pub proxy_next_upstream_timeout: Duration,
     /// The rewrite module's directives of this level (`set`, `rewrite`, `return`, `break`,

@@ -104,6 +104,7 @@ impl Targets<'_> {
             all_failed: AllFailed::Reject,
             passive_health: PassiveHealth::Nginx,
             checks: Vec::new(),
+            sticky: None,
         });
         Ok(ProxyPass {
             target: ProxyTarget::Upstream(p.authority.clone()),
@@ -145,6 +146,7 @@ impl Targets<'_> {
                 all_failed: AllFailed::Reject,
                 passive_health: PassiveHealth::Nginx,
                 checks: Vec::new(),
+                sticky: None,
             });
         }
         let name = self

@@ -46,6 +46,8 @@ pub(crate) struct Level {
     pub proxy_send_timeout: Option<Duration>,
     pub proxy_next_upstream: Option<NextUpstream>,
     pub proxy_next_upstream_tries: Option<u32>,
+    /// `proxy_next_upstream_budget`; `Some(None)` is `off`.
+    pub proxy_next_upstream_budget: Option<Option<crate::retry_budget::RetryBudget>>,
     pub proxy_next_upstream_timeout: Option<Duration>,
     /// The rewrite module's directives written at this level, in order (never inherited).
     pub rewrite: Vec<RewriteOp>,
@@ -114,6 +116,7 @@ impl Default for LocationSettings {
             proxy_send_timeout: MINUTE,
             proxy_next_upstream: NextUpstream::default(),
             proxy_next_upstream_tries: 0,
+            proxy_next_upstream_budget: None,
             proxy_next_upstream_timeout: Duration::ZERO,
             rewrite: Vec::new(),
             rewrite_log: false,
@@ -189,6 +192,10 @@ impl Level {
             proxy_next_upstream_tries: pick(
                 &self.proxy_next_upstream_tries,
                 &outer.proxy_next_upstream_tries,
+            ),
+            proxy_next_upstream_budget: pick(
+                &self.proxy_next_upstream_budget,
+                &outer.proxy_next_upstream_budget,
             ),
             proxy_next_upstream_timeout: pick(
                 &self.proxy_next_upstream_timeout,
@@ -270,6 +277,9 @@ impl Level {
             proxy_next_upstream_tries: self
                 .proxy_next_upstream_tries
                 .unwrap_or(d.proxy_next_upstream_tries),
+            proxy_next_upstream_budget: self
+                .proxy_next_upstream_budget
+                .unwrap_or(d.proxy_next_upstream_budget),
             proxy_next_upstream_timeout: self
                 .proxy_next_upstream_timeout
                 .unwrap_or(d.proxy_next_upstream_timeout),

@@ -164,6 +164,8 @@ pub(crate) static TABLE: &[Spec] = &[
     d("least_time", UPSTREAM, 1, 2),
     // the third-party upstream_fair module, read as `least_time header`
     d("fair", UPSTREAM, 0, 0),
+    // nginx Plus, open nginx 1.29.6+ (sticky.rs)
+    d("sticky", UPSTREAM, 2, MANY),
     // ringfront only
     d("all_failed", UPSTREAM, 1, 1),
     d("passive_health", UPSTREAM, 1, 1),
@@ -192,6 +194,8 @@ pub(crate) static TABLE: &[Spec] = &[
     d("proxy_next_upstream", HSL, 1, MANY),
     d("proxy_next_upstream_tries", HSL, 1, 1),
     d("proxy_next_upstream_timeout", HSL, 1, 1),
+    // ringfront only (retry_budget.rs)
+    d("proxy_next_upstream_budget", HSL, 1, 2),
     // the upstream response's fields (proxy_headers.rs)
     d("proxy_hide_header", HSL, 1, 1),
     d("proxy_pass_header", HSL, 1, 1),
@@ -347,7 +351,6 @@ pub(crate) static TABLE: &[Spec] = &[
     noop("proxy_cache_bypass", HSL, 1, MANY, Check::Templates),
     noop("proxy_no_cache", HSL, 1, MANY, Check::Templates),
     // nginx directives not implemented yet: an error, so no configuration is half-understood
-    unsupported("sticky", UPSTREAM, 1, MANY),
     d("internal", LOCATION, 0, 0),
     unsupported("proxy_cache", HSL, 1, 1),
     unsupported("proxy_cache_path", HTTP, 2, MANY),

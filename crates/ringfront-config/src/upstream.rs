@@ -104,6 +104,7 @@ pub(crate) fn upstream_block(
     let mut all_failed = None;
     let mut passive_health = None;
     let mut tengine = TengineRaw::default();
+    let mut sticky = None;
     // The first `slow_start=` parameter as written, for a balancing method that comes after.
     let mut slow_start: Option<String> = None;
     for_each(d.children(), UPSTREAM, |c| {
@@ -173,6 +174,7 @@ pub(crate) fn upstream_block(
                 };
                 set_once(&mut passive_health, policy, c)?;
             }
+            "sticky" => set_once(&mut sticky, crate::sticky::sticky(c)?, c)?,
             _ if tengine.apply(c)? => {}
             _ => return Err(unhandled(c)),
         }
@@ -200,6 +202,7 @@ pub(crate) fn upstream_block(
         all_failed: all_failed.unwrap_or_default(),
         passive_health: passive_health.unwrap_or_default(),
         checks,
+        sticky,
     })
 }
 
@@ -297,7 +300,10 @@ fn zone_line(d: &Directive, zones: &mut Vec<Zone>) -> Result<String, ConfigError
 }
 
 /// nginx Plus and later-issue parameters: refused until implemented.
-const NOT_YET: &[&str] = &["resolve", "service", "route", "drain"];
+const NOT_YET: &[&str] = &["resolve", "service", "drain"];
+
+/// nginx's `NGX_HTTP_UPSTREAM_SID_LEN`: a route is at most an MD5 in hex long.
+const MAX_ROUTE: usize = 32;
 
 /// An upstream server with nginx's defaults (the implicit `proxy_pass` groups use it too).
 pub(crate) fn default_server(
@@ -316,6 +322,7 @@ pub(crate) fn default_server(
         down: false,
         max_conns: 0,
         slow_start: Duration::ZERO,
+        route: None,
         origin: origin.clone(),
     }
 }
@@ -396,6 +403,15 @@ fn server(
             ("slow_start", Some(v)) => {
                 s.slow_start = parse_time_mode(v, TimeMode::Msec).ok_or_else(invalid)?;
                 slow_start = Some(param.clone());
+            }
+            ("route", Some(v)) => {
+                if v.is_empty() {
+                    return Err(err(d, "route is empty"));
+                }
+                if v.len() > MAX_ROUTE {
+                    return Err(err(d, format!("route is longer than {MAX_ROUTE}")));
+                }
+                s.route = Some(v.to_string());
             }
             (k, _) if NOT_YET.contains(&k) => {
                 return Err(err(d, format!("\"{k}\" parameter is not supported yet")));

@@ -132,6 +132,10 @@ fn nginx_load_errors() {
         ("limit_req_status 600;", "value must be between 400 and 599"),
         ("limit_req_log_level debug;", "invalid value \"debug\""),
         (
+            "limit_req_zone $binary_remote_addr zone=:1m rate=2r/s;",
+            "\"limit_req_zone\" must have \"zone\" parameter",
+        ),
+        (
             "limit_req_zone $binary_remote_addr rate=1r/s rate=2r/s;",
             "\"limit_req_zone\" must have \"zone\" parameter",
         ),

@@ -48,11 +48,12 @@ pub enum Lookup {
     Error,
 }
 
+/// The zone's states; the rate is the caller's (nginx keeps a zone's states across a
+/// reload that changes its rate).
 #[derive(Debug)]
 pub struct ReqTable {
     slots: Box<[Slot]>,
     budget: Budget,
-    pub rate: Rate,
 }
 
 fn tag(hash: u64) -> u64 {
@@ -77,27 +78,27 @@ fn read(state: u64, now: u32) -> (u64, i64, u32) {
 }
 
 impl ReqTable {
-    /// A zone of `size` bytes (as `zone=NAME:SIZE`) at `rate`.
-    pub fn new(size: u64, rate: Rate) -> Self {
+    /// A zone of `size` bytes (as `zone=NAME:SIZE`).
+    pub fn new(size: u64) -> Self {
         let most = slab::states(size, slab::req_cost(0)) as usize;
         let n = (most * 2).max(WINDOW);
         ReqTable {
             slots: (0..n).map(|_| Slot::default()).collect(),
             budget: Budget::new(slab::budget(size)),
-            rate,
         }
     }
 
-    /// nginx's lookup of `key` (non-empty) at `now`: the state's excess after this request
-    /// compared with `burst` (milli-requests), stored only when `account` (the last limit).
-    pub fn lookup(&self, key: &[u8], now: u64, burst: u64, account: bool) -> Lookup {
+    /// nginx's lookup of `key` (non-empty) at `now` draining at `rate`: the state's excess
+    /// after this request compared with `burst` (milli-requests), stored only when
+    /// `account` (the last limit).
+    pub fn lookup(&self, key: &[u8], now: u64, rate: Rate, burst: u64, account: bool) -> Lookup {
         let hash = crate::hash::hash(key);
         let now = now as u32;
         for _ in 0..RETRIES {
-            match self.find(hash, now) {
-                Found::At(i) => return self.update(i, now, Some(burst), account),
+            match self.find(hash, now, rate) {
+                Found::At(i) => return self.update(i, now, rate, Some(burst), account),
                 Found::Room(room) => {
-                    if let Some(i) = self.insert(hash, room, key.len(), now, account) {
+                    if let Some(i) = self.insert(hash, room, (key.len(), now, rate, account)) {
                         return match account {
                             true => Lookup::Ok(0),
                             false => Lookup::Again(i),
@@ -111,8 +112,8 @@ impl ReqTable {
 
     /// Accounts the request in the state a lookup answered `Again` for (nginx's
     /// `ngx_http_limit_req_account`): its excess at `now`, stored whatever the burst.
-    pub fn account(&self, slot: usize, now: u64) -> u64 {
-        match self.update(slot, now as u32, None, true) {
+    pub fn account(&self, slot: usize, now: u64, rate: Rate) -> u64 {
+        match self.update(slot, now as u32, rate, None, true) {
             Lookup::Ok(e) => e,
             _ => 0,
         }
@@ -138,7 +139,7 @@ impl ReqTable {
         &self.slots[i % self.slots.len()]
     }
 
-    fn find(&self, hash: u64, now: u32) -> Found {
+    fn find(&self, hash: u64, now: u32, rate: Rate) -> Found {
         let want = tag(hash);
         let home = self.home(hash);
         let mut room = Room::default();
@@ -165,7 +166,7 @@ impl ReqTable {
             }
             let (excess, ms, _) = read(state, now);
             let charged = charge_of(k) != 0;
-            if before_empty && room.stale.is_none() && (!charged || self.rate.stale(excess, ms)) {
+            if before_empty && room.stale.is_none() && (!charged || rate.stale(excess, ms)) {
                 room.stale = Some((i, k));
             }
             if before_empty && room.oldest.is_none_or(|(_, _, age)| ms > age) {
@@ -183,7 +184,12 @@ impl ReqTable {
     /// expiry), a free one, or the least recently updated one before a free one; when the
     /// zone's memory is spent, the least recently updated state of the window gives its
     /// memory up (it keeps its slot, drained, so that the searches through it still work).
-    fn insert(&self, hash: u64, room: Room, len: usize, now: u32, account: bool) -> Option<usize> {
+    fn insert(
+        &self,
+        hash: u64,
+        room: Room,
+        (len, now, rate, account): (usize, u32, Rate, bool),
+    ) -> Option<usize> {
         let cost = slab::req_cost(len);
         let (i, old) = match (room.stale, room.empty, room.oldest) {
             (Some((i, k)), _, _) => (i, k),
@@ -225,7 +231,7 @@ impl ReqTable {
             .is_err()
             && account
         {
-            self.update(i, now, None, true);
+            self.update(i, now, rate, None, true);
         }
         if self.duplicate_before(hash, i) {
             self.abandon(i, mine);
@@ -257,12 +263,12 @@ impl ReqTable {
         }
     }
 
-    fn update(&self, i: usize, now: u32, burst: Option<u64>, account: bool) -> Lookup {
+    fn update(&self, i: usize, now: u32, rate: Rate, burst: Option<u64>, account: bool) -> Lookup {
         let s = self.slot(i);
         let mut state = s.state.load(Ordering::Acquire);
         loop {
             let (excess, ms, last) = read(state, now);
-            let excess = self.rate.excess(excess, ms);
+            let excess = rate.excess(excess, ms);
             if burst.is_some_and(|b| excess > b) {
                 return Lookup::Busy(excess);
             }

@@ -3,11 +3,14 @@
 //! later limit's rejection leaves the earlier ones as they were); the request waits for
 //! the longest delay any limit asks.
 
+use crate::rate::Rate;
 use crate::req::{Lookup, ReqTable};
 
 /// One `limit_req` with this request's key (`None`: empty or too long, not accounted).
 pub struct Limit<'a> {
     pub table: &'a ReqTable,
+    /// The zone's `rate=`.
+    pub rate: Rate,
     pub key: Option<&'a [u8]>,
     /// `burst=` in milli-requests.
     pub burst: u64,
@@ -41,7 +44,10 @@ pub fn check(limits: &[Limit<'_>], now: u64) -> Verdict {
     let mut passed = false;
     for (n, l) in limits.iter().enumerate() {
         let Some(key) = l.key else { continue };
-        match l.table.lookup(key, now, l.burst, n + 1 == limits.len()) {
+        match l
+            .table
+            .lookup(key, now, l.rate, l.burst, n + 1 == limits.len())
+        {
             Lookup::Busy(excess) => {
                 return Verdict::Rejected {
                     excess: Some(excess),
@@ -67,17 +73,13 @@ pub fn check(limits: &[Limit<'_>], now: u64) -> Verdict {
     // nginx starts from the last limit's own delay (none when its key was empty), then
     // accounts the earlier ones, keeping the longest.
     let mut best = match last {
-        Some((n, excess)) => (
-            limits[n].table.rate.delay(excess, limits[n].delay),
-            excess,
-            n,
-        ),
+        Some((n, excess)) => (limits[n].rate.delay(excess, limits[n].delay), excess, n),
         None => (0, 0, limits.len() - 1),
     };
     for &(n, slot) in pending.iter().rev() {
         let l = &limits[n];
-        let excess = l.table.account(slot, now);
-        let ms = l.table.rate.delay(excess, l.delay);
+        let excess = l.table.account(slot, now, l.rate);
+        let ms = l.rate.delay(excess, l.delay);
         if ms > best.0 {
             best = (ms, excess, n);
         }
@@ -91,11 +93,17 @@ pub fn check(limits: &[Limit<'_>], now: u64) -> Verdict {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rate::Rate;
 
-    fn limit<'a>(table: &'a ReqTable, key: &'a [u8], burst: u64, delay: u64) -> Limit<'a> {
+    type Zone = (ReqTable, Rate);
+
+    fn zone(rate: u64) -> Zone {
+        (ReqTable::new(1 << 20), Rate(rate))
+    }
+
+    fn limit<'a>(z: &'a Zone, key: &'a [u8], burst: u64, delay: u64) -> Limit<'a> {
         Limit {
-            table,
+            table: &z.0,
+            rate: z.1,
             key: Some(key),
             burst: burst * 1000,
             delay: delay * 1000,
@@ -104,7 +112,7 @@ mod tests {
 
     #[test]
     fn burst_delays_and_nodelay() {
-        let t = ReqTable::new(1 << 20, Rate(1000));
+        let t = zone(1000);
         let one = [limit(&t, b"a", 2, 0)];
         assert_eq!(check(&one, 10_000), Verdict::Passed);
         assert_eq!(
@@ -130,14 +138,14 @@ mod tests {
                 limit: 0
             }
         );
-        let u = ReqTable::new(1 << 20, Rate(1000));
+        let u = zone(1000);
         let nodelay = [limit(&u, b"a", 2, u64::MAX / 2000)];
         for _ in 0..3 {
             assert_eq!(check(&nodelay, 10_000), Verdict::Passed);
         }
         assert!(matches!(check(&nodelay, 10_000), Verdict::Rejected { .. }));
         // delay=1: the first excess request passes, the next waits.
-        let v = ReqTable::new(1 << 20, Rate(1000));
+        let v = zone(1000);
         let two_stage = [limit(&v, b"a", 3, 1)];
         assert_eq!(check(&two_stage, 0), Verdict::Passed);
         assert_eq!(check(&two_stage, 0), Verdict::Passed);
@@ -149,8 +157,8 @@ mod tests {
 
     #[test]
     fn a_later_rejection_leaves_earlier_limits_unaccounted() {
-        let loose = ReqTable::new(1 << 20, Rate(1000));
-        let strict = ReqTable::new(1 << 20, Rate(1000));
+        let loose = zone(1000);
+        let strict = zone(1000);
         let both = [limit(&loose, b"k", 10, 10), limit(&strict, b"k", 0, 0)];
         assert_eq!(check(&both, 1_000), Verdict::Passed);
         for _ in 0..5 {
@@ -175,8 +183,8 @@ mod tests {
 
     #[test]
     fn the_longest_delay_wins() {
-        let fast = ReqTable::new(1 << 20, Rate(2000));
-        let slow = ReqTable::new(1 << 20, Rate(500));
+        let fast = zone(2000);
+        let slow = zone(500);
         let both = [limit(&slow, b"k", 5, 0), limit(&fast, b"k", 5, 0)];
         assert_eq!(check(&both, 0), Verdict::Passed);
         // slow: 1000 excess at 0.5 r/s = 2000 ms; fast: 1000 at 2 r/s = 500 ms.
@@ -192,21 +200,23 @@ mod tests {
 
     #[test]
     fn empty_keys_are_not_accounted() {
-        let t = ReqTable::new(1 << 20, Rate(1000));
+        let t = zone(1000);
         let none = [Limit {
-            table: &t,
+            table: &t.0,
+            rate: t.1,
             key: None,
             burst: 0,
             delay: 0,
         }];
         assert_eq!(check(&none, 0), Verdict::Declined);
-        assert!(t.is_empty());
+        assert!(t.0.is_empty());
         // The last limit's key empty: the first is accounted after all.
-        let u = ReqTable::new(1 << 20, Rate(1000));
+        let u = zone(1000);
         let first = [
             limit(&u, b"k", 0, 0),
             Limit {
-                table: &t,
+                table: &t.0,
+                rate: t.1,
                 key: None,
                 burst: 0,
                 delay: 0,

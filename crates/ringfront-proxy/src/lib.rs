@@ -69,6 +69,7 @@ mod static_multipart;
 mod static_path;
 mod static_send;
 pub mod status;
+mod sticky;
 mod stream;
 #[cfg(test)]
 mod testutil;

@@ -44,17 +44,28 @@ pub fn build(zones: &[LimitZone]) -> Vec<ZoneRt> {
         .map(|z| ZoneRt {
             zone: z.clone(),
             table: match z.kind {
-                ZoneKind::Req { rate } => Table::Req(Arc::new(ReqTable::new(z.size, Rate(rate)))),
+                ZoneKind::Req { .. } => Table::Req(Arc::new(ReqTable::new(z.size))),
                 ZoneKind::Conn => Table::Conn(Arc::new(ConnTable::new(z.size))),
             },
         })
         .collect()
 }
 
-/// After a reload: each zone the old configuration had unchanged keeps its states.
+/// After a reload: each zone of the old configuration with the same name, module, size and
+/// key keeps its states (nginx keeps its shared memory; a new rate applies to them).
 pub fn adopt(new: &mut [ZoneRt], old: &[ZoneRt]) {
     for z in new {
-        if let Some(o) = old.iter().find(|o| o.zone == z.zone) {
+        let same = |o: &&ZoneRt| {
+            let (a, b) = (&o.zone, &z.zone);
+            a.name == b.name
+                && a.size == b.size
+                && a.key_text == b.key_text
+                && matches!(
+                    (a.kind, b.kind),
+                    (ZoneKind::Req { .. }, ZoneKind::Req { .. }) | (ZoneKind::Conn, ZoneKind::Conn)
+                )
+        };
+        if let Some(o) = old.iter().find(same) {
             z.table = o.table.clone();
         }
     }
@@ -70,14 +81,73 @@ pub fn conn_status_text(code: u8) -> Option<&'static str> {
 }
 
 /// The `limit_conn` counts a request holds until it ends (nginx's pool cleanups).
-#[derive(Default)]
+#[derive(Default, Debug)]
 pub struct Held(Vec<(Arc<ConnTable>, ConnSlot)>);
+
+impl Held {
+    fn take(mut self) -> Vec<(Arc<ConnTable>, ConnSlot)> {
+        std::mem::take(&mut self.0)
+    }
+}
 
 impl Drop for Held {
     fn drop(&mut self) {
         for (t, s) in self.0.drain(..) {
             t.release(s);
         }
+    }
+}
+
+/// Whether the preaccess phase has anything to do for `loc`.
+pub fn due(
+    loc: &crate::snapshot::LocationRt,
+    outcome: &crate::rewrite::Outcome<'_>,
+    rw: &crate::rewrite_state::RwState,
+) -> bool {
+    let l = &loc.settings.limits;
+    matches!(outcome, crate::rewrite::Outcome::Continue)
+        && ((!l.req.is_empty() && rw.limit_req == 0) || (!l.conn.is_empty() && rw.limit_conn == 0))
+}
+
+/// nginx's preaccess phase for the location `loc` that answers: runs when the rewrite
+/// phases went on to it (`return` and the like answer before), for each module once per
+/// request (a module that already looked at a key does not run again after an internal
+/// redirect, as nginx's `r->main->limit_*_status`). A refusal is the outcome's status.
+pub async fn phase<'s>(
+    w: &crate::worker::Worker,
+    snap: &Snapshot,
+    req: &Req<'_>,
+    loc: &crate::snapshot::LocationRt,
+    outcome: crate::rewrite::Outcome<'s>,
+    rw: &mut crate::rewrite_state::RwState,
+) -> crate::rewrite::Outcome<'s> {
+    let l = &loc.settings.limits;
+    let req_due = !l.req.is_empty() && rw.limit_req == 0;
+    let conn_due = !l.conn.is_empty() && rw.limit_conn == 0;
+    if !due(loc, &outcome, rw) {
+        return outcome;
+    }
+    let done = {
+        let with_rw = Req {
+            rw: Some(&*rw),
+            ..*req
+        };
+        let log = |level, msg: std::fmt::Arguments<'_>| {
+            let ctx = with_rw.log_context(None);
+            w.log(snap, level, req.conn_id, format_args!("{msg}{ctx}"));
+        };
+        preaccess(w, snap, l, (req_due, conn_due), &with_rw, &log).await
+    };
+    if req_due {
+        rw.limit_req = done.req_status;
+    }
+    if conn_due {
+        rw.limit_conn = done.conn_status;
+    }
+    rw.limit_held.0.extend(done.held.take());
+    match done.refuse {
+        Some(status) => crate::rewrite::Outcome::Status(status),
+        None => outcome,
     }
 }
 
@@ -95,16 +165,18 @@ pub struct Preaccess {
 /// The error log line writer of the request (adds nginx's `, client: ...` context).
 pub type Log<'a> = &'a dyn Fn(LogLevel, std::fmt::Arguments<'_>);
 
-/// Runs `limit_req` (waiting out a delay) and then `limit_conn` for the request.
-pub async fn preaccess(
+/// Runs `limit_req` (waiting out a delay) and then `limit_conn` for the request, those
+/// that are `due`.
+async fn preaccess(
     w: &crate::worker::Worker,
     snap: &Snapshot,
     l: &Limits,
+    (req_due, conn_due): (bool, bool),
     req: &Req<'_>,
     log: Log<'_>,
 ) -> Preaccess {
     let mut out = Preaccess::default();
-    if !l.req.is_empty() {
+    if req_due {
         let (status, refuse, delay) = limit_req(w, snap, l, req, log);
         out.req_status = status;
         if refuse.is_some() {
@@ -115,7 +187,7 @@ pub async fn preaccess(
             monoio::time::sleep(Duration::from_millis(delay)).await;
         }
     }
-    if !l.conn.is_empty() {
+    if conn_due {
         let (status, refuse, held) = limit_conn(w, snap, l, req, log);
         out.conn_status = status;
         out.refuse = refuse;
@@ -167,11 +239,13 @@ fn limit_req(
         .collect();
     let mut limits = Vec::with_capacity(keys.len());
     for (r, (z, k)) in l.req.iter().zip(&keys) {
-        let Some(Table::Req(table)) = z.map(|z| &z.table) else {
+        let Some((Table::Req(table), ZoneKind::Req { rate })) = z.map(|z| (&z.table, z.zone.kind))
+        else {
             continue;
         };
         limits.push(ringfront_limit::Limit {
             table,
+            rate: Rate(rate),
             key: k.as_deref(),
             burst: r.burst,
             delay: r.delay,

@@ -137,6 +137,7 @@ fn adhoc_conf() -> GroupConf {
         confirm: false,
         checks: Vec::new(),
         balancer: "round_robin",
+        sticky: None,
     }
 }
 

@@ -8,6 +8,7 @@ use std::sync::atomic::Ordering;
 
 use crate::stream::ClientStream;
 use ringfront_config::LogLevel;
+use ringfront_upstream::budget::{Load, RetryBudget, Slot};
 use ringfront_upstream::exchange::{
     Action, Cause, Event, Exchange, Failure, Freed, Head, NextUpstream, Peers, Phase, Policy,
     SslFault, TryRecord,
@@ -154,6 +155,21 @@ pub async fn run_in(
         worker: &state.peers,
     };
     let mut ex = Exchange::new(peers, up, policy(cx, group), key);
+    if let (Some(b), false, Some(load)) = (
+        cx.settings().proxy_next_upstream_budget,
+        g.adhoc,
+        cx.snap.loads.get(up),
+    ) {
+        let budget = RetryBudget {
+            percent: b.percent,
+            min: b.min,
+        };
+        ex.budget(Slot::new(load, budget));
+    }
+    if let (Some(st), Some(u)) = (&group.sticky, g.topo.upstreams.get(up)) {
+        let v = cx.req.vars(g.proxy_host, None, Some(cx.snap));
+        ex.pin(st.pinned(u, &v, crate::clock::now_ms()));
+    }
     let tls = cx
         .loc
         .upstream_tls
@@ -185,7 +201,7 @@ pub async fn run_in(
             Action::Relay => match intercepted(cx, &io) {
                 Some(status) => return intercept(cx, g, status, io, ex).await,
                 None if accel_redirects(cx, &io) => return accel(cx, g, io, ex).await,
-                None => relay(cx, g.topo, &mut io, ex.tries()).await,
+                None => relay(cx, g, &mut io, ex.tries()).await,
             },
             Action::NoLive => {
                 let name = g.topo.upstreams.get(up).map_or("", |u| u.name.as_str());
@@ -201,7 +217,32 @@ pub async fn run_in(
         };
         count_bytes(&mut ex, &step.action, &ev, &io);
         step = ex.on(ev, mono());
+        if let Some(load) = ex.take_denied() {
+            budget_spent(cx, g, load);
+        }
     }
+}
+
+/// How often the error log says that a group's retry budget refused retries.
+const BUDGET_LOG_INTERVAL_SECS: u64 = 5;
+
+/// One error-log line per interval (for all workers together) when the budget refused a
+/// retry: the failure went to the client as it was.
+fn budget_spent(cx: &Cx<'_>, g: &Group<'_>, load: &Load) {
+    if !load.should_log(crate::clock::now_secs(), BUDGET_LOG_INTERVAL_SECS) {
+        return;
+    }
+    let name = g.topo.upstreams.get(g.id).map_or("", |u| u.name.as_str());
+    cx.log(
+        LogLevel::Error,
+        format_args!(
+            "retry budget of upstream \"{name}\" spent ({} retries in flight for {} requests), \
+             failures are returned without trying the next upstream",
+            load.retries(),
+            load.active()
+        ),
+        None,
+    );
 }
 
 /// `$upstream_bytes_sent`, `$upstream_bytes_received` and `$upstream_response_length` of
@@ -288,7 +329,45 @@ async fn read_head(cx: &Cx<'_>, io: &mut Io) -> Event {
     }
 }
 
-async fn relay(cx: &Cx<'_>, topo: &Topology, io: &mut Io, tries: &[TryRecord]) -> Event {
+/// `sticky learn`: the session of this response (its head) now uses `peer`.
+fn sticky_learn(cx: &Cx<'_>, g: &Group<'_>, peer: Option<usize>, upstream_head: &[u8]) {
+    let (Some(st), Some(peer), Some(up)) =
+        (g.conf.sticky.as_ref(), peer, g.topo.upstreams.get(g.id))
+    else {
+        return;
+    };
+    let mut v = cx.req.vars(g.proxy_host, None, Some(cx.snap));
+    v.upstream_head = upstream_head;
+    st.learn(up, peer, &v, crate::clock::now_ms());
+}
+
+/// `sticky`: the `Set-Cookie` naming the peer (`sticky cookie`); `sticky learn header`
+/// learns here, when the head arrives.
+fn sticky_response(
+    cx: &Cx<'_>,
+    g: &Group<'_>,
+    peer: Option<usize>,
+    upstream_head: &[u8],
+) -> Option<Vec<u8>> {
+    let st = g.conf.sticky.as_ref()?;
+    if st.learns_at_head() {
+        sticky_learn(cx, g, peer, upstream_head);
+    }
+    let (peer, up) = (peer?, g.topo.upstreams.get(g.id)?);
+    let mut v = cx.req.vars(g.proxy_host, None, Some(cx.snap));
+    v.upstream_head = upstream_head;
+    let c = st.cookie()?;
+    let sid = st.id_of(up, peer)?;
+    Some(crate::sticky::set_cookie(
+        c,
+        sid,
+        &v,
+        crate::clock::unix_ms() / 1000,
+    ))
+}
+
+async fn relay(cx: &Cx<'_>, g: &Group<'_>, io: &mut Io, tries: &[TryRecord]) -> Event {
+    let topo = g.topo;
     let (Some(conn), Some(head), Some(client)) = (io.conn.take(), io.head.take(), io.client.take())
     else {
         return Event::Relayed {
@@ -302,12 +381,22 @@ async fn relay(cx: &Cx<'_>, topo: &Topology, io: &mut Io, tries: &[TryRecord]) -
         .map_or("", |p| p.name.as_str());
     let request = io.request.clone();
     let uri = request.0.uri();
+    let upstream_head = io.rbuf.get(..head.head_len).unwrap_or_default();
+    let set_cookie = sticky_response(cx, g, io.peer, upstream_head);
+    // `sticky learn` without `header`: when the request ends, as nginx's `peer.free`.
+    let learn_later = g
+        .conf
+        .sticky
+        .as_ref()
+        .filter(|s| s.learns_at_end())
+        .map(|_| upstream_head.to_vec());
     let relay = Relay {
         cx,
         peer: name,
         uri: &uri,
         head: &head,
         tries,
+        set_cookie: set_cookie.as_deref(),
     };
     io.head_len = head.head_len as u64;
     let rbuf = std::mem::take(&mut io.rbuf);
@@ -321,6 +410,9 @@ async fn relay(cx: &Cx<'_>, topo: &Topology, io: &mut Io, tries: &[TryRecord]) -
         bufs: [rbuf, out],
         body_read,
     } = relay.run(rbuf, conn.stream, client, out).await;
+    if let Some(h) = learn_later {
+        sticky_learn(cx, g, io.peer, &h);
+    }
     io.body_read = body_read;
     io.rbuf = rbuf;
     io.out = out;

@@ -27,6 +27,8 @@ pub struct Relay<'a> {
     pub head: &'a ResponseHead,
     /// The tries so far (this one last), for `$upstream_*` in `add_header`.
     pub tries: &'a [ringfront_upstream::exchange::TryRecord],
+    /// `sticky cookie`: the `Set-Cookie` value naming the peer.
+    pub set_cookie: Option<&'a [u8]>,
 }
 
 /// What relaying produced.
@@ -183,6 +185,7 @@ impl Relay<'_> {
             chunk_out,
             &decor,
             gz.as_deref(),
+            self.set_cookie,
             &mut out,
         );
         let head_bytes = crate::error_redirect::relayed_head(&mut out, self.cx, head_bytes) as u64;
@@ -429,6 +432,7 @@ fn encode_head(
     chunked: bool,
     decor: &Decor<'_>,
     gz: Option<&crate::gzip_relay::RelayGzip>,
+    sticky: Option<&[u8]>,
     out: &mut Vec<u8>,
 ) -> usize {
     let status = head.status;
@@ -436,7 +440,12 @@ fn encode_head(
     // Only looked up where `proxy_pass_header` may have passed them.
     let sends = |n: &str| decor.upstream_sends(n) && head.header(rbuf, n).is_some();
     decor.first_unless(&mut h, sends("server"), sends("date"));
+    // What an `X-Accel-Redirect`ing response left comes first; nginx's sticky module adds
+    // its cookie when the peer is chosen, before the upstream's fields are copied.
     carried_fields(&mut h, head, rbuf, decor);
+    if let Some(c) = sticky {
+        h.header(b"Set-Cookie", c);
+    }
     let conn_hdr = head.header(rbuf, "connection").unwrap_or(b"");
     for (i, f) in head.headers.iter().enumerate() {
         let name = f.name.get(rbuf);
@@ -655,7 +664,9 @@ mod tests {
         head.parse(raw).unwrap();
         let mut out = Vec::new();
         let chunked = matches!(mode, Mode::Chunked(_));
-        let n = encode_head(&head, raw, false, true, chunked, decor, None, &mut out);
+        let n = encode_head(
+            &head, raw, false, true, chunked, decor, None, None, &mut out,
+        );
         assert_eq!(n, out.len());
         String::from_utf8(out).unwrap()
     }

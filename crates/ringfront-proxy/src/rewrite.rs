@@ -121,6 +121,28 @@ pub async fn process<'s>(
             return (loc, Outcome::Status(404));
         }
         if let Some((answering, outcome)) = run.location(loc, rw).await {
+            // Boxed: a location without limits pays one test, not the phase's future.
+            let outcome = match crate::limits::due(answering, &outcome, rw) {
+                true => {
+                    // realip's preaccess run comes before the limits (nginx runs a
+                    // phase's handlers in reverse order of registration): they count
+                    // the address it decides, which session.rs decides the same way.
+                    let mut real = crate::realip::Client {
+                        addr: req.client,
+                        from: req.realip_from,
+                    };
+                    let conf = answering.settings.real_ip.as_ref();
+                    real.apply(conf, req.buf, req.head, req.proxy_protocol);
+                    rw.preaccess_client = Some(real);
+                    let req = Req {
+                        client: real.addr,
+                        realip_from: real.from,
+                        ..*req
+                    };
+                    Box::pin(crate::limits::phase(w, snap, &req, answering, outcome, rw)).await
+                }
+                false => outcome,
+            };
             match crate::precontent::run(w, snap, req, answering, outcome, rw).await {
                 Some(outcome) => return (answering, outcome),
                 // nginx's internal redirect runs the server's rewrite directives again (a

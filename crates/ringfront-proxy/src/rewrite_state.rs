@@ -43,6 +43,11 @@ pub struct RwState {
     /// `$limit_req_status` and `$limit_conn_status` as nginx numbers them (0: unset).
     pub limit_req: u8,
     pub limit_conn: u8,
+    /// The `limit_conn` counts this request holds until it ends.
+    pub limit_held: crate::limits::Held,
+    /// The client address realip's preaccess run decided before the limits ran (the
+    /// request then keeps it even when a limit answers).
+    pub(crate) preaccess_client: Option<crate::realip::Client>,
     /// A rewrite changed the URI (nginx's `r->internal`): `internal` locations may be
     /// chosen.
     pub internal: bool,

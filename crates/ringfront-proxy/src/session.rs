@@ -433,7 +433,9 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
     };
     let s = &loc.settings;
     // realip's preaccess run, with the location's settings (once a location was reached).
-    if refusal.is_none() && matches!(outcome, Outcome::Continue) {
+    if let Some(decided) = rw.preaccess_client {
+        real = decided;
+    } else if refusal.is_none() && matches!(outcome, Outcome::Continue) {
         real.apply(s.real_ip.as_ref(), &buf, &head, pp);
     }
     let client = real.addr;
@@ -451,31 +453,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         let ctx = log_context(buf, &head, client, server_name, None);
         w.log(&snap, level, conn_id, format_args!("{msg}{ctx}"));
     };
-    // nginx's preaccess phase (limit_req, then limit_conn): after the rewrite phases,
-    // before allow/deny. The connection counts are held until the request ends.
-    let limits = &s.limits;
-    let preaccess = match refusal.is_none()
-        && matches!(outcome, Outcome::Continue)
-        && !(limits.req.is_empty() && limits.conn.is_empty())
-    {
-        true => {
-            let req = Req {
-                rw: Some(&rw),
-                client,
-                realip_from: real.from,
-                ..pre
-            };
-            let log = |level, msg: std::fmt::Arguments<'_>| log(level, msg, &buf);
-            Box::pin(crate::limits::preaccess(w, &snap, limits, &req, &log)).await
-        }
-        false => crate::limits::Preaccess::default(),
-    };
-    rw.limit_req = preaccess.req_status;
-    rw.limit_conn = preaccess.conn_status;
-    let limited = preaccess.refuse;
-    let _held = preaccess.held;
     let denied = refusal.is_none()
-        && limited.is_none()
         && matches!(outcome, Outcome::Continue)
         && crate::dispatch::denied(loc, client);
     if denied {
@@ -488,9 +466,8 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
     // A denied request's body is not wanted (nor its 100-continue); without framing it has
     // none. An unread body would be taken for the next request: answer (with the
     // location's error_page) and close.
-    let mut unread =
-        (denied || limited.is_some()) && !matches!(head.framing, ringfront_http::BodyFraming::None);
-    let mut refused = refusal.or(limited).or(denied.then_some(403));
+    let mut unread = denied && !matches!(head.framing, ringfront_http::BodyFraming::None);
+    let mut refused = refusal.or(denied.then_some(403));
     let (body, consumed) = if refused.is_some() {
         (Vec::new(), head_len)
     } else {

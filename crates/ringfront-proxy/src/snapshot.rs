@@ -46,6 +46,8 @@ pub struct GroupConf {
     pub checks: Vec<crate::check_rt::CheckRt>,
     /// The balancing method's name (status pages).
     pub balancer: &'static str,
+    /// `sticky`: the group's server ids and session zone.
+    pub sticky: Option<crate::sticky::StickyRt>,
 }
 
 fn balancer_name(b: &ringfront_config::Balancer) -> &'static str {
@@ -175,6 +177,8 @@ pub struct Snapshot {
     pub generation: u64,
     pub topology: Topology,
     pub board: Board,
+    /// Requests and retries in flight per group (`proxy_next_upstream_budget`).
+    pub loads: Vec<ringfront_upstream::budget::Load>,
     pub groups: Vec<GroupConf>,
     pub listens: Vec<ListenRt>,
     pub servers: Vec<ServerRt>,
@@ -409,8 +413,11 @@ impl Snapshot {
             let mut backup = Vec::new();
             // The socket paths of the group's peers, in the topology's order of ids.
             let (mut primary_unix, mut backup_unix) = (Vec::new(), Vec::new());
+            let (mut primary_ids, mut backup_ids) = (Vec::new(), Vec::new());
+            let secret = up.sticky.as_ref().map_or(&[][..], |s| s.secret());
             for s in &up.servers {
                 for (name, addr, unix) in peer_targets(s) {
+                    let sid = crate::sticky::server_id(s.route.as_deref(), secret, &name);
                     let p = PeerSpec {
                         name,
                         addr,
@@ -425,14 +432,21 @@ impl Snapshot {
                     if s.backup {
                         backup.push(p);
                         backup_unix.push(unix);
+                        backup_ids.push(sid);
                     } else {
                         primary.push(p);
                         primary_unix.push(unix);
+                        primary_ids.push(sid);
                     }
                 }
             }
             unix_paths.extend(primary_unix);
             unix_paths.extend(backup_unix);
+            primary_ids.extend(backup_ids);
+            let sticky = up
+                .sticky
+                .as_ref()
+                .map(|s| crate::sticky::StickyRt::build(s, &up.name, primary_ids));
             specs.push(UpstreamSpec {
                 name: up.name.clone(),
                 primary,
@@ -456,6 +470,7 @@ impl Snapshot {
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             groups.push(GroupConf {
+                sticky,
                 confirm: up.passive_health == PassiveHealth::Confirm,
                 checks,
                 balancer: balancer_name(&up.balancer),
@@ -605,6 +620,9 @@ impl Snapshot {
             captures,
             uses: cfg.http.uses,
             generation,
+            loads: (0..topology.upstreams.len())
+                .map(|_| Default::default())
+                .collect(),
             topology,
             board,
             groups,

@@ -34,6 +34,8 @@ pub struct Attempt {
     pub(crate) bal: BalancerState,
     /// `least_time ... inflight`: when the current pick was counted in flight.
     pub(crate) inflight_since: Option<u64>,
+    /// `sticky`: the peer the request names, preferred while it can be selected.
+    pub(crate) pin: Option<PeerId>,
 }
 
 impl Attempt {
@@ -48,6 +50,7 @@ impl Attempt {
             revived: false,
             bal: BalancerState::default(),
             inflight_since: None,
+            pin: None,
         };
         at.reset(topo, upstream, cap);
         at
@@ -73,6 +76,12 @@ impl Attempt {
             self.bal.hash = IP_HASH_SEED;
         }
         self.inflight_since = None;
+        self.pin = None;
+    }
+
+    /// `sticky`: prefer peer `id` (of this group) on every try it can be selected on.
+    pub fn pin(&mut self, id: Option<PeerId>) {
+        self.pin = id;
     }
 
     /// The peer of the try in progress (selected and not yet freed).

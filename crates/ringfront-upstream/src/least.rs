@@ -164,6 +164,9 @@ pub(crate) fn pick(
     }
     at.in_backup = true;
     at.tried.clear();
+    if let Some(id) = crate::sticky::pinned(up, board, at, now) {
+        return Some(id);
+    }
     least(&up.backup, ws, board, &mut at.tried, now, score)
 }
 

@@ -10,6 +10,7 @@
 
 mod attempt;
 mod board;
+pub mod budget;
 mod chash;
 mod check;
 mod crc32;
@@ -19,6 +20,9 @@ mod least;
 mod random;
 mod rr;
 mod select;
+pub mod sessions;
+pub mod sid;
+pub mod sticky;
 mod topology;
 mod tried;
 mod worker;

@@ -9,14 +9,47 @@ use crate::topology::{full_weight, ramped_weight, PeerId, PeerList, Upstream};
 use crate::tried::Tried;
 use crate::worker::WorkerPeers;
 
-/// Smooth weighted round robin over one list (`ngx_http_upstream_get_peer`).
+/// The index in `list` of the `sticky` peer `pin`, if it is on this list and can be
+/// selected (nginx's `ngx_http_upstream_get_rr_peer_by_sid`).
+fn pinned_index(
+    list: &PeerList,
+    board: &Board,
+    tried: &Tried,
+    pin: Option<PeerId>,
+    now: u64,
+) -> Option<usize> {
+    let i = pin?.checked_sub(list.base).filter(|&i| i < list.len())?;
+    let (spec, h) = (list.peers.get(i)?, board.get(list.base + i)?);
+    (!tried.contains(i) && usable(spec, h, now)).then_some(i)
+}
+
+/// Smooth weighted round robin over one list (`ngx_http_upstream_get_peer`). A `sticky`
+/// peer `pin` that can be selected is chosen as nginx 1.29.6 chooses it: it takes its turn
+/// in the weights (every candidate gains, it gives back the total) unless it is already a
+/// whole round behind (`current_weight <= -(total_weight - weight)`), when the weights are
+/// left as they are.
 pub(crate) fn get_peer(
     list: &PeerList,
     ws: &mut WorkerPeers,
     board: &Board,
     tried: &mut Tried,
+    pin: Option<PeerId>,
     now: u64,
 ) -> Option<PeerId> {
+    let st = pinned_index(list, board, tried, pin, now);
+    if let Some(i) = st {
+        let weight = list.peers.get(i).map_or(0, |p| u64::from(p.weight));
+        let behind = i64::try_from(list.total_weight.saturating_sub(weight))
+            .unwrap_or(i64::MAX)
+            .saturating_mul(list.scale);
+        if ws.current_weight(list.base + i) <= -behind {
+            tried.insert(i);
+            if let (Some(spec), Some(h)) = (list.peers.get(i), board.get(list.base + i)) {
+                touch(spec, h, now);
+            }
+            return Some(list.base + i);
+        }
+    }
     let mut best: Option<(usize, i64)> = None;
     let mut total: i64 = 0;
     for (i, spec) in list.peers.iter().enumerate() {
@@ -37,7 +70,10 @@ pub(crate) fn get_peer(
             best = Some((i, current));
         }
     }
-    let (i, _) = best?;
+    let (mut i, _) = best?;
+    if let Some(s) = st {
+        i = s;
+    }
     let id = list.base + i;
     tried.insert(i);
     ws.take(id, total);
@@ -67,19 +103,19 @@ pub(crate) fn pick(
     now: u64,
 ) -> Option<PeerId> {
     if at.in_backup {
-        return get_peer(&up.backup, ws, board, &mut at.tried, now);
+        return get_peer(&up.backup, ws, board, &mut at.tried, at.pin, now);
     }
     let primary = if up.single {
         single(up, board)
     } else {
-        get_peer(&up.primary, ws, board, &mut at.tried, now)
+        get_peer(&up.primary, ws, board, &mut at.tried, at.pin, now)
     };
     if primary.is_some() || up.backup.is_empty() {
         return primary;
     }
     at.in_backup = true;
     at.tried.clear();
-    get_peer(&up.backup, ws, board, &mut at.tried, now)
+    get_peer(&up.backup, ws, board, &mut at.tried, at.pin, now)
 }
 
 #[cfg(test)]

@@ -67,7 +67,12 @@ pub fn select(
     let Some(up) = topo.upstreams.get(at.upstream) else {
         return Selection::NoLive;
     };
-    let mut picked = pick(up, ws, board, at, key, now);
+    // Round robin weighs a `sticky` peer in (rr.rs); every other method takes it as is.
+    let mut picked = match up.balancer {
+        Balancer::RoundRobin => None,
+        _ => crate::sticky::pinned(up, board, at, now),
+    }
+    .or_else(|| pick(up, ws, board, at, key, now));
     if picked.is_none() && up.revive && !at.revived {
         at.revived = true;
         revive(up, board);

@@ -72,6 +72,19 @@ impl Bench {
         }
     }
 
+    /// One request pinned to `pin` that succeeds on its first pick.
+    pub fn pick_pinned(&mut self, pin: Option<PeerId>, now: u64) -> Option<PeerId> {
+        let mut at = self.attempt();
+        at.pin(pin);
+        match self.select(&mut at, &NO_KEY, now) {
+            Selection::Peer(id) => {
+                self.free(&mut at, false, now);
+                Some(id)
+            }
+            Selection::NoLive => None,
+        }
+    }
+
     /// Fail peer `id` once (as a request whose only try went there would).
     pub fn fail(&mut self, id: PeerId, now: u64) {
         let h = self.b.get(id).unwrap();

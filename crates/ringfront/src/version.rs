@@ -23,7 +23,7 @@ pub const WITHOUT: &[&str] = &[
     "http_fastcgi_module", "http_uwsgi_module", "http_scgi_module",
     "http_grpc_module", "http_memcached_module",
     "http_empty_gif_module", "http_browser_module",
-    "http_upstream_sticky", "http_tunnel_module", "http-cache",
+    "http_tunnel_module", "http-cache",
 ];
 
 /// Modules nginx builds only on request that ringfront has.

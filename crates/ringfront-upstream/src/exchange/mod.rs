@@ -7,6 +7,8 @@
 //! of a try on a reused connection, non-idempotent methods, `proxy_next_upstream_timeout`,
 //! pool eligibility and the `$upstream_*` values lives here, tested with injected time.
 
+#[cfg(test)]
+mod budget_tests;
 mod failure;
 mod pick;
 mod policy;
@@ -121,6 +123,10 @@ pub struct Exchange<'a> {
     requests: u64,
     head: Option<Head>,
     tries: Vec<TryRecord>,
+    /// `proxy_next_upstream_budget`: this request's share of its group's load.
+    budget: Option<crate::budget::Slot<'a>>,
+    /// A retry was refused by the budget (the driver logs it, once per interval).
+    denied: bool,
 }
 
 fn micros(d: Duration) -> u64 {
@@ -145,7 +151,33 @@ impl<'a> Exchange<'a> {
             requests: 0,
             head: None,
             tries: Vec::with_capacity(1),
+            budget: None,
+            denied: false,
         }
+    }
+
+    /// `proxy_next_upstream_budget`: count this request in its group's load and let it move
+    /// on only within the budget (call before `start`).
+    pub fn budget(&mut self, slot: crate::budget::Slot<'a>) {
+        self.budget = Some(slot);
+    }
+
+    /// Whether the budget refused a retry since the last call, and the load it counts in.
+    pub fn take_denied(&mut self) -> Option<&'a crate::budget::Load> {
+        let denied = std::mem::take(&mut self.denied);
+        self.budget.as_ref().filter(|_| denied).map(|s| s.load())
+    }
+
+    /// May the request move on to another peer now (always, without a budget)?
+    fn retry_admitted(&mut self) -> bool {
+        let ok = self.budget.as_mut().is_none_or(|s| s.admit());
+        self.denied |= !ok;
+        ok
+    }
+
+    /// `sticky`: the peer the request names (call before `start`).
+    pub fn pin(&mut self, id: Option<PeerId>) {
+        self.pick.pin(id);
     }
 
     /// The first action: select a peer.
@@ -247,13 +279,20 @@ impl<'a> Exchange<'a> {
             t.response_time = Some(now.saturating_sub(self.try_started));
         }
         // nginx gives the try back when a reused keepalive connection fails with an error
-        // (the peer may just have closed it): the request moves on without using one up.
-        if self.reused && f.class() == FailClass::Error {
+        // (the peer may just have closed it): the request moves on without using one up,
+        // and without using the retry budget.
+        let given_back = self.reused && f.class() == FailClass::Error;
+        if given_back {
             self.pick.give_back_try();
         }
         let listed = self.policy.next.lists_failure(f.class());
         let blocked = f.phase.request_sent() && !self.policy.may_resend();
-        let action = if self.pick.tries() == 0 || !listed || blocked || self.timed_out(now) {
+        let action = if self.pick.tries() == 0
+            || !listed
+            || blocked
+            || self.timed_out(now)
+            || !(given_back || self.retry_admitted())
+        {
             self.state = State::Done;
             Action::Respond(f.status())
         } else {
@@ -278,10 +317,12 @@ impl<'a> Exchange<'a> {
             t.status = Some(h.status);
             t.header_time = Some(took);
         }
+        // Over the retry budget the response is relayed as it is, as when tries run out.
         let moves_on = self.policy.next.lists_status(h.status)
             && self.pick.tries() > 1
             && self.policy.may_resend()
-            && !self.timed_out(now);
+            && !self.timed_out(now)
+            && self.retry_admitted();
         let Some(peer) = self.pick.current().filter(|_| moves_on) else {
             self.head = Some(h);
             self.state = State::Relaying;

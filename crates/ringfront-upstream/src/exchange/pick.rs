@@ -44,6 +44,11 @@ impl<'a> Pick<'a> {
         self.at.upstream
     }
 
+    /// `sticky`: prefer this peer of the group while it can be selected.
+    pub fn pin(&mut self, id: Option<PeerId>) {
+        self.at.pin(id);
+    }
+
     /// Tries left, the current one included.
     pub fn tries(&self) -> u32 {
         self.at.tries
