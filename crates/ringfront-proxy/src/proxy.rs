@@ -641,7 +641,9 @@ async fn accel(
                 .map(|p| cx.upstream_url(&p.name, &io.request.0.uri()));
             cx.log(
                 LogLevel::Error,
-                format_args!("unsafe URI \"{shown}\" was detected"),
+                format_args!(
+                    "unsafe URI \"{shown}\" was detected while reading response header from upstream"
+                ),
                 url.as_deref(),
             );
             return unsafe_value(cx, g, carried, rate, io, ex).await;

@@ -25,6 +25,7 @@ fn files(tag: &str) -> std::path::PathBuf {
 fn config(p: u16, root: &std::path::Path, log: &std::path::Path) -> String {
     fill(
         r#"worker_processes 1;
+error_log {ERRLOG} error;
 events { worker_connections 64; }
 http {
     server_tokens off;
@@ -129,6 +130,7 @@ http {
             ("PORT", p.to_string()),
             ("ROOT", root.display().to_string()),
             ("LOG", log.display().to_string()),
+            ("ERRLOG", log.with_extension("err").display().to_string()),
         ],
     )
 }
@@ -207,6 +209,17 @@ fn accel_redirects_match_nginx() {
     drop((n, r));
     common::assert_same("X-Accel-Redirect", &nginx, &ours);
     common::assert_same("X-Accel-Redirect access log", &nginx_log, &ours_log);
+    // The unsafe values' error-log lines, ports aside.
+    let unsafe_lines = |log: &std::path::Path, p: u16| -> Vec<String> {
+        let text = std::fs::read_to_string(log.with_extension("err")).unwrap_or_default();
+        text.lines()
+            .filter_map(|l| l.split_once("unsafe URI"))
+            .map(|(_, rest)| rest.replace(&p.to_string(), "PORT"))
+            .collect()
+    };
+    let nginx_unsafe = unsafe_lines(&nlog, np);
+    common::assert_same("unsafe URI lines", &nginx_unsafe, &unsafe_lines(&rlog, rp));
+    assert_eq!(nginx_unsafe.len(), 4, "{nginx_unsafe:#?}");
     // The oracle exercised the cases.
     let has = |want: &str| nginx.iter().any(|a| a.contains(want));
     for want in [
