@@ -82,6 +82,25 @@ impl RequestHead {
     /// again with the whole buffer. `Ok(Some(head_len))`: parsed, the body (if any)
     /// starts at `head_len`. `Err`: reject the request.
     pub fn parse(&mut self, buf: &[u8]) -> Result<Option<usize>, RequestError> {
+        self.parse_with(buf, true)
+    }
+
+    /// [`RequestHead::parse`] of the lines of a head that never came whole (made whole by
+    /// the caller), for the log of its refusal: an HTTP/1.1 one without `Host` is no error
+    /// (the `Host` line may not have come yet).
+    pub fn parse_unfinished(&mut self, buf: &[u8]) -> Result<Option<usize>, RequestError> {
+        self.parse_with(buf, false)
+    }
+
+    /// Whether `buf` starts with a whole head that is well formed (request line and field
+    /// lines), whatever its fields mean.
+    pub fn well_formed(buf: &[u8]) -> bool {
+        let mut raw = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut req = httparse::Request::new(&mut raw);
+        matches!(req.parse(buf), Ok(Status::Complete(_)))
+    }
+
+    fn parse_with(&mut self, buf: &[u8], need_host: bool) -> Result<Option<usize>, RequestError> {
         self.clear();
         let mut raw = [httparse::EMPTY_HEADER; MAX_HEADERS];
         let mut req = httparse::Request::new(&mut raw);
@@ -107,7 +126,7 @@ impl RequestHead {
         self.minor_version = minor;
         push_headers(buf, req.headers, &mut self.headers).ok_or(TOO_LARGE)?;
         self.head_len = head_len;
-        self.interpret_headers(buf)?;
+        self.interpret_headers(buf, need_host)?;
         Ok(Some(head_len))
     }
 
@@ -140,7 +159,7 @@ impl RequestHead {
         };
     }
 
-    fn interpret_headers(&mut self, buf: &[u8]) -> Result<(), RequestError> {
+    fn interpret_headers(&mut self, buf: &[u8], need_host: bool) -> Result<(), RequestError> {
         use RequestError::{BadRequest, NotImplemented};
         // nginx's request-line parser refuses `*`, authority-form and bad authorities.
         let form = target_form(self.target.get(buf)).ok_or(BadRequest("invalid request target"))?;
@@ -197,7 +216,7 @@ impl RequestHead {
             }
         }
         let http11 = self.minor_version >= 1;
-        if http11 && self.host.is_none() {
+        if http11 && self.host.is_none() && need_host {
             return Err(BadRequest("missing Host header"));
         }
         // RFC 9112 3.2.2: with an absolute-form target the Host header is ignored and the

@@ -8,7 +8,9 @@
 //! page. Nothing here runs for a location without `error_page`.
 
 use ringfront_config::{ErrorPage, LogLevel, TemplatePart};
+use ringfront_upstream::exchange::{TryPeer, TryRecord};
 
+use crate::accel_redirect::{Carried, Goal};
 use crate::req::{Cx, Reply, Req};
 use crate::rewrite::MAX_URI_CHANGES;
 use crate::rewrite_state::RwState;
@@ -20,8 +22,9 @@ use crate::worker::Worker;
 #[derive(Debug)]
 pub struct Redirect {
     target: Target,
-    /// nginx's `r->err_status` for the redirected request (0: its own status).
-    status: u16,
+    /// nginx's `r->err_status` for the redirected request (0: its own status); `None`
+    /// (an `X-Accel-Redirect`): as it was.
+    status: Option<u16>,
     /// The erring location's `recursive_error_pages`: off, no error page after this one
     /// (nginx's `r->error_page`).
     recursive: bool,
@@ -29,6 +32,43 @@ pub struct Redirect {
     pub location: Option<Vec<u8>>,
     /// An intercepted upstream 401's `WWW-Authenticate`, sent with the answer.
     pub authenticate: Option<Vec<u8>>,
+    /// An `X-Accel-Redirect`: what the upstream's response leaves on the request, and its
+    /// `X-Accel-Limit-Rate`.
+    accel: Option<(Box<Carried>, Option<u64>)>,
+    /// The request body the redirected request goes on with: an `X-Accel-Redirect` keeps
+    /// the one read (nginx keeps `r->request_body`); an error page none.
+    body: Vec<u8>,
+}
+
+impl Redirect {
+    /// The redirect an upstream's `X-Accel-Redirect` asks for (accel_redirect.rs).
+    pub(crate) fn accel(
+        goal: Goal,
+        carried: Carried,
+        limit_rate: Option<u64>,
+        body: Vec<u8>,
+    ) -> Box<Self> {
+        let lossy = |b: Vec<u8>| String::from_utf8_lossy(&b).into_owned();
+        let target = match goal {
+            Goal::Uri(uri, args) => Target::Uri(lossy(uri), args),
+            Goal::Named(name) => Target::Named(lossy(name)),
+        };
+        Box::new(Redirect {
+            target,
+            status: None,
+            recursive: true,
+            location: None,
+            authenticate: None,
+            accel: Some((Box::new(carried), limit_rate)),
+            body,
+        })
+    }
+
+    /// An error page's redirect after an unsafe `X-Accel-Redirect`: it keeps what the
+    /// response left.
+    pub(crate) fn carry(&mut self, carried: Carried, limit_rate: Option<u64>) {
+        self.accel = Some((Box::new(carried), limit_rate));
+    }
 }
 
 #[derive(Debug)]
@@ -105,10 +145,12 @@ fn to_page(cx: &Cx<'_>, page: &ErrorPage, status: u16) -> Plan {
     };
     Plan::Internal(Box::new(Redirect {
         target,
-        status: err_status,
+        status: Some(err_status),
         recursive: cx.settings().errors.recursive_error_pages,
         location: None,
         authenticate: None,
+        accel: None,
+        body: Vec::new(),
     }))
 }
 
@@ -176,14 +218,15 @@ pub(crate) async fn follow(
     mut stream: Option<ClientStream>,
 ) -> (Reply, Option<ClientStream>) {
     let mut keep_alive = base.req.keep_alive;
-    while let Some(redirect) = reply.redirect.take() {
+    while let Some(mut redirect) = reply.redirect.take() {
         let Some(client) = stream.take() else {
             return (reply, None);
         };
         // A 400, 500 or 501 ends the connection after the error page too.
         keep_alive &= reply.reusable;
         // The upstreams tried stay on the request (`$upstream_addr` in the error page).
-        rw.error_tries.append(&mut reply.tries);
+        join_tries(&mut rw.error_tries, &mut reply.tries);
+        let body = std::mem::take(&mut redirect.body);
         let (loc, refused, outcome) = match enter(w, snap, &base, rw, *redirect).await {
             Some(found) => found,
             None => (
@@ -204,18 +247,26 @@ pub(crate) async fn follow(
             loc,
             req: &req,
         };
-        let (next, back) = crate::dispatch::answer(&cx, refused, outcome, Vec::new(), client).await;
+        let (next, back) = crate::dispatch::answer(&cx, refused, outcome, body, client).await;
         reply = next;
         stream = back;
         if reply.redirect.is_none() {
             // `$upstream_*` name every upstream tried, the erring request's first.
             let mut all = rw.error_tries.clone();
-            all.append(&mut reply.tries);
+            join_tries(&mut all, &mut reply.tries);
             reply.tries = all;
             crate::access_log::write(&cx, &reply);
         }
     }
     (reply, stream)
+}
+
+/// Appends a redirected request's tries to the ones before, with nginx's ` : ` between.
+fn join_tries(before: &mut Vec<TryRecord>, more: &mut Vec<TryRecord>) {
+    if !before.is_empty() && !more.is_empty() {
+        before.push(TryRecord::new(TryPeer::Redirect));
+    }
+    before.append(more);
 }
 
 /// Takes the redirect into `rw` and runs the rewrite phases and the access check for it:
@@ -228,8 +279,19 @@ async fn enter<'s>(
     rw: &mut RwState,
     redirect: Redirect,
 ) -> Option<(&'s LocationRt, Option<u16>, crate::rewrite::Outcome<'s>)> {
-    rw.error.status = Some(redirect.status);
-    rw.error.get |= !base.req.head_only;
+    if let Some(status) = redirect.status {
+        rw.error.status = Some(status);
+        // nginx's special response handler clears the type before the error page.
+        if let Some(a) = rw.accel.as_mut() {
+            a.content_type = None;
+        }
+    }
+    if let Some((carried, rate)) = redirect.accel {
+        rw.accel = Some(carried);
+        rw.limit_rate = rate.or(rw.limit_rate);
+    }
+    // A named location keeps the method (nginx changes it for a URI only).
+    rw.error.get |= !base.req.head_only && matches!(redirect.target, Target::Uri(..));
     rw.error.done |= !redirect.recursive;
     if redirect.location.is_some() {
         rw.error_location = redirect.location;

@@ -3,6 +3,7 @@
 //! The binary builds a `Snapshot` from a configuration and hands it to `Engine::start`;
 //! reloads swap a new snapshot in; `quit`/`stop` end the workers.
 
+mod accel_redirect;
 mod access_log;
 mod bind;
 mod body;
@@ -23,6 +24,7 @@ mod gzip_relay;
 mod gzip_stream;
 mod handshake;
 mod head_reader;
+mod head_refusal;
 pub mod health;
 mod http_time;
 mod idle;

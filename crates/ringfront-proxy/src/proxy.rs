@@ -200,6 +200,7 @@ pub async fn run_in(
             Action::ReadHead => read_head(cx, &mut io).await,
             Action::Relay => match intercepted(cx, &io) {
                 Some(status) => return intercept(cx, g, status, io, ex).await,
+                None if accel_redirects(cx, &io) => return accel(cx, g, io, ex).await,
                 None if g.adhoc => relay(cx, g, &mut io, &by_addr(g, ex.tries())).await,
                 None => relay(cx, g, &mut io, ex.tries()).await,
             },
@@ -619,6 +620,105 @@ async fn intercept(
     let (mut reply, client) = finish_error(cx, g, status, io, ex).await;
     if let Some(r) = reply.redirect.as_mut() {
         r.authenticate = authenticate;
+    }
+    (reply, client)
+}
+
+fn accel_redirects(cx: &Cx<'_>, io: &Io) -> bool {
+    let Some(head) = io.head.as_ref() else {
+        return false;
+    };
+    crate::accel_redirect::value(cx, head, &io.rbuf).is_some()
+}
+
+/// `X-Accel-Redirect`: ends the try without relaying (the upstream connection closed, as
+/// nginx finalizes it) and leaves the internal redirect to the caller (the reply's
+/// `redirect`), or answers 404 for a value nginx finds unsafe.
+async fn accel(
+    cx: &Cx<'_>,
+    g: &Group<'_>,
+    mut io: Io,
+    mut ex: Exchange<'_>,
+) -> (Reply, Option<ClientStream>) {
+    io.conn = None;
+    let Some(head) = io.head.take() else {
+        return finish_error(cx, g, 502, io, ex).await;
+    };
+    let ended = Event::Relayed {
+        complete: false,
+        clean: false,
+    };
+    if let Some(f) = ex.on(ended, mono()).freed {
+        report(cx, g, &io, f);
+    }
+    let value = crate::accel_redirect::value(cx, &head, &io.rbuf).unwrap_or_default();
+    // nginx copies the kept fields before it checks the value.
+    let carried = crate::accel_redirect::carried(cx, &head, &io.rbuf);
+    let rate = crate::accel_redirect::limit_rate(cx, &head, &io.rbuf);
+    let goal = match crate::accel_redirect::parse(value) {
+        Ok(goal) => goal,
+        Err(shown) => {
+            let shown = String::from_utf8_lossy(&shown);
+            let url = io
+                .peer
+                .and_then(|p| g.topo.peer(p))
+                .map(|p| cx.upstream_url(&p.name, &io.request.0.uri()));
+            cx.log(
+                LogLevel::Error,
+                format_args!(
+                    "unsafe URI \"{shown}\" was detected while reading response header from upstream"
+                ),
+                url.as_deref(),
+            );
+            return unsafe_value(cx, g, carried, rate, io, ex).await;
+        }
+    };
+    let tries = tries_of(g, ex);
+    cx.w.give_buf(io.rbuf);
+    cx.w.give_buf(io.out);
+    // The body read stays the request's (nginx keeps `r->request_body`).
+    let body = io.request.0.client_body().to_vec();
+    let reply = Reply {
+        redirect: Some(crate::error_redirect::Redirect::accel(
+            goal, carried, rate, body,
+        )),
+        tries,
+        ..Reply::new(head.status, 0, 0, cx.req.keep_alive)
+    };
+    (reply, io.client)
+}
+
+/// An unsafe `X-Accel-Redirect`: nginx's 404, answered with the fields the response left
+/// (its error page, if any, redirected with them and the rate).
+async fn unsafe_value(
+    cx: &Cx<'_>,
+    g: &Group<'_>,
+    carried: crate::accel_redirect::Carried,
+    rate: Option<u64>,
+    io: Io,
+    ex: Exchange<'_>,
+) -> (Reply, Option<ClientStream>) {
+    let fresh;
+    let rw = match cx.req.rw {
+        Some(rw) => rw,
+        None => {
+            fresh = crate::rewrite_state::RwState::new(&cx.snap.variables);
+            &fresh
+        }
+    };
+    let mut left = rw.with_accel(carried.clone());
+    left.limit_rate = rate.or(left.limit_rate);
+    let req = Req {
+        rw: Some(&left),
+        ..*cx.req
+    };
+    let with = Cx { req: &req, ..*cx };
+    let head = carried.upstream_head.clone();
+    let (mut reply, client) = finish_error(&with, g, 404, io, ex).await;
+    match reply.redirect.as_mut() {
+        Some(r) => r.carry(carried, rate),
+        // `$upstream_http_*` in the log.
+        None => reply.upstream_head = head,
     }
     (reply, client)
 }

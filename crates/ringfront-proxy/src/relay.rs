@@ -440,8 +440,9 @@ fn encode_head(
     // Only looked up where `proxy_pass_header` may have passed them.
     let sends = |n: &str| decor.upstream_sends(n) && head.header(rbuf, n).is_some();
     decor.first_unless(&mut h, sends("server"), sends("date"));
-    // nginx's sticky module adds its cookie when the peer is chosen, before the upstream's
-    // fields are copied.
+    // What an `X-Accel-Redirect`ing response left comes first; nginx's sticky module adds
+    // its cookie when the peer is chosen, before the upstream's fields are copied.
+    carried_fields(&mut h, head, rbuf, decor);
     if let Some(c) = sticky {
         h.header(b"Set-Cookie", c);
     }
@@ -482,6 +483,26 @@ fn encode_head(
         g.last(&mut h);
     }
     h.finish()
+}
+
+/// After an `X-Accel-Redirect`, what the redirecting response left (in nginx's list before
+/// this upstream's fields): its `Content-Type` unless this one has one, the kept fields.
+fn carried_fields(h: &mut HeadWriter<'_>, head: &ResponseHead, rbuf: &[u8], decor: &Decor<'_>) {
+    let Some(c) = decor
+        .req()
+        .and_then(|r| r.rw)
+        .and_then(|rw| rw.accel.as_deref())
+    else {
+        return;
+    };
+    if let Some(t) = c.content_type.as_deref() {
+        if head.header(rbuf, "content-type").is_none() {
+            h.header(b"Content-Type", t);
+        }
+    }
+    for (n, v) in &c.fields {
+        h.header(n, v);
+    }
 }
 
 /// nginx keeps one `Content-Type` for a response (the upstream's last one wins,

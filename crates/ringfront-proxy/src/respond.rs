@@ -22,6 +22,8 @@ pub struct Answer<'a> {
     pub location: Option<Vec<u8>>,
     /// An intercepted upstream 401's `WWW-Authenticate` (after an `error_page` redirect).
     pub authenticate: &'a [Vec<u8>],
+    /// What an upstream's `X-Accel-Redirect` left (its `Content-Type`, `Set-Cookie`...).
+    pub accel: Option<&'a crate::accel_redirect::Carried>,
 }
 
 impl<'a> Answer<'a> {
@@ -38,6 +40,7 @@ impl<'a> Answer<'a> {
                 .and_then(|r| r.error_location.clone())
                 .map(|url| crate::location_url::absolute(cx, url)),
             authenticate: cx.req.rw.map_or(&[], |r| &r.error_authenticate),
+            accel: cx.req.rw.and_then(|r| r.accel.as_deref()),
         }
     }
 
@@ -112,7 +115,7 @@ fn build_with(
     };
     match normal {
         true => head(out, a, status, &fields),
-        false => write_head(out, a, status, &fields),
+        false => write_head(out, a, status, &fields, true),
     }
     if a.head_only {
         return 0;
@@ -144,8 +147,24 @@ pub struct Fields<'f> {
 
 /// Appends a normal response's head (with [`Answer::sent`]'s status).
 pub fn head(out: &mut Vec<u8>, a: &Answer<'_>, status: u16, f: &Fields<'_>) {
+    // An `X-Accel-Redirect`ing upstream's type is the answer's (nginx sets no other).
+    let carried_type = a
+        .accel
+        .and_then(|c| c.content_type.as_deref())
+        .and_then(|t| std::str::from_utf8(t).ok());
+    let typed;
+    let f = match (f.content_type, carried_type) {
+        (Some(_), Some(t)) => {
+            typed = Fields {
+                content_type: Some(t),
+                ..*f
+            };
+            &typed
+        }
+        _ => f,
+    };
     let Some(url) = &a.location else {
-        return write_head(out, a, a.sent(status), f);
+        return write_head(out, a, a.sent(status), f, false);
     };
     let mut before = f.before.to_vec();
     before.push(("Location", url));
@@ -153,10 +172,11 @@ pub fn head(out: &mut Vec<u8>, a: &Answer<'_>, status: u16, f: &Fields<'_>) {
         before: &before,
         ..*f
     };
-    write_head(out, a, a.sent(status), &f);
+    write_head(out, a, a.sent(status), &f, false);
 }
 
-fn write_head(out: &mut Vec<u8>, a: &Answer<'_>, status: u16, f: &Fields<'_>) {
+/// `special`: a special response's built-in page.
+fn write_head(out: &mut Vec<u8>, a: &Answer<'_>, status: u16, f: &Fields<'_>, special: bool) {
     let mut h = HeadWriter::response(out, status);
     a.decor.first(&mut h);
     if let Some(t) = f.content_type {
@@ -172,6 +192,13 @@ fn write_head(out: &mut Vec<u8>, a: &Answer<'_>, status: u16, f: &Fields<'_>) {
         h.header(b"Transfer-Encoding", b"chunked");
     }
     a.decor.connection(&mut h, a.keep_alive);
+    for (n, v) in a.accel.map_or(&[][..], |c| &c.fields) {
+        // A built-in special page clears `Accept-Ranges` (`ngx_http_clear_accept_ranges`).
+        if special && n.eq_ignore_ascii_case(b"accept-ranges") {
+            continue;
+        }
+        h.header(n, v);
+    }
     for v in a.authenticate {
         h.header(b"WWW-Authenticate", v);
     }

@@ -81,6 +81,12 @@ pub struct RwState {
     pub error_tries: Vec<ringfront_upstream::exchange::TryRecord>,
     /// The `WWW-Authenticate` fields of an intercepted upstream 401, sent with the answer.
     pub error_authenticate: Vec<Vec<u8>>,
+    /// A head refused or timed out before its request line was whole: the bytes nginx's
+    /// `$request` shows (head_refusal.rs).
+    pub unparsed_line: Option<Vec<u8>>,
+    /// An upstream's `X-Accel-Redirect` took place: what its response left
+    /// (accel_redirect.rs).
+    pub accel: Option<Box<crate::accel_redirect::Carried>>,
     /// The string the captures index into (the subject of the last match).
     subject: Vec<u8>,
     caps: [Option<(usize, usize)>; CAPTURES],
@@ -113,7 +119,31 @@ impl RwState {
         subject: &str,
         names: &[(usize, usize)],
     ) -> RwState {
-        let mut s = RwState {
+        let mut s = self.copied();
+        s.set_captures(c, subject, names);
+        s
+    }
+
+    /// A copy (its captures too) with what an `X-Accel-Redirect`ing response left, for an
+    /// answer made before the redirect (accel_redirect.rs).
+    pub fn with_accel(&self, accel: crate::accel_redirect::Carried) -> RwState {
+        RwState {
+            accel: Some(Box::new(accel)),
+            subject: self.subject.clone(),
+            caps: self.caps,
+            ncaps: self.ncaps,
+            named: self.named.clone(),
+            add_uri_to_alias: self.add_uri_to_alias,
+            refused_uri: self.refused_uri,
+            uri_changes: self.uri_changes,
+            map_values: self.map_values.clone(),
+            ..self.copied()
+        }
+    }
+
+    /// A copy without the captures (what a `map` reads).
+    fn copied(&self) -> RwState {
+        RwState {
             uri: self.uri.clone(),
             args: self.args.clone(),
             vars: self.vars.clone(),
@@ -129,10 +159,9 @@ impl RwState {
             error_location: self.error_location.clone(),
             error_tries: self.error_tries.clone(),
             error_authenticate: self.error_authenticate.clone(),
+            accel: self.accel.clone(),
             ..RwState::default()
-        };
-        s.set_captures(c, subject, names);
-        s
+        }
     }
 
     /// A failed match: the captures are gone (nginx sets `r->ncaptures = 0`).

@@ -17,7 +17,8 @@ use ringfront_config::LogLevel;
 use ringfront_http::RequestHead;
 
 use crate::body::{self, BodyError};
-use crate::io::{read_more, write_all};
+use crate::head_refusal::Ended;
+use crate::io::{read_more, write_all, IoFail};
 use crate::req::{log_context, Cx, Req};
 use crate::respond;
 use crate::rewrite::Outcome;
@@ -54,7 +55,11 @@ impl Drop for Busy<'_> {
 
 /// Sends a locally made error and reports it; the connection is closed after. `s`: the
 /// settings in effect (the default server's before routing), for `server_tokens`.
-async fn reject(stream: &mut ClientStream, status: u16, s: &ringfront_config::LocationSettings) {
+async fn reject(
+    stream: &mut ClientStream,
+    status: u16,
+    s: &ringfront_config::LocationSettings,
+) -> Ended {
     let mut out = Vec::with_capacity(512);
     let answer = respond::Answer {
         decor: crate::response_headers::Decor::new(s, None),
@@ -63,10 +68,17 @@ async fn reject(stream: &mut ClientStream, status: u16, s: &ringfront_config::Lo
         err_status: None,
         location: None,
         authenticate: &[],
+        accel: None,
     };
-    respond::error(&mut out, &answer, status);
+    let (shown, body) = respond::error(&mut out, &answer, status);
+    let sent = out.len() as u64;
     if write_all(stream, out, s.send_timeout).await.0.is_ok() {
         close_notify(stream, s.send_timeout).await;
+    }
+    Ended::Answered {
+        status: shown,
+        body,
+        sent,
     }
 }
 
@@ -325,7 +337,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         0 => crate::clock::now_ms().saturating_sub(opened_ms),
         _ => 0,
     };
-    let head_len = read_head(
+    let read = read_head(
         w,
         &mut stream,
         &mut buf,
@@ -334,7 +346,26 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         &mut busy,
         std::time::Duration::from_millis(spent),
     )
-    .await?;
+    .await;
+    let head_len = match read {
+        Ok(n) => n,
+        Err(ended) => {
+            // nginx logs a request whose head came in part or was refused.
+            let c = crate::head_refusal::Conn {
+                client,
+                local,
+                conn_id,
+                requests: requests + 1,
+                opened_ms,
+                tls: tls.as_deref(),
+                proxy_protocol: proxy_protocol.as_deref(),
+                candidates,
+                line_limit: default.fallback.settings.large_client_header_buffers.1,
+            };
+            crate::head_refusal::log(w, &snap, &c, &buf, ended);
+            return None;
+        }
+    };
     let mut _busy = busy.unwrap_or_else(|| Busy::new(w));
     _busy.head_read();
     requests += 1;
@@ -622,8 +653,8 @@ async fn first_bytes(
 /// Reads until a whole head is in, within client_header_timeout (counted from accept on a
 /// fresh connection: `spent` is gone already; from the first byte on a keepalive one, as
 /// nginx does), answering
-/// nginx's 400/414/494 to a bad or oversized head. The head's length, or `None` to close.
-/// The request counts as busy from its first byte.
+/// nginx's 400/414/494 to a bad or oversized head. The head's length, or how it ended
+/// (the connection is to close). The request counts as busy from its first byte.
 async fn read_head<'w>(
     w: &'w Worker,
     stream: &mut ClientStream,
@@ -632,7 +663,7 @@ async fn read_head<'w>(
     base: &ringfront_config::LocationSettings,
     busy: &mut Option<Busy<'w>>,
     spent: std::time::Duration,
-) -> Option<usize> {
+) -> Result<usize, Ended> {
     let (hdr_bufs, hdr_size) = base.large_client_header_buffers;
     let max_head = hdr_bufs.saturating_mul(hdr_size).max(1024);
     let deadline = Instant::now() + base.client_header_timeout.saturating_sub(spent);
@@ -645,25 +676,33 @@ async fn read_head<'w>(
             let complete = matches!(parsed, Ok(Some(_)));
             let status = match (head_limits(buf, head, complete, hdr_size, max_head), parsed) {
                 (Some(status), _) => status,
-                (None, Ok(Some(n))) => return Some(n),
+                (None, Ok(Some(n))) => return Ok(n),
                 (None, Ok(None)) => 0,
                 (None, Err(e)) => e.status(),
             };
             if status != 0 {
-                reject(stream, status, base).await;
-                return None;
+                return Err(reject(stream, status, base).await);
             }
         } else if w.stopping() {
-            return None;
+            return Err(Ended::Quiet);
         }
         let limit = deadline.saturating_duration_since(Instant::now());
         if limit.is_zero() {
-            return None;
+            return Err(Ended::TimedOut);
         }
+        // A timed-out read loses its buffer: the part of a head that came is kept for the
+        // 408's log line (a copy only when a head comes in pieces).
+        let part = (!buf.is_empty()).then(|| buf.clone());
         let (r, b) = read_more(stream, std::mem::take(buf), 4096, limit).await;
         *buf = b;
-        if !matches!(r, Ok(n) if n > 0) {
-            return None;
+        match r {
+            Ok(n) if n > 0 => {}
+            Err(IoFail::Timeout) => {
+                *buf = part.unwrap_or_default();
+                return Err(Ended::TimedOut);
+            }
+            Ok(_) => return Err(Ended::Closed),
+            Err(IoFail::Io(_)) => return Err(Ended::Failed),
         }
     }
 }
@@ -681,7 +720,7 @@ fn keeps_alive(s: &ringfront_config::LocationSettings, requests: u64, age_ms: u6
 /// resolved, the fragment cut); when that is not the target's own path, `rw` holds it
 /// (and the arguments without a fragment). Err: nginx's 400. A decoded URI that is not
 /// UTF-8 is left undecoded.
-fn own_uri(buf: &[u8], head: &RequestHead, rw: &mut RwState) -> Result<(), ()> {
+pub(crate) fn own_uri(buf: &[u8], head: &RequestHead, rw: &mut RwState) -> Result<(), ()> {
     let target = path_part(head.target.get(buf));
     let uri = ringfront_http::uri::parse(target).map_err(|_| ())?;
     if let (Cow::Owned(path), false) = (uri.path, rw.uri.is_some()) {
@@ -718,7 +757,7 @@ fn path_part(target: &[u8]) -> &[u8] {
 }
 
 /// The path of the request target, without arguments (borrowed when it is valid UTF-8).
-fn request_path<'a>(buf: &'a [u8], head: &RequestHead) -> Cow<'a, str> {
+pub(crate) fn request_path<'a>(buf: &'a [u8], head: &RequestHead) -> Cow<'a, str> {
     let p = vars::origin_path(head.target.get(buf));
     let end = p.iter().position(|&b| b == b'?').unwrap_or(p.len());
     String::from_utf8_lossy(&p[..end])

@@ -96,6 +96,9 @@ fn rewritten_uri(cx: &Cx<'_>, rw: &crate::rewrite_state::RwState, out: &mut Vec<
 pub struct Outbound {
     head: Vec<u8>,
     body: Vec<u8>,
+    /// The client's body when `body` is not it (`proxy_set_body`, `proxy_pass_request_body
+    /// off`): an `X-Accel-Redirect` passes it on.
+    client_body: Option<Vec<u8>>,
     /// Both parts from their first byte (`Request`'s vector).
     iov: [libc::iovec; 2],
     pub uri: std::ops::Range<usize>,
@@ -128,8 +131,14 @@ impl Outbound {
             iov,
             head,
             body,
+            client_body: None,
             uri,
         }
+    }
+
+    /// The client's request body (for the request an `X-Accel-Redirect` redirects).
+    pub fn client_body(&self) -> &[u8] {
+        self.client_body.as_deref().unwrap_or(&self.body)
     }
 
     /// A request of these bytes (the URI range empty).
@@ -217,6 +226,9 @@ pub fn build(
     let (s, req) = (cx.settings(), cx.req);
     let mut v = req.vars(proxy_host, None, Some(cx.snap));
     v.proxy_tls = cx.loc.upstream_tls.is_some();
+    let client_body = (s.proxy_set_body.is_some() || !s.proxy_pass_request_body)
+        .then(|| body.clone())
+        .filter(|b| !b.is_empty());
     let (body, length) = body_sent(cx, &v, body);
     let mut method = Vec::new();
     match &s.proxy_method {
@@ -257,7 +269,10 @@ pub fn build(
         h.header_num(b"Content-Length", n);
     }
     h.finish();
-    Outbound::new(out, body, uri_start..uri_end)
+    Outbound {
+        client_body,
+        ..Outbound::new(out, body, uri_start..uri_end)
+    }
 }
 
 /// The body sent upstream and the Content-Length announced: `proxy_set_body`'s; with

@@ -159,11 +159,15 @@ fn push_tries(out: &mut Vec<u8>, tries: &[TryRecord], f: impl Fn(&mut Vec<u8>, &
         out.push(b'-');
         return;
     }
-    for (i, t) in tries.iter().enumerate() {
-        if i > 0 {
-            out.extend_from_slice(b", ");
+    let mut sep: &[u8] = b"";
+    for t in tries {
+        if t.peer == TryPeer::Redirect {
+            sep = b" : ";
+            continue;
         }
+        out.extend_from_slice(sep);
         f(out, t);
+        sep = b", ";
     }
 }
 
@@ -317,7 +321,7 @@ pub fn try_addr(topo: Option<&Topology>, peer: TryPeer) -> &str {
     let name = match (topo, peer) {
         (Some(t), TryPeer::Peer(id)) => t.peer(id).map(|p| p.name.as_str()),
         (Some(t), TryPeer::Group(g)) => t.upstreams.get(g).map(|u| u.name.as_str()),
-        (_, TryPeer::Addr(_)) | (None, _) => None,
+        (_, TryPeer::Addr(_)) | (_, TryPeer::Redirect) | (None, _) => None,
     };
     name.unwrap_or("")
 }
@@ -354,6 +358,11 @@ pub fn push_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, dash: bool) {
     let (path, args) = path_and_args(origin_path(target));
     let (path, args) = current(v, path, args);
     let empty: &[u8] = if dash { b"-" } else { b"" };
+    if let Some(line) = v.rw.and_then(|r| r.unparsed_line.as_deref()) {
+        if crate::head_refusal::push_unparsed(out, var, line, empty) {
+            return;
+        }
+    }
     match var {
         Variable::User(_) | Variable::Capture(_) => push_rewrite_var(out, var, v, empty),
         Variable::Map(i) => push_map(out, *i, v),
@@ -614,9 +623,14 @@ fn push_connections(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>) {
 /// `$sent_http_*` (`Cache-Control` and `Link` joined as nginx does).
 fn push_response_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, empty: &[u8]) {
     use crate::vars_response::{field, joined, set_cookie};
+    // After an `X-Accel-Redirect`, the response that redirected until another one came.
+    let upstream = match (v.upstream_head, v.rw.and_then(|r| r.accel.as_ref())) {
+        ([], Some(a)) => &a.upstream_head[..],
+        (head, _) => head,
+    };
     let found = match var {
-        Variable::UpstreamHttp(name) => field(v.upstream_head, name),
-        Variable::UpstreamCookie(name) => set_cookie(v.upstream_head, name),
+        Variable::UpstreamHttp(name) => field(upstream, name),
+        Variable::UpstreamCookie(name) => set_cookie(upstream, name),
         Variable::SentHttp(name) if matches!(name.as_str(), "cache_control" | "link") => {
             if joined(out, v.sent_head, name) {
                 return;

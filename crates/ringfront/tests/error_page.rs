@@ -45,7 +45,7 @@ http {
             return 200 "page uri=$uri args=$args m=$request_method\n";
         }
         location @fallback {
-            return 200 "named uri=$uri args=$args\n";
+            return 200 "named uri=$uri args=$args m=$request_method\n";
         }
 
         location /files/ {
@@ -218,6 +218,7 @@ const REQUESTS: &[(&str, &str)] = &[
     ("GET", "/args/x?q=1"),
     ("GET", "/varargs/x?a=7"),
     ("GET", "/named/x?q=2"),
+    ("POST", "/named/x?q=3"),
     ("GET", "/url/x"),
     ("GET", "/url301/x"),
     ("GET", "/url200/x"),
@@ -261,7 +262,7 @@ fn answers(p: u16, b: &Backend) -> Vec<String> {
             // ringfront closes after refusing a body it did not read (nginx reads and
             // drops it, then keeps the connection): ask both to close.
             let mut h = vec![("Host", "localhost")];
-            if path.starts_with("/denybody/") {
+            if path.starts_with("/denybody/") || path.starts_with("/named/") {
                 h.push(("Connection", "close"));
             }
             let r = c.request(method, path, &h, body);
@@ -312,7 +313,9 @@ fn error_pages_match_nginx() {
     for want in [
         "404 - keep-alive - 18 | - | <p>custom 404</p>",
         "410 - keep-alive - 27 | - | page uri=/page args= m=GET",
-        "403 - keep-alive - 28 | - | named uri=/named/x args=q=2",
+        "403 - close - 34 | - | named uri=/named/x args=q=2 m=GET",
+        // A named location keeps the method.
+        "403 - close - 35 | - | named uri=/named/x args=q=3 m=POST",
         "302 http://example.com/missing",
         "upstream GET /px/page",
         "401 - keep-alive Basic x 13 | upstream GET /icpt/auth | upstream 401",

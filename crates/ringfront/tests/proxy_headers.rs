@@ -91,7 +91,7 @@ const UPSTREAM: &str = "HTTP/1.1 302 Found\r\nServer: up-srv\r\n\
     Set-Cookie: plain\r\n\
     Content-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello";
 
-/// With `X-Accel-Redirect`, which nginx follows unless ignored (ringfront never does).
+/// With `X-Accel-Redirect`, which nginx and ringfront follow unless ignored (accel_redirect.rs).
 const ACCEL: &str = "HTTP/1.1 200 OK\r\nX-Accel-Redirect: /elsewhere\r\n\
     X-Accel-Buffering: no\r\nExpires: Thu, 01 Jan 1970 00:00:01 GMT\r\nVary: *\r\n\
     Content-Length: 2\r\n\r\nup";

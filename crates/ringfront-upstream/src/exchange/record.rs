@@ -14,6 +14,9 @@ pub enum TryPeer {
     /// A peer of a group made for one request (`proxy_pass` with variables), which the
     /// topology does not know: its address.
     Addr(std::net::SocketAddr),
+    /// No try: an internal redirect between the tries of two requests (nginx's state
+    /// without a peer), shown as ` : ` instead of `, `.
+    Redirect,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
