@@ -194,13 +194,18 @@ fn upstream_servers() {
         h("upstream u {\n server 127.0.0.1 drain;\n}"),
         "\"drain\" parameter is not supported yet in F:4"
     );
+    // `resolve` (nginx 1.27.3): a zone and a resolver are required.
     assert_eq!(
-        h("upstream u {\n server 127.0.0.1 resolve;\n}"),
-        "\"resolve\" parameter is not supported yet in F:4"
+        h("upstream u {\n server a.test resolve;\n}"),
+        "resolving names at run time requires upstream \"u\" in F:3 to be in shared memory"
+    );
+    assert_eq!(
+        h("upstream u {\n zone z 64k;\n server a.test resolve;\n}"),
+        "no resolver defined to resolve names at run time in upstream \"u\" in F:3"
     );
     assert_eq!(
         h("upstream u {\n server 127.0.0.1 service=http;\n}"),
-        "\"service\" parameter is not supported yet in F:4"
+        "service upstream \"127.0.0.1\" requires \"resolve\" parameter in F:4"
     );
     for bad in [
         "max_conns",
