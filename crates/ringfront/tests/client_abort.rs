@@ -2,13 +2,14 @@
 //! broken-connection checks end a proxied request when the client closes while the
 //! upstream is waited for (499 in the access log, `$upstream_status` `-`, the upstream
 //! connection closed — seen by the backend itself — and the `limit_conn` count given back
-//! at once), unless `proxy_ignore_client_abort on`; pipelined bytes are no close.
+//! at once), unless `proxy_ignore_client_abort on`; pipelined bytes are no close; and a
+//! client that closes during a `limit_req` delay ends its request then, with 499.
 
 mod common;
 
 use std::io::Write;
 use std::net::TcpStream;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::{assert_same, fill};
 use ringfront_testkit::{Backend, Client, Mode, Nginx, Ringfront, TempDir};
@@ -113,10 +114,43 @@ fn run(p: u16, backend: &Backend, dir: &std::path::Path) -> Vec<String> {
     let (a, b) = (c.read_response().status, c.read_response().status);
     seen.push(format!("pipelined: answered {a} {b}"));
 
-    let mut access = access(5);
+    // limit_req: the first request passes, the second waits a minute; the client closes.
+    let first = Client::connect(("127.0.0.1", p)).request("GET", "/delay", &[("Host", "a")], b"");
+    seen.push(format!("/delay first: {}", first.status));
+    let hits = backend.hits();
+    let mut s = TcpStream::connect(("127.0.0.1", p)).unwrap();
+    s.write_all(&get("/delay?second")).unwrap();
+    // The delay is under way once its line is in the error log.
+    delaying(dir);
+    let start = Instant::now();
+    drop(s);
+    let line = access(7).get(6).cloned();
+    seen.push(format!("/delay abandoned: logged {line:?}"));
+    seen.push(format!(
+        "/delay abandoned: ended before the delay: {}",
+        start.elapsed() < Duration::from_secs(30)
+    ));
+    seen.push(format!(
+        "/delay abandoned: reached the backend: {}",
+        backend.hits() > hits
+    ));
+
+    let mut access = access(7);
     seen.append(&mut access);
     seen.append(&mut errors(dir, backend.port()));
     seen
+}
+
+/// Waits (bounded) for limit_req's "delaying request" line.
+fn delaying(dir: &std::path::Path) {
+    let end = Instant::now() + WAIT;
+    while Instant::now() < end {
+        let text = std::fs::read_to_string(dir.join("e.log")).unwrap_or_default();
+        if text.contains("delaying request") {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 /// The error log's lines about clients that closed, without time, pid and connection, and
