@@ -86,6 +86,14 @@ fn run(p: u16, backend: &Backend, dir: &std::path::Path) -> Vec<String> {
     let next = Client::connect(("127.0.0.1", p)).request("GET", "/abort", &[("Host", "a")], b"");
     seen.push(format!("/abort after the close: {}", next.status));
 
+    // A reset is a close too (its error is in the log line).
+    backend.set_mode(Mode::Hold);
+    ringfront_testkit::reset(held(p, backend, "/abort?reset"));
+    let closed = backend.wait_closed(2, WAIT);
+    seen.push(format!("/abort?reset: backend saw the close: {closed}"));
+    seen.push(format!("/abort?reset: logged {:?}", access(3).get(2)));
+    backend.set_mode(Mode::Ok);
+
     // proxy_ignore_client_abort on: the request goes on; the backend's answer is taken
     // (and discarded), its connection not closed before.
     backend.set_mode(Mode::Hold);
@@ -96,7 +104,7 @@ fn run(p: u16, backend: &Backend, dir: &std::path::Path) -> Vec<String> {
         backend.closed() > 1
     ));
     backend.set_mode(Mode::Ok);
-    seen.push(format!("/ignore: logged {:?}", access(3).get(2)));
+    seen.push(format!("/ignore: logged {:?}", access(4).get(3)));
 
     // Bytes the client pipelines while the upstream is waited for are no close.
     backend.set_mode(Mode::Hold);
@@ -124,7 +132,7 @@ fn run(p: u16, backend: &Backend, dir: &std::path::Path) -> Vec<String> {
     delaying(dir);
     let start = Instant::now();
     drop(s);
-    let line = access(7).get(6).cloned();
+    let line = access(8).get(7).cloned();
     seen.push(format!("/delay abandoned: logged {line:?}"));
     seen.push(format!(
         "/delay abandoned: ended before the delay: {}",
@@ -135,7 +143,7 @@ fn run(p: u16, backend: &Backend, dir: &std::path::Path) -> Vec<String> {
         backend.hits() > hits
     ));
 
-    let mut access = access(7);
+    let mut access = access(8);
     seen.append(&mut access);
     seen.append(&mut errors(dir, backend.port()));
     seen
@@ -188,4 +196,7 @@ fn a_client_that_goes_away_while_its_request_waits_is_dropped_as_nginx() {
     // What nginx does, spelled out.
     assert_eq!(n[0], "/abort: backend saw the close: true");
     assert_eq!(n[2], "/abort after the close: 200");
+    assert!(n.iter().any(|l| l
+        .contains("closed too (104: Connection reset by peer) while sending request to upstream")));
+    assert!(n.contains(&"/delay?second 499 [-] DELAYED -".to_string()));
 }
