@@ -46,7 +46,9 @@ pub async fn unless_gone<F: Future>(
         return Ok(wait.await);
     };
     let mut wait = std::pin::pin!(wait);
+    // The wait first: one that is ready at once (a pooled connection) registers no watch.
     monoio::select! {
+        biased;
         out = &mut wait => return Ok(out),
         _ = tcp.readable(false) => {}
     }
