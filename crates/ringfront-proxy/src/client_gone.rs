@@ -4,7 +4,7 @@
 //! that closes its side ends it then, instead of when the wait would have ended. One
 //! readiness watch on the client's socket races the wait; when it fires, a one-byte peek
 //! tells a close (end of stream, or a reset) from bytes the client pipelined, which are
-//! left where they are and are no close.
+//! left where they are and are no close (unless the client's close is behind them).
 
 use std::future::Future;
 use std::io;
@@ -75,7 +75,8 @@ pub fn gone() -> io::Error {
     )
 }
 
-/// A one-byte peek: end of stream or a socket error (a reset) means the client is gone.
+/// A one-byte peek: end of stream or a socket error (a reset) means the client is gone;
+/// bytes are not, unless the client's end of stream is already behind them.
 #[allow(unsafe_code)]
 fn closed(tcp: &TcpStream) -> Option<Gone> {
     let mut byte = [0u8; 1];
@@ -90,7 +91,7 @@ fn closed(tcp: &TcpStream) -> Option<Gone> {
         )
     };
     if n > 0 {
-        return None;
+        return hung_up(tcp);
     }
     if n == 0 {
         return Some(Gone { errno: None });
@@ -102,4 +103,19 @@ fn closed(tcp: &TcpStream) -> Option<Gone> {
             errno: e.raw_os_error(),
         }),
     }
+}
+
+/// Bytes are waiting: the client is gone only if it also closed its side (what nginx's
+/// `EPOLLRDHUP` tells), so pipelined bytes alone are no close.
+#[allow(unsafe_code)]
+fn hung_up(tcp: &TcpStream) -> Option<Gone> {
+    let mut fd = libc::pollfd {
+        fd: tcp.as_raw_fd(),
+        events: libc::POLLRDHUP,
+        revents: 0,
+    };
+    // SAFETY: one valid `pollfd` for the stream's open socket, and a zero timeout.
+    let n = unsafe { libc::poll(&mut fd, 1, 0) };
+    let hup = libc::POLLRDHUP | libc::POLLHUP;
+    (n > 0 && fd.revents & hup != 0).then_some(Gone { errno: None })
 }

@@ -2,8 +2,9 @@
 //! broken-connection checks end a proxied request when the client closes while the
 //! upstream is waited for (499 in the access log, `$upstream_status` `-`, the upstream
 //! connection closed — seen by the backend itself — and the `limit_conn` count given back
-//! at once), unless `proxy_ignore_client_abort on`; pipelined bytes are no close; and a
-//! client that closes during a `limit_req` delay ends its request then, with 499.
+//! at once), unless `proxy_ignore_client_abort on`; pipelined bytes are no close (but a
+//! close behind them is); and a client that closes during a `limit_req` delay ends its
+//! request then, with 499.
 
 mod common;
 
@@ -97,17 +98,19 @@ fn run(p: u16, backend: &Backend, dir: &std::path::Path) -> Vec<String> {
     // proxy_ignore_client_abort on: the request goes on; the backend's answer is taken
     // (and discarded), its connection not closed before.
     backend.set_mode(Mode::Hold);
+    let closes = backend.closed();
     drop(held(p, backend, "/ignore"));
     seen.push(format!("/ignore: ping {}", ping(p)));
     seen.push(format!(
         "/ignore: backend saw a close: {}",
-        backend.closed() > 1
+        backend.closed() > closes
     ));
     backend.set_mode(Mode::Ok);
     seen.push(format!("/ignore: logged {:?}", access(4).get(3)));
 
     // Bytes the client pipelines while the upstream is waited for are no close.
     backend.set_mode(Mode::Hold);
+    let closes = backend.closed();
     let before = backend.hits();
     let mut c = Client::connect(("127.0.0.1", p));
     c.send_raw(&get("/abort"));
@@ -116,11 +119,25 @@ fn run(p: u16, backend: &Backend, dir: &std::path::Path) -> Vec<String> {
     seen.push(format!("pipelined: ping {}", ping(p)));
     seen.push(format!(
         "pipelined: backend saw a close: {}",
-        backend.closed() > 1
+        backend.closed() > closes
     ));
     backend.set_mode(Mode::Ok);
     let (a, b) = (c.read_response().status, c.read_response().status);
     seen.push(format!("pipelined: answered {a} {b}"));
+
+    // Pipelined bytes with the client's close behind them: a close.
+    backend.set_mode(Mode::Hold);
+    let closes = backend.closed();
+    let mut s = held(p, backend, "/abort?then-close");
+    s.write_all(&get("/abort?third")).unwrap();
+    s.shutdown(std::net::Shutdown::Write).unwrap();
+    let closed = backend.wait_closed(closes + 1, WAIT);
+    seen.push(format!(
+        "pipelined, closed: backend saw the close: {closed}"
+    ));
+    seen.push(format!("pipelined, closed: logged {:?}", access(7).get(6)));
+    backend.set_mode(Mode::Ok);
+    drop(s);
 
     // limit_req: the first request passes, the second waits a minute; the client closes.
     let first = Client::connect(("127.0.0.1", p)).request("GET", "/delay", &[("Host", "a")], b"");
@@ -132,7 +149,7 @@ fn run(p: u16, backend: &Backend, dir: &std::path::Path) -> Vec<String> {
     delaying(dir);
     let start = Instant::now();
     drop(s);
-    let line = access(8).get(7).cloned();
+    let line = access(9).get(8).cloned();
     seen.push(format!("/delay abandoned: logged {line:?}"));
     seen.push(format!(
         "/delay abandoned: ended before the delay: {}",
@@ -143,7 +160,7 @@ fn run(p: u16, backend: &Backend, dir: &std::path::Path) -> Vec<String> {
         backend.hits() > hits
     ));
 
-    let mut access = access(8);
+    let mut access = access(9);
     seen.append(&mut access);
     seen.append(&mut errors(dir, backend.port()));
     seen
@@ -199,4 +216,13 @@ fn a_client_that_goes_away_while_its_request_waits_is_dropped_as_nginx() {
     assert!(n.iter().any(|l| l
         .contains("closed too (104: Connection reset by peer) while sending request to upstream")));
     assert!(n.contains(&"/delay?second 499 [-] DELAYED -".to_string()));
+    let line = |s: &str| n.contains(&s.to_string());
+    assert!(line(
+        "/delay abandoned: logged Some(\"/delay?second 499 [-] DELAYED -\")"
+    ));
+    assert!(line(
+        "pipelined, closed: logged Some(\"/abort?then-close 499 [-] - PASSED\")"
+    ));
+    assert!(line("pipelined: backend saw a close: false"));
+    assert!(line("/ignore: backend saw a close: false"));
 }
