@@ -50,6 +50,7 @@ pub(crate) fn apply(
             set_once(&mut level.proxy_pass_request_headers, flag(d)?, d)?
         }
         "proxy_pass_request_body" => set_once(&mut level.proxy_pass_request_body, flag(d)?, d)?,
+        "proxy_ignore_client_abort" => set_once(&mut level.proxy_ignore_client_abort, flag(d)?, d)?,
         "client_body_in_file_only" => {
             let on = match arg {
                 "off" => false,

@@ -895,6 +895,9 @@ pub struct LocationSettings {
     pub proxy_pass_request_headers: bool,
     /// `proxy_pass_request_body` (default on): the client's body is passed.
     pub proxy_pass_request_body: bool,
+    /// `proxy_ignore_client_abort` (default off): a client that closes while the upstream
+    /// is waited for does not end the request.
+    pub proxy_ignore_client_abort: bool,
     /// `client_body_in_file_only on|clean`: nginx keeps the body in a file, so
     /// `$request_body` is empty (ringfront writes no file).
     pub client_body_in_file_only: bool,

@@ -39,6 +39,7 @@ pub(crate) struct Level {
     pub proxy_bind: Option<Option<crate::model::ProxyBind>>,
     pub proxy_pass_request_headers: Option<bool>,
     pub proxy_pass_request_body: Option<bool>,
+    pub proxy_ignore_client_abort: Option<bool>,
     pub client_body_in_file_only: Option<bool>,
     pub proxy_set_body: Option<Template>,
     pub proxy_connect_timeout: Option<Duration>,
@@ -111,6 +112,7 @@ impl Default for LocationSettings {
             proxy_bind: None,
             proxy_pass_request_headers: true,
             proxy_pass_request_body: true,
+            proxy_ignore_client_abort: false,
             client_body_in_file_only: false,
             proxy_set_body: None,
             proxy_connect_timeout: MINUTE,
@@ -182,6 +184,10 @@ impl Level {
             proxy_pass_request_body: pick(
                 &self.proxy_pass_request_body,
                 &outer.proxy_pass_request_body,
+            ),
+            proxy_ignore_client_abort: pick(
+                &self.proxy_ignore_client_abort,
+                &outer.proxy_ignore_client_abort,
             ),
             client_body_in_file_only: pick(
                 &self.client_body_in_file_only,
@@ -268,6 +274,9 @@ impl Level {
             proxy_pass_request_body: self
                 .proxy_pass_request_body
                 .unwrap_or(d.proxy_pass_request_body),
+            proxy_ignore_client_abort: self
+                .proxy_ignore_client_abort
+                .unwrap_or(d.proxy_ignore_client_abort),
             client_body_in_file_only: self
                 .client_body_in_file_only
                 .unwrap_or(d.client_body_in_file_only),

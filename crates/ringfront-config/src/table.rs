@@ -185,6 +185,7 @@ pub(crate) static TABLE: &[Spec] = &[
     d("proxy_method", HSL, 1, 1),
     d("proxy_pass_request_headers", HSL, 1, 1),
     d("proxy_pass_request_body", HSL, 1, 1),
+    d("proxy_ignore_client_abort", HSL, 1, 1),
     d("client_body_in_file_only", HSL, 1, 1),
     d("proxy_set_body", HSL, 1, 1),
     d("proxy_bind", HSL, 1, 2),

@@ -1,8 +1,12 @@
-//! nginx's `ngx_http_test_reading` while a response waits to go out: a `limit_rate` wait
-//! ends early when the client closes its side, so the connection is not held (active,
-//! writing) until the paced body would have been sent. Bytes a client pipelined are left
-//! where they are (a peek), and only the close counts.
+//! nginx's broken-connection checks (`ngx_http_test_reading`, and the upstream module's
+//! `ngx_http_upstream_check_broken_connection`): while a request waits — a `limit_rate`
+//! pause, a `limit_req` delay, the upstream's connect, send and response head — a client
+//! that closes its side ends it then, instead of when the wait would have ended. One
+//! readiness watch on the client's socket races the wait; when it fires, a one-byte peek
+//! tells a close (end of stream, or a reset) from bytes the client pipelined, which are
+//! left where they are and are no close (unless the client's close is behind them).
 
+use std::future::Future;
 use std::io;
 use std::os::fd::AsRawFd;
 use std::time::Duration;
@@ -11,23 +15,56 @@ use monoio::net::TcpStream;
 
 use crate::stream::ClientStream;
 
-/// Sleeps `wait`, or less when the client closed its connection first; `true` then.
-pub async fn sleep_unless_gone(s: &ClientStream, wait: Duration) -> bool {
-    let Some(tcp) = s.tcp() else {
-        monoio::time::sleep(wait).await;
-        return false;
+/// The client closed its connection: `errno` is the error its socket held (a reset), if
+/// any (nginx's `SO_ERROR` after `epoll_wait()` reported the close).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Gone {
+    pub errno: Option<i32>,
+}
+
+/// Whether a request's waits still watch its client: cleared once the client pipelined
+/// bytes (its socket stays readable from then on, so another watch would end at once).
+#[derive(Debug, Clone, Copy)]
+pub struct Watch(bool);
+
+impl Watch {
+    /// Watching, unless `off` (`proxy_ignore_client_abort on`).
+    pub fn new(off: bool) -> Watch {
+        Watch(!off)
+    }
+}
+
+/// Runs `wait` unless the client closes first: then `wait` is dropped (what it was doing
+/// is abandoned) and the close is returned. A client on a unix-domain socket, or one no
+/// longer watched, is not looked at.
+pub async fn unless_gone<F: Future>(
+    s: Option<&ClientStream>,
+    watch: &mut Watch,
+    wait: F,
+) -> Result<F::Output, Gone> {
+    let Some(tcp) = s.and_then(ClientStream::tcp).filter(|_| watch.0) else {
+        return Ok(wait.await);
     };
-    let mut sleep = std::pin::pin!(monoio::time::sleep(wait));
+    let mut wait = std::pin::pin!(wait);
+    // The wait first: one that is ready at once (a pooled connection) registers no watch.
     monoio::select! {
-        _ = &mut sleep => return false,
+        biased;
+        out = &mut wait => return Ok(out),
         _ = tcp.readable(false) => {}
     }
-    if closed(tcp) {
-        return true;
+    if let Some(gone) = closed(tcp) {
+        return Err(gone);
     }
-    // Pipelined bytes (or TLS records): readable from now on, so no second watch.
-    sleep.await;
-    false
+    watch.0 = false;
+    Ok(wait.await)
+}
+
+/// Sleeps `wait`, or less when the client closed its connection first; `true` then.
+pub async fn sleep_unless_gone(s: &ClientStream, wait: Duration) -> bool {
+    let sleep = monoio::time::sleep(wait);
+    unless_gone(Some(s), &mut Watch::new(false), sleep)
+        .await
+        .is_err()
 }
 
 /// What a write after the client's close would have failed with, for the caller's log.
@@ -38,9 +75,10 @@ pub fn gone() -> io::Error {
     )
 }
 
-/// A one-byte peek: end of stream or a socket error (a reset) means the client is gone.
+/// A one-byte peek: end of stream or a socket error (a reset) means the client is gone;
+/// bytes are not, unless the client's end of stream is already behind them.
 #[allow(unsafe_code)]
-fn closed(tcp: &TcpStream) -> bool {
+fn closed(tcp: &TcpStream) -> Option<Gone> {
     let mut byte = [0u8; 1];
     // SAFETY: `byte` is a valid, writable buffer of the one byte passed, and the descriptor
     // is the stream's open socket, borrowed for this call.
@@ -52,12 +90,32 @@ fn closed(tcp: &TcpStream) -> bool {
             libc::MSG_PEEK | libc::MSG_DONTWAIT,
         )
     };
-    match n {
-        0 => true,
-        n if n > 0 => false,
-        _ => !matches!(
-            io::Error::last_os_error().kind(),
-            io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
-        ),
+    if n > 0 {
+        return hung_up(tcp);
     }
+    if n == 0 {
+        return Some(Gone { errno: None });
+    }
+    let e = io::Error::last_os_error();
+    match e.kind() {
+        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => None,
+        _ => Some(Gone {
+            errno: e.raw_os_error(),
+        }),
+    }
+}
+
+/// Bytes are waiting: the client is gone only if it also closed its side (what nginx's
+/// `EPOLLRDHUP` tells), so pipelined bytes alone are no close.
+#[allow(unsafe_code)]
+fn hung_up(tcp: &TcpStream) -> Option<Gone> {
+    let mut fd = libc::pollfd {
+        fd: tcp.as_raw_fd(),
+        events: libc::POLLRDHUP,
+        revents: 0,
+    };
+    // SAFETY: one valid `pollfd` for the stream's open socket, and a zero timeout.
+    let n = unsafe { libc::poll(&mut fd, 1, 0) };
+    let hup = libc::POLLRDHUP | libc::POLLHUP;
+    (n > 0 && fd.revents & hup != 0).then_some(Gone { errno: None })
 }

@@ -97,6 +97,11 @@ pub(crate) async fn answer(
     let (w, s) = (cx.w, cx.settings());
     let mut out = w.take_buf();
     let local = match (refused, outcome) {
+        (None, Outcome::Status(crate::limits::CLIENT_GONE)) => {
+            // The client went away while the request waited: nothing to answer.
+            w.give_buf(out);
+            return (Reply::new(crate::limits::CLIENT_GONE, 0, 0, false), None);
+        }
         (Some(status), _) | (None, Outcome::Status(status)) => status,
         (None, Outcome::Return(ret)) if ret.code == 444 => {
             // nginx's 444: close the connection without a response.

@@ -227,6 +227,7 @@ pub(crate) fn log(w: &Worker, snap: &Snapshot, c: &Conn<'_>, buf: &[u8], ended: 
         body_len: 0,
         proxy_protocol: c.proxy_protocol,
         realip_from: None,
+        client_conn: None,
     };
     let cx = Cx {
         w,

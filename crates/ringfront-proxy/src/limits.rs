@@ -183,8 +183,9 @@ async fn preaccess(
             out.refuse = refuse;
             return out;
         }
-        if delay > 0 {
-            monoio::time::sleep(Duration::from_millis(delay)).await;
+        if delay > 0 && !delayed(Duration::from_millis(delay), req, log).await {
+            out.refuse = Some(CLIENT_GONE);
+            return out;
         }
     }
     if conn_due {
@@ -194,6 +195,31 @@ async fn preaccess(
         out.held = held;
     }
     out
+}
+
+/// nginx's 499: the client closed its connection during a delay.
+pub const CLIENT_GONE: u16 = 499;
+
+/// Waits out a delay; `false` when the client closed its connection first (nginx's delay
+/// handler leaves the connection's reads to `ngx_http_test_reading`, which ends the
+/// request then).
+async fn delayed(wait: Duration, req: &Req<'_>, log: Log<'_>) -> bool {
+    let sleep = monoio::time::sleep(wait);
+    let mut watch = crate::client_gone::Watch::new(false);
+    match crate::client_gone::unless_gone(req.client_conn, &mut watch, sleep).await {
+        Ok(()) => true,
+        Err(gone) => {
+            let errno = gone
+                .errno
+                .map(|e| format!(" {}", ringfront_upstream::exchange::Errno(e)))
+                .unwrap_or_default();
+            log(
+                LogLevel::Info,
+                format_args!("client prematurely closed connection{errno}"),
+            );
+            false
+        }
+    }
 }
 
 /// A zone's key for this request: `None` when empty, or too long (`max` bytes; nginx

@@ -15,6 +15,7 @@ use ringfront_upstream::exchange::{
 };
 use ringfront_upstream::{Board, RequestKey, Topology, UpstreamId, CHECKING, UP};
 
+use crate::client_gone::{self, Gone, Watch};
 use crate::clock::mono;
 use crate::health;
 use crate::relay::{Relay, Relayed};
@@ -72,6 +73,10 @@ struct Io {
     /// The relayed response's head length and body bytes read, for the try's record.
     head_len: u64,
     body_read: u64,
+    /// Whether the waits for the upstream watch the client (client_gone.rs), and the
+    /// close one of them saw.
+    watch: Watch,
+    gone: Option<Gone>,
 }
 
 /// The group a request is proxied to and the state it is chosen in: one of the snapshot's,
@@ -188,6 +193,8 @@ pub async fn run_in(
         relayed: None,
         head_len: 0,
         body_read: 0,
+        watch: Watch::new(cx.settings().proxy_ignore_client_abort),
+        gone: None,
     };
     let mut step = ex.start(mono());
     loop {
@@ -195,9 +202,9 @@ pub async fn run_in(
             report(cx, g, &io, f);
         }
         let ev = match step.action {
-            Action::Connect(peer) => connect(cx, g, peer, &mut io).await,
-            Action::Send => send(cx, &mut io).await,
-            Action::ReadHead => read_head(cx, &mut io).await,
+            Action::Connect(_) | Action::Send | Action::ReadHead => {
+                wait(cx, g, step.action, &mut io).await
+            }
             Action::Relay => match intercepted(cx, &io) {
                 Some(status) => return intercept(cx, g, status, io, ex).await,
                 None if accel_redirects(cx, &io) => return accel(cx, g, io, ex).await,
@@ -215,6 +222,7 @@ pub async fn run_in(
             }
             Action::Respond(status) => return finish_error(cx, g, status, io, ex).await,
             Action::Finish { pool } => return finish(cx, g, pool, io, ex),
+            Action::Abandon(phase) => return abandon(cx, g, phase, io, ex),
         };
         count_bytes(&mut ex, &step.action, &ev, &io);
         step = ex.on(ev, mono());
@@ -261,6 +269,69 @@ fn count_bytes(ex: &mut Exchange<'_>, action: &Action, ev: &Event, io: &Io) {
         }
         _ => {}
     }
+}
+
+/// A step that waits for the upstream, raced against the client's close (nginx's
+/// `ngx_http_upstream_check_broken_connection`, unless `proxy_ignore_client_abort on`).
+async fn wait(cx: &Cx<'_>, g: &Group<'_>, action: Action, io: &mut Io) -> Event {
+    let client = io.client.take();
+    let mut watch = io.watch;
+    let done = {
+        let step = async {
+            match action {
+                Action::Connect(peer) => connect(cx, g, peer, io).await,
+                Action::Send => send(cx, io).await,
+                _ => read_head(cx, io).await,
+            }
+        };
+        client_gone::unless_gone(client.as_ref(), &mut watch, step).await
+    };
+    io.client = client;
+    io.watch = watch;
+    done.unwrap_or_else(|gone| {
+        io.gone = Some(gone);
+        Event::ClientGone
+    })
+}
+
+/// The client went away while the upstream was waited for: the upstream connection is
+/// closed (never pooled) and the request ends without an answer, logged as nginx's 499.
+fn abandon(
+    cx: &Cx<'_>,
+    g: &Group<'_>,
+    phase: Phase,
+    io: Io,
+    ex: Exchange<'_>,
+) -> (Reply, Option<ClientStream>) {
+    let errno = io
+        .gone
+        .and_then(|gone| gone.errno)
+        .map(|e| format!(" {}", ringfront_upstream::exchange::Errno(e)))
+        .unwrap_or_default();
+    let name = io
+        .peer
+        .and_then(|p| g.topo.peer(p))
+        .map_or("", |p| p.name.as_str());
+    // nginx's log action stays "sending request to upstream" until the head's first bytes
+    // are read (what the wait for a head that has not come is).
+    let doing = match phase {
+        Phase::ReadHead => Phase::SendRequest.doing(),
+        p => p.doing(),
+    };
+    cx.log(
+        LogLevel::Info,
+        format_args!(
+            "epoll_wait() reported that client prematurely closed connection, so upstream \
+             connection is closed too{errno} while {doing}"
+        ),
+        Some(&cx.upstream_url(name, &io.request.0.uri())),
+    );
+    let tries = tries_of(g, ex);
+    cx.w.give_buf(io.rbuf);
+    cx.w.give_buf(io.out);
+    let mut reply = Reply::new(499, 0, 0, false);
+    reply.tries = tries;
+    (reply, None)
 }
 
 async fn connect(cx: &Cx<'_>, g: &Group<'_>, peer: usize, io: &mut Io) -> Event {

@@ -82,6 +82,9 @@ pub struct Req<'a> {
     pub proxy_protocol: Option<&'a ringfront_http::ProxyHeader>,
     /// The connection's own client address when the realip module replaced `client`.
     pub realip_from: Option<SocketAddr>,
+    /// The client's connection while the phases before the content wait (a `limit_req`
+    /// delay watches it, client_gone.rs); `None` once the content handler has it.
+    pub client_conn: Option<&'a crate::stream::ClientStream>,
 }
 
 impl Req<'_> {

@@ -423,6 +423,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         body_len: 0,
         proxy_protocol: pp,
         realip_from: real.from,
+        client_conn: Some(&stream),
     };
     let (loc, outcome) = if refusal.is_some() {
         // nginx refuses (497, 495, 496) before any location: the server's settings and
@@ -468,7 +469,8 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
     // location's error_page) and close.
     let mut unread = denied && !matches!(head.framing, ringfront_http::BodyFraming::None);
     let mut refused = refusal.or(denied.then_some(403));
-    let (body, consumed) = if refused.is_some() {
+    let gone = matches!(outcome, Outcome::Status(crate::limits::CLIENT_GONE));
+    let (body, consumed) = if refused.is_some() || gone {
         (Vec::new(), head_len)
     } else {
         let (read, b) = read_body(&mut stream, buf, &head, head_len, s, &log).await;
@@ -521,6 +523,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         body_len: body.len() as u64,
         proxy_protocol: pp,
         realip_from: real.from,
+        client_conn: None,
     };
     let req = Req {
         path: rw.uri.as_deref().unwrap_or(&path),

@@ -99,6 +99,12 @@ fn is_timeout(e: &io::Error) -> bool {
     )
 }
 
+/// Closes `s` with `SO_LINGER` 0: the peer gets a TCP reset instead of an end of stream.
+pub fn reset(s: TcpStream) {
+    let _ = socket2::SockRef::from(&s).set_linger(Some(Duration::ZERO));
+    drop(s);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

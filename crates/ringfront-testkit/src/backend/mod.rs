@@ -39,6 +39,10 @@ pub enum Mode {
     InvalidHeader,
     /// Read the request, then close with `SO_LINGER` 0 so the peer gets a TCP RST.
     Reset,
+    /// Read the request and hold the answer while the mode stays `Hold`; then answer as
+    /// the new mode says. A connection the proxy closes meanwhile is counted
+    /// ([`Backend::wait_closed`]): the backend's own view of an abandoned request.
+    Hold,
 }
 
 /// A fixed answer for one path, set with [`Backend::set_route`] (e.g. a `/health` endpoint
@@ -107,6 +111,8 @@ struct State {
     listener: Option<Arc<TcpListener>>,
     hits: usize,
     accepted: usize,
+    /// Connections closed by the peer while an answer was held.
+    closed: usize,
     requests: Vec<Recorded>,
     conns: HashMap<u64, TcpStream>,
     /// Canned answers by path (the target without its query), for Ok mode.
@@ -142,6 +148,7 @@ impl Backend {
                 listener: Some(Arc::new(listener)),
                 hits: 0,
                 accepted: 0,
+                closed: 0,
                 requests: Vec::new(),
                 conns: HashMap::new(),
                 routes: HashMap::new(),
@@ -196,6 +203,23 @@ impl Backend {
             .wait_timeout_while(st, timeout, |st| st.hits < n)
             .expect("backend state poisoned");
         st.hits >= n
+    }
+
+    /// Blocks until `n` connections were closed by the peer while their answer was held
+    /// (`Mode::Hold`) or `timeout` passes; returns whether it got there.
+    pub fn wait_closed(&self, n: usize, timeout: Duration) -> bool {
+        let st = self.shared.lock();
+        let (st, _) = self
+            .shared
+            .cond
+            .wait_timeout_while(st, timeout, |st| st.closed < n)
+            .expect("backend state poisoned");
+        st.closed >= n
+    }
+
+    /// Connections closed by the peer while their answer was held (`Mode::Hold`).
+    pub fn closed(&self) -> usize {
+        self.shared.lock().closed
     }
 
     /// Every request received since start or the last reset, in arrival order.
@@ -337,6 +361,15 @@ impl Shared {
             .cond
             .wait_while(st, |st| st.mode == Mode::Hang && !st.stopped)
             .expect("backend state poisoned");
+    }
+
+    fn stopped(&self) -> bool {
+        self.lock().stopped
+    }
+
+    fn count_closed(&self) {
+        self.lock().closed += 1;
+        self.cond.notify_all();
     }
 
     fn unregister(&self, id: u64) {

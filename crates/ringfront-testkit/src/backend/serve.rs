@@ -46,6 +46,39 @@ impl Query {
     }
 }
 
+/// How often a held connection looks at its peer and at the mode.
+const HOLD_TICK: Duration = Duration::from_millis(10);
+
+/// Holds the answer while the mode is `Hold`: `false` when the peer closed the connection
+/// meanwhile (counted) or the backend stopped, `true` when the mode changed.
+fn hold(shared: &Shared, conn: &mut BufStream) -> bool {
+    let _ = conn.stream.set_read_timeout(Some(HOLD_TICK));
+    let mut byte = [0u8; 1];
+    let released = loop {
+        match conn.stream.peek(&mut byte) {
+            Ok(0) => {
+                shared.count_closed();
+                break false;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {
+                shared.count_closed();
+                break false;
+            }
+            // Pipelined bytes: the peer is still there.
+            Ok(_) => std::thread::sleep(HOLD_TICK),
+            Err(_) => {}
+        }
+        if shared.stopped() {
+            break false;
+        }
+        if shared.mode() != Mode::Hold {
+            break true;
+        }
+    };
+    let _ = conn.stream.set_read_timeout(None);
+    released
+}
+
 pub(super) fn serve(shared: &Shared, conn: &mut BufStream) {
     loop {
         let raw_head = match conn.read_head() {
@@ -87,8 +120,15 @@ pub(super) fn serve(shared: &Shared, conn: &mut BufStream) {
             return;
         }
 
+        if mode == Mode::Hold && !hold(shared, conn) {
+            return;
+        }
+        let mode = match mode {
+            Mode::Hold => shared.mode(),
+            m => m,
+        };
         match mode {
-            Mode::Ok => {}
+            Mode::Ok | Mode::Hold => {}
             Mode::Refuse | Mode::Close => return,
             Mode::Hang => {
                 shared.hang();

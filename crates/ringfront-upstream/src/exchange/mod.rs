@@ -9,6 +9,8 @@
 
 #[cfg(test)]
 mod budget_tests;
+#[cfg(test)]
+mod client_gone_tests;
 mod failure;
 mod pick;
 mod policy;
@@ -43,6 +45,9 @@ pub enum Event {
     Relayed { complete: bool, clean: bool },
     /// A step failed.
     Failed(Failure),
+    /// The client closed its connection while the upstream was waited for (connecting,
+    /// sending, reading the head) and the location does not ignore it.
+    ClientGone,
 }
 
 /// The facts of a response head the exchange decides on.
@@ -74,6 +79,9 @@ pub enum Action {
     Respond(u16),
     /// Done. `pool`: keep the upstream connection for another request.
     Finish { pool: bool },
+    /// The client went away during this phase of the try: close the upstream connection
+    /// and end the request without an answer (nginx's 499).
+    Abandon(Phase),
 }
 
 /// A try that ended: the driver logs it and tells the health checker what `free` saw.
@@ -226,9 +234,12 @@ impl<'a> Exchange<'a> {
             (State::Relaying, Event::Relayed { complete, clean }) => {
                 self.finish(complete && clean, now)
             }
-            (State::Relaying, Event::Failed(_)) => self.finish(false, now),
+            (State::Relaying, Event::Failed(_) | Event::ClientGone) => self.finish(false, now),
             (State::Connecting | State::Sending | State::ReadingHead, Event::Failed(f)) => {
                 self.on_failure(f, now)
+            }
+            (State::Connecting | State::Sending | State::ReadingHead, Event::ClientGone) => {
+                self.abandon(now)
             }
             // An event the driver should not have sent: end the try as an error.
             (State::Idle | State::Done, _) => Step::only(Action::Respond(502)),
@@ -347,6 +358,31 @@ impl<'a> Exchange<'a> {
         Step {
             action,
             freed: Some(Freed {
+                peer,
+                outcome,
+                failure: None,
+            }),
+        }
+    }
+
+    /// nginx's `ngx_http_upstream_finalize_request` with 499: the try keeps no status
+    /// (`$upstream_status` is `-`), its time is taken, and the peer is freed as a success
+    /// (a client's close is not the peer's failure); the connection is not kept.
+    fn abandon(&mut self, now: Duration) -> Step {
+        let phase = match self.state {
+            State::Connecting => Phase::Connect,
+            State::Sending => Phase::SendRequest,
+            _ => Phase::ReadHead,
+        };
+        self.state = State::Done;
+        if let Some(t) = self.tries.last_mut() {
+            t.response_time = Some(now.saturating_sub(self.try_started));
+        }
+        let peer = self.pick.current();
+        let outcome = self.pick.free(false, None, now.as_secs());
+        Step {
+            action: Action::Abandon(phase),
+            freed: peer.map(|peer| Freed {
                 peer,
                 outcome,
                 failure: None,
