@@ -76,7 +76,10 @@ fn while_held(p: u16, backend: &Backend, path: &str, held: usize, out: &mut Vec<
         let mut c = Client::connect(("127.0.0.1", p));
         let sep = if path.contains('?') { '&' } else { '?' };
         c.send_raw(
-            format!("GET {path}{sep}sleep=1 HTTP/1.1\r\nHost: localhost\r\n\r\n").as_bytes(),
+            format!(
+                "GET {path}{sep}sleep=1 HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+            )
+            .as_bytes(),
         );
         assert!(
             backend.wait_hits(before + 1, Duration::from_secs(5)),
@@ -88,6 +91,12 @@ fn while_held(p: u16, backend: &Backend, path: &str, held: usize, out: &mut Vec<
     out.push(format!("{path} while {held} held: {}", r.status));
     for mut c in clients {
         out.push(format!("{path} held: {}", c.read_response().status));
+        // The connection closes once the request is done and its count given back (nginx
+        // frees it with the request, before the close): the next phase may start.
+        assert!(
+            c.peer_closed(Duration::from_secs(5)),
+            "{path}: held connection closed"
+        );
     }
 }
 
