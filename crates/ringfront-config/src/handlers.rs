@@ -50,14 +50,6 @@ pub(crate) fn apply(
             set_once(&mut level.proxy_pass_request_headers, flag(d)?, d)?
         }
         "proxy_pass_request_body" => set_once(&mut level.proxy_pass_request_body, flag(d)?, d)?,
-        "client_body_in_file_only" => {
-            let on = match arg {
-                "off" => false,
-                "on" | "clean" => true,
-                _ => return Err(err(d, format!("invalid value \"{arg}\""))),
-            };
-            set_once(&mut level.client_body_in_file_only, on, d)?;
-        }
         "proxy_set_body" => set_once(&mut level.proxy_set_body, template(d, arg)?, d)?,
         "proxy_http_version" => {
             if !matches!(arg, "1.0" | "1.1") {
@@ -131,6 +123,7 @@ pub(crate) fn apply(
         _ if level.gzip.apply(d)? => {}
         _ if level.limits.apply(d)? => {}
         _ if level.realip.apply(d, scope.host)? => {}
+        _ if level.request_body.apply(d, scope.prefix)? => {}
         _ if crate::proxy_headers::apply(level, d)? => {}
         _ => return Ok(false),
     }

@@ -889,9 +889,6 @@ pub struct LocationSettings {
     pub proxy_pass_request_headers: bool,
     /// `proxy_pass_request_body` (default on): the client's body is passed.
     pub proxy_pass_request_body: bool,
-    /// `client_body_in_file_only on|clean`: nginx keeps the body in a file, so
-    /// `$request_body` is empty (ringfront writes no file).
-    pub client_body_in_file_only: bool,
     /// `proxy_set_body`: the body sent upstream instead of the client's.
     pub proxy_set_body: Option<Template>,
     /// "1.0" or "1.1"; ringfront's default is 1.1 (upstream keepalive on by default).
@@ -971,6 +968,9 @@ pub struct LocationSettings {
     pub gzip: Option<crate::gzip::Gzip>,
     /// The realip module where `set_real_ip_from` is in effect.
     pub real_ip: Option<crate::realip::RealIp>,
+    /// `proxy_request_buffering`, `client_body_buffer_size`, `client_body_in_file_only`,
+    /// `client_body_temp_path`.
+    pub request_body: crate::request_body::RequestBody,
     /// What is done to the upstream response's fields (`proxy_hide_header`,
     /// `proxy_redirect`, `proxy_cookie_*`, ...).
     pub proxy_headers: crate::proxy_headers_model::ProxyHeaders,

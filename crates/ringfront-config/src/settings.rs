@@ -39,7 +39,6 @@ pub(crate) struct Level {
     pub proxy_bind: Option<Option<crate::model::ProxyBind>>,
     pub proxy_pass_request_headers: Option<bool>,
     pub proxy_pass_request_body: Option<bool>,
-    pub client_body_in_file_only: Option<bool>,
     pub proxy_set_body: Option<Template>,
     pub proxy_connect_timeout: Option<Duration>,
     pub proxy_read_timeout: Option<Duration>,
@@ -90,6 +89,8 @@ pub(crate) struct Level {
     pub limits: crate::limits::LimitsLevel,
     /// `set_real_ip_from`, `real_ip_header`, `real_ip_recursive` (realip.rs).
     pub realip: crate::realip::RealIpLevel,
+    /// `proxy_request_buffering`, `client_body_*` (request_body.rs).
+    pub request_body: crate::request_body::RequestBodyLevel,
     /// `proxy_hide_header`, `proxy_redirect`, `proxy_cookie_*`... (proxy_headers.rs).
     pub proxy_headers: crate::proxy_headers::ProxyHeadersLevel,
 }
@@ -109,7 +110,6 @@ impl Default for LocationSettings {
             proxy_bind: None,
             proxy_pass_request_headers: true,
             proxy_pass_request_body: true,
-            client_body_in_file_only: false,
             proxy_set_body: None,
             proxy_connect_timeout: MINUTE,
             proxy_read_timeout: MINUTE,
@@ -153,6 +153,7 @@ impl Default for LocationSettings {
             gzip: None,
             limits: Default::default(),
             real_ip: None,
+            request_body: Default::default(),
             proxy_headers: Default::default(),
         }
     }
@@ -179,10 +180,6 @@ impl Level {
             proxy_pass_request_body: pick(
                 &self.proxy_pass_request_body,
                 &outer.proxy_pass_request_body,
-            ),
-            client_body_in_file_only: pick(
-                &self.client_body_in_file_only,
-                &outer.client_body_in_file_only,
             ),
             proxy_set_body: pick(&self.proxy_set_body, &outer.proxy_set_body),
             proxy_connect_timeout: pick(&self.proxy_connect_timeout, &outer.proxy_connect_timeout),
@@ -239,6 +236,7 @@ impl Level {
             gzip: self.gzip.inherit(&outer.gzip),
             limits: self.limits.inherit(&outer.limits),
             realip: self.realip.inherit(&outer.realip),
+            request_body: self.request_body.inherit(&outer.request_body),
             proxy_headers: self.proxy_headers.inherit(&outer.proxy_headers),
         }
     }
@@ -264,9 +262,6 @@ impl Level {
             proxy_pass_request_body: self
                 .proxy_pass_request_body
                 .unwrap_or(d.proxy_pass_request_body),
-            client_body_in_file_only: self
-                .client_body_in_file_only
-                .unwrap_or(d.client_body_in_file_only),
             proxy_set_body: self.proxy_set_body.or(d.proxy_set_body),
             proxy_connect_timeout: self
                 .proxy_connect_timeout
@@ -325,6 +320,7 @@ impl Level {
             gzip: self.gzip.finish(),
             limits: self.limits.finish(),
             real_ip: self.realip.finish(),
+            request_body: self.request_body.finish(prefix),
             proxy_headers: self.proxy_headers.finish(),
         })
     }

@@ -6,6 +6,7 @@
 mod access_log;
 mod bind;
 mod body;
+mod body_file;
 mod build_error;
 mod check_rt;
 mod client_gone;

@@ -82,6 +82,8 @@ pub struct Req<'a> {
     pub proxy_protocol: Option<&'a ringfront_http::ProxyHeader>,
     /// The connection's own client address when the realip module replaced `client`.
     pub realip_from: Option<SocketAddr>,
+    /// `$request_body_file`: the temporary file holding the body, if it went to one.
+    pub body_file: &'a [u8],
 }
 
 impl Req<'_> {
@@ -128,6 +130,7 @@ impl Req<'_> {
             rw: self.rw,
             proxy_protocol: self.proxy_protocol,
             realip_from: self.realip_from,
+            body_file: self.body_file,
         }
     }
 

@@ -392,6 +392,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         body_len: 0,
         proxy_protocol: pp,
         realip_from: real.from,
+        body_file: &[],
     };
     let (loc, outcome) = if refusal.is_some() {
         // nginx refuses (497, 495, 496) before any location: the server's settings and
@@ -460,7 +461,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
     let mut unread =
         (denied || limited.is_some()) && !matches!(head.framing, ringfront_http::BodyFraming::None);
     let mut refused = refusal.or(limited).or(denied.then_some(403));
-    let (body, consumed) = if refused.is_some() {
+    let (mut body, consumed) = if refused.is_some() {
         (Vec::new(), head_len)
     } else {
         let (read, b) = read_body(&mut stream, buf, &head, head_len, s, &log).await;
@@ -474,13 +475,43 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
             }
         }
     };
+    // nginx's temporary file: for `client_body_in_file_only`, or a body longer than
+    // `client_body_buffer_size` when `$request_body_file` can show it.
+    let placed = crate::body_file::Placement::of(s, &head, refused.is_none(), &body, head_len);
+    let mut file = None;
+    if placed.name_only() {
+        file = Some(crate::body_file::unlinked(&s.request_body.temp_path));
+    }
+    if placed.write() {
+        let (r, b) = crate::body_file::write(&s.request_body.temp_path, body, placed.keep()).await;
+        body = b;
+        match r {
+            Ok(f) => file = Some(f),
+            Err(e) => {
+                log(
+                    LogLevel::Crit,
+                    format_args!(
+                        "open() of a temporary file in \"{}\" failed ({e})",
+                        s.request_body.temp_path.dir.display()
+                    ),
+                    &buf,
+                );
+                refused = Some(500);
+            }
+        }
+    }
+    if let Some(f) = &file {
+        let name = String::from_utf8_lossy(f.name());
+        let msg = format_args!("a client request body is buffered to a temporary file {name}");
+        log(placed.log_level(), msg, &buf);
+    }
     let keep_alive = keep_alive && !unread;
     let path = match bad_uri {
         true => Cow::Borrowed(""),
         false => request_path(&buf, &head),
     };
     // `$request_body` reads a copy: the body itself goes to the upstream.
-    let kept_body = match snap.uses.request_body && !s.client_body_in_file_only {
+    let kept_body = match snap.uses.request_body && !placed.in_file {
         true => body.clone(),
         false => Vec::new(),
     };
@@ -513,6 +544,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         body_len: body.len() as u64,
         proxy_protocol: pp,
         realip_from: real.from,
+        body_file: file.as_ref().map_or(&[][..], |f| f.name()),
     };
     let req = Req {
         path: rw.uri.as_deref().unwrap_or(&path),
@@ -550,6 +582,9 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
             .await
         }
     };
+    if let Some(f) = file {
+        f.finish().await;
+    }
     let mut stream = back?;
     if !reply.reusable {
         close_notify(&mut stream, s.send_timeout).await;

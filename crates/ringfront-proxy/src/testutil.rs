@@ -54,5 +54,6 @@ pub fn req<'a>(buf: &'a [u8], head: &'a ringfront_http::RequestHead) -> crate::r
         body_len: 0,
         proxy_protocol: None,
         realip_from: None,
+        body_file: &[],
     }
 }
