@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::directives::check_noop;
-use crate::table::Check;
 use crate::error::ConfigError;
+use crate::table::Check;
 use crate::tree::Directive;
 use crate::values::{err, flag, set_once, size};
 

@@ -15,6 +15,7 @@ use ringfront_upstream::exchange::{
 };
 use ringfront_upstream::{Board, RequestKey, Topology, UpstreamId, CHECKING, UP};
 
+use crate::body_stream::{BodyStream, StreamError};
 use crate::clock::mono;
 use crate::health;
 use crate::relay::{Relay, Relayed};
@@ -72,6 +73,10 @@ struct Io {
     /// The relayed response's head length and body bytes read, for the try's record.
     head_len: u64,
     body_read: u64,
+    /// `proxy_request_buffering off`: the body, streamed after the head.
+    body: Option<BodyStream>,
+    /// The client failed while its body streamed: the request ends with this.
+    client_fail: Option<StreamError>,
 }
 
 /// The group a request is proxied to and the state it is chosen in: one of the snapshot's,
@@ -135,7 +140,22 @@ pub async fn run_in(
 ) -> (Reply, Option<ClientStream>) {
     let (up, group, state) = (g.id, g.conf, &g.state);
     let keepalive = group.keepalive > 0;
-    let outbound = upstream_request::build(cx, g.proxy_host, keepalive, body, g.uri);
+    let mut streamed = cx.req.body_stream.and_then(|c| c.borrow_mut().take());
+    let mut body = body;
+    if let Some(st) = streamed.as_mut() {
+        match st.first(cx.settings()) {
+            Ok(first) => body = first,
+            Err(e) => {
+                let status = match e {
+                    StreamError::Client(status, _) => status,
+                    _ => 400,
+                };
+                return respond_error(cx, status, client, out, Vec::new()).await;
+            }
+        }
+    }
+    let outbound =
+        upstream_request::build(cx, g.proxy_host, keepalive, body, g.uri, streamed.as_ref());
     let mut hash_key = Vec::new();
     if let Some(t) = &group.hash_key {
         vars::render(
@@ -154,7 +174,14 @@ pub async fn run_in(
         board: g.board,
         worker: &state.peers,
     };
-    let mut ex = Exchange::new(peers, up, policy(cx, group), key);
+    let mut pol = policy(cx, group);
+    if streamed.is_some() {
+        // nginx: once sent, an unbuffered request goes to no other peer
+        // (`u->request_sent && r->request_body_no_buffering`).
+        pol.idempotent = false;
+        pol.next.non_idempotent = false;
+    }
+    let mut ex = Exchange::new(peers, up, pol, key);
     if let (Some(b), false, Some(load)) = (
         cx.settings().proxy_next_upstream_budget,
         g.adhoc,
@@ -188,6 +215,8 @@ pub async fn run_in(
         relayed: None,
         head_len: 0,
         body_read: 0,
+        body: streamed,
+        client_fail: None,
     };
     let mut step = ex.start(mono());
     loop {
@@ -214,6 +243,12 @@ pub async fn run_in(
             Action::Respond(status) => return finish_error(cx, g, status, io, ex).await,
             Action::Finish { pool } => return finish(cx, g, pool, io, ex),
         };
+        if let Some(e) = io.client_fail.take() {
+            if let Some(f) = ex.abandon(mono()).freed {
+                report(cx, g, &io, f);
+            }
+            return client_failed(cx, g, e, io, ex).await;
+        }
         count_bytes(&mut ex, &step.action, &ev, &io);
         step = ex.on(ev, mono());
         if let Some(load) = ex.take_denied() {
@@ -292,13 +327,59 @@ async fn send(cx: &Cx<'_>, io: &mut Io) -> Event {
     let Some(conn) = io.conn.as_mut() else {
         return Event::Sent;
     };
-    match upstream::send(conn, &io.request, cx.settings().proxy_send_timeout).await {
+    if let Err(f) = upstream::send(conn, &io.request, cx.settings().proxy_send_timeout).await {
+        io.conn = None;
+        return Event::Failed(f);
+    }
+    let (Some(body), Some(client)) = (io.body.as_mut(), io.client.as_mut()) else {
+        return Event::Sent;
+    };
+    match body.pump(client, &mut conn.stream, cx.settings()).await {
         Ok(()) => Event::Sent,
-        Err(f) => {
+        Err(StreamError::Upstream(f)) => {
             io.conn = None;
             Event::Failed(f)
         }
+        Err(e) => {
+            io.conn = None;
+            io.client_fail = Some(e);
+            Event::Sent
+        }
     }
+}
+
+/// The client failed while its body was streaming (nginx finalises the request with the
+/// client's status, the upstream connection closed): a bad chunk or a too large body is
+/// answered (400, 413); a timeout (408) and a closed client (400) get nothing, the status
+/// is logged and the connection closed.
+async fn client_failed(
+    cx: &Cx<'_>,
+    g: &Group<'_>,
+    e: StreamError,
+    io: Io,
+    ex: Exchange<'_>,
+) -> (Reply, Option<ClientStream>) {
+    let status = match e {
+        StreamError::Client(408, _) => 408,
+        StreamError::Client(status, msg) => {
+            if let Some(msg) = msg {
+                cx.log(LogLevel::Error, format_args!("{msg}"), None);
+            }
+            let (mut reply, client) = finish_error(cx, g, status, io, ex).await;
+            reply.reusable = false;
+            return (reply, client);
+        }
+        _ => {
+            let msg = "client prematurely closed connection";
+            cx.log(LogLevel::Info, format_args!("{msg}"), None);
+            400
+        }
+    };
+    cx.w.give_buf(io.rbuf);
+    cx.w.give_buf(io.out);
+    let mut reply = Reply::new(status, 0, 0, false);
+    reply.tries = tries_of(g, ex);
+    (reply, None)
 }
 
 async fn read_head(cx: &Cx<'_>, io: &mut Io) -> Event {
@@ -512,6 +593,13 @@ fn finish(
     cx.w.give_buf(io.out);
     let mut reply = io.relayed.unwrap_or_else(|| Reply::new(502, 0, 0, false));
     reply.tries = tries;
+    if io.body.as_ref().is_some_and(|b| !b.done()) {
+        reply.reusable = false;
+    }
+    // Bytes read past a streamed chunked body (a pipelined request) go back to the session.
+    if let (Some(cell), Some(b)) = (cx.req.body_stream, io.body) {
+        *cell.borrow_mut() = Some(b);
+    }
     (reply, io.client)
 }
 

@@ -84,6 +84,9 @@ pub struct Req<'a> {
     pub realip_from: Option<SocketAddr>,
     /// `$request_body_file`: the temporary file holding the body, if it went to one.
     pub body_file: &'a [u8],
+    /// `proxy_request_buffering off`: the body still to stream to the upstream (taken by
+    /// the first proxying of the request).
+    pub body_stream: Option<&'a std::cell::RefCell<Option<crate::body_stream::BodyStream>>>,
 }
 
 impl Req<'_> {

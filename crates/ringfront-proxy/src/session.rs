@@ -3,6 +3,7 @@
 //! and go round again for keepalive and pipelined requests, answered in order.
 
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -17,6 +18,7 @@ use ringfront_config::LogLevel;
 use ringfront_http::RequestHead;
 
 use crate::body::{self, BodyError};
+use crate::body_stream::BodyStream;
 use crate::io::{read_more, write_all};
 use crate::req::{log_context, Cx, Req};
 use crate::respond;
@@ -393,6 +395,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         proxy_protocol: pp,
         realip_from: real.from,
         body_file: &[],
+        body_stream: None,
     };
     let (loc, outcome) = if refusal.is_some() {
         // nginx refuses (497, 495, 496) before any location: the server's settings and
@@ -461,8 +464,20 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
     let mut unread =
         (denied || limited.is_some()) && !matches!(head.framing, ringfront_http::BodyFraming::None);
     let mut refused = refusal.or(limited).or(denied.then_some(403));
+    // `proxy_request_buffering off`: the body goes to the upstream as it comes.
+    let streams = refused.is_none()
+        && matches!(outcome, Outcome::Continue)
+        && streams_body(s, &head, buf.get(head_len..).unwrap_or_default());
+    let mut streamed = None;
     let (mut body, consumed) = if refused.is_some() {
         (Vec::new(), head_len)
+    } else if streams {
+        if head.expect_continue && body::continue_100(&mut stream, s).await.is_err() {
+            return None;
+        }
+        let preread = buf.get(head_len..).unwrap_or_default();
+        streamed = Some(RefCell::new(Some(BodyStream::new(&head, preread))));
+        (Vec::new(), buf.len())
     } else {
         let (read, b) = read_body(&mut stream, buf, &head, head_len, s, &log).await;
         buf = b;
@@ -477,7 +492,8 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
     };
     // nginx's temporary file: for `client_body_in_file_only`, or a body longer than
     // `client_body_buffer_size` when `$request_body_file` can show it.
-    let placed = crate::body_file::Placement::of(s, &head, refused.is_none(), &body, head_len);
+    let read = refused.is_none() && !streams;
+    let placed = crate::body_file::Placement::of(s, &head, read, &body, head_len);
     let mut file = None;
     if placed.name_only() {
         file = Some(crate::body_file::unlinked(&s.request_body.temp_path));
@@ -545,6 +561,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         proxy_protocol: pp,
         realip_from: real.from,
         body_file: file.as_ref().map_or(&[][..], |f| f.name()),
+        body_stream: streamed.as_ref(),
     };
     let req = Req {
         path: rw.uri.as_deref().unwrap_or(&path),
@@ -590,6 +607,9 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         close_notify(&mut stream, s.send_timeout).await;
         return None;
     }
+    if let Some(st) = streamed.and_then(RefCell::into_inner) {
+        buf.extend_from_slice(st.leftover());
+    }
     let buf = next_request(w, buf, consumed, &idle, s.keepalive_timeout);
     drop(_busy);
     Some(Conn {
@@ -605,6 +625,18 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         unix,
         proxy_protocol,
     })
+}
+
+/// Whether the body is streamed (`proxy_request_buffering off`, nginx's rules); a sized
+/// body over `client_max_body_size` is refused first, as buffered.
+fn streams_body(
+    s: &ringfront_config::LocationSettings,
+    head: &RequestHead,
+    preread: &[u8],
+) -> bool {
+    let too_large =
+        matches!(head.framing, ringfront_http::BodyFraming::Length(n) if body::too_large(s, n));
+    !too_large && BodyStream::wanted(s, head, preread)
 }
 
 /// The request's body and how many bytes of `buf` the request used; else nginx's 400/413

@@ -213,11 +213,19 @@ pub fn build(
     keepalive: bool,
     body: Vec<u8>,
     vars_uri: Option<&[u8]>,
+    streamed: Option<&crate::body_stream::BodyStream>,
 ) -> Outbound {
     let (s, req) = (cx.settings(), cx.req);
     let mut v = req.vars(proxy_host, None, Some(cx.snap));
     v.proxy_tls = cx.loc.upstream_tls.is_some();
-    let (body, length) = body_sent(cx, &v, body);
+    let (body, length) = match streamed {
+        // The body follows the head as it comes: its declared length, or chunked.
+        Some(_) => match req.head.framing {
+            BodyFraming::Length(n) => (body, Some(n)),
+            _ => (body, None),
+        },
+        None => body_sent(cx, &v, body),
+    };
     let mut method = Vec::new();
     match &s.proxy_method {
         Some(t) => vars::render(&mut method, t, &v, false),
@@ -255,6 +263,9 @@ pub fn build(
     }
     if let Some(n) = length.filter(|_| !overridden(b"content-length")) {
         h.header_num(b"Content-Length", n);
+    }
+    if streamed.is_some_and(|st| st.chunked()) && !overridden(b"transfer-encoding") {
+        h.header(b"Transfer-Encoding", b"chunked");
     }
     h.finish();
     Outbound::new(out, body, uri_start..uri_end)

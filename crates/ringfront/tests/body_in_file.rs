@@ -194,11 +194,21 @@ fn bodies_in_files_match_nginx() {
     }
     // What the cases are there for, on nginx's side.
     let big = "0123456789".repeat(300);
-    assert_eq!(nginx[0].answer, "small body|small body", "the file holds the body");
+    assert_eq!(
+        nginx[0].answer, "small body|small body",
+        "the file holds the body"
+    );
     assert_eq!(nginx[0].file_shape, "/N/NN/NNNNNNNNNN", "levels 1 2");
     assert_eq!(nginx[0].kept, None, "clean: removed at the end");
-    assert_eq!(nginx[0].body_var, "", "$request_body is empty with the body in a file");
-    assert_eq!(nginx[1].answer, format!("{big}|{big}"), "chunked, de-chunked in the file");
+    assert_eq!(
+        nginx[0].body_var, "",
+        "$request_body is empty with the body in a file"
+    );
+    assert_eq!(
+        nginx[1].answer,
+        format!("{big}|{big}"),
+        "chunked, de-chunked in the file"
+    );
     assert_eq!(nginx[2].kept.as_deref(), Some("kept body"), "on: kept");
     assert_eq!(nginx[3].answer, "short|-", "a short body stays in memory");
     assert_eq!(nginx[3].body_var, "short");

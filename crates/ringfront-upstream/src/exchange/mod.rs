@@ -354,6 +354,30 @@ impl<'a> Exchange<'a> {
         }
     }
 
+    /// The client ended the request while its body was being streamed to the peer
+    /// (`proxy_request_buffering off`: it closed, timed out or sent a bad chunk): the
+    /// try ends with no failure of the peer and no retry, its connection closed (nginx's
+    /// `ngx_http_upstream_finalize_request` with the client's status).
+    pub fn abandon(&mut self, now: Duration) -> Step {
+        if self.state != State::Sending {
+            return Step::only(Action::Finish { pool: false });
+        }
+        self.state = State::Done;
+        if let Some(t) = self.tries.last_mut() {
+            t.response_time = Some(now.saturating_sub(self.try_started));
+        }
+        let peer = self.pick.current();
+        let outcome = self.pick.free(false, None, now.as_secs());
+        Step {
+            action: Action::Finish { pool: false },
+            freed: peer.map(|peer| Freed {
+                peer,
+                outcome,
+                failure: None,
+            }),
+        }
+    }
+
     /// The response was relayed (`ok`: completely and cleanly, or the tunnel ended).
     fn finish(&mut self, ok: bool, now: Duration) -> Step {
         self.state = State::Done;
