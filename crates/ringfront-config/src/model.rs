@@ -526,9 +526,9 @@ pub enum Variable {
     SslCipher,
     SslSessionReused,
     SslClientVerify,
-    /// `$request_body`: the body read (ringfront holds every body in memory).
+    /// `$request_body`: the body read; empty when it is in a file or streamed.
     RequestBody,
-    /// `$request_body_file`: always empty (ringfront writes no body to a file).
+    /// `$request_body_file`: the body's temporary file, if it is in one.
     RequestBodyFile,
     /// `$content_length`, `$content_type`: the request's fields.
     ContentLength,

@@ -40,6 +40,10 @@ pub struct RequestBody {
     pub buffer_size: u64,
     pub in_file_only: InFileOnly,
     pub temp_path: TempPath,
+    /// A chunked body may stream: `proxy_http_version 1.1` is written (nginx streams it
+    /// only to an HTTP/1.1 upstream, and its default is 1.0, whatever ringfront's default
+    /// for upstream keepalive is).
+    pub chunked_streams: bool,
 }
 
 impl RequestBody {
@@ -53,6 +57,7 @@ impl RequestBody {
                 dir: prefix.join("client_body_temp"),
                 levels: Vec::new(),
             },
+            chunked_streams: false,
         }
     }
 }
@@ -117,13 +122,15 @@ impl RequestBodyLevel {
         }
     }
 
-    pub(crate) fn finish(self, prefix: &Path) -> RequestBody {
+    /// `http11`: `proxy_http_version 1.1` is written for the location.
+    pub(crate) fn finish(self, prefix: &Path, http11: bool) -> RequestBody {
         let d = RequestBody::defaults(prefix);
         RequestBody {
             buffering: self.buffering.unwrap_or(d.buffering),
             buffer_size: self.buffer_size.unwrap_or(d.buffer_size),
             in_file_only: self.in_file_only.unwrap_or(d.in_file_only),
             temp_path: self.temp_path.unwrap_or(d.temp_path),
+            chunked_streams: http11,
         }
     }
 }

@@ -247,6 +247,7 @@ impl Level {
         prefix: &Path,
         proxy_pass: Option<ProxyPass>,
     ) -> Result<LocationSettings, crate::error::ConfigError> {
+        let http11 = self.proxy_http_version.as_deref() == Some("1.1");
         let d = LocationSettings::default();
         let tls = proxy_pass.as_ref().is_some_and(|p| p.tls);
         let proxy_ssl = self.proxy_ssl.finish(tls)?;
@@ -320,7 +321,7 @@ impl Level {
             gzip: self.gzip.finish(),
             limits: self.limits.finish(),
             real_ip: self.realip.finish(),
-            request_body: self.request_body.finish(prefix),
+            request_body: self.request_body.finish(prefix, http11),
             proxy_headers: self.proxy_headers.finish(),
         })
     }

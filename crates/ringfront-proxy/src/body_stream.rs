@@ -54,8 +54,8 @@ pub struct BodyStream {
 
 impl BodyStream {
     /// Whether nginx streams this request's body (`ngx_http_proxy_handler`): buffering off,
-    /// no `proxy_set_body`, the body passed, and a chunked body only to an HTTP/1.1
-    /// upstream; and, as `ngx_http_read_client_request_body`, not when the whole body
+    /// no `proxy_set_body`, the body passed, and a chunked body only with
+    /// `proxy_http_version 1.1` written; and, as `ngx_http_read_client_request_body`, not when the whole body
     /// already came with the head (it is then buffered as usual).
     pub fn wanted(s: &LocationSettings, head: &RequestHead, preread: &[u8]) -> bool {
         let streams = !s.request_body.buffering
@@ -67,7 +67,7 @@ impl BodyStream {
         }
         match head.framing {
             BodyFraming::Length(n) => n > 0 && (preread.len() as u64) < n,
-            BodyFraming::Chunked if s.proxy_http_version == "1.1" => {
+            BodyFraming::Chunked if s.request_body.chunked_streams => {
                 // A bad chunk already here is refused as buffered, before any upstream.
                 let mut dec = ChunkedDecoder::new();
                 matches!(dec.scan(preread), Ok(p) if !p.done)

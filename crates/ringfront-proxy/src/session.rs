@@ -603,7 +603,12 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         f.finish().await;
     }
     let mut stream = back?;
-    if !reply.reusable {
+    // A streamed body not read to its end (the upstream failed first) leaves bytes that
+    // are no request: close, as nginx (`r->reading_body`: no keepalive).
+    let unfinished = streamed
+        .as_ref()
+        .is_some_and(|c| !c.borrow().as_ref().is_some_and(BodyStream::done));
+    if !reply.reusable || unfinished {
         close_notify(&mut stream, s.send_timeout).await;
         return None;
     }

@@ -29,16 +29,23 @@ http {
     log_format t '$request_uri $status $upstream_addr $upstream_status';
     access_log {LOG} t;
     proxy_request_buffering off;
-    proxy_http_version 1.1;
+    add_header X-Body \"[$request_body]\";
     upstream retry { server 127.0.0.1:{DEAD}; server 127.0.0.1:{UP}; }
     upstream drop { server 127.0.0.1:{DROP}; server 127.0.0.1:{UP2}; }
     server {
         listen 127.0.0.1:{PORT};
         server_name a.test;
-        location / { proxy_pass http://127.0.0.1:{UP}; }
-        location /retry { proxy_pass http://retry; }
-        location /drop { proxy_pass http://drop; }
-        location /slow { client_body_timeout 300ms; proxy_pass http://127.0.0.1:{UP}; }
+        location / { proxy_http_version 1.1; proxy_pass http://127.0.0.1:{UP}; }
+        location /retry { proxy_http_version 1.1; proxy_pass http://retry; }
+        location /drop { proxy_http_version 1.1; proxy_pass http://drop; }
+        location /dead { proxy_http_version 1.1; proxy_pass http://127.0.0.1:{DEAD}; }
+        location /slow {
+            proxy_http_version 1.1;
+            client_body_timeout 300ms;
+            proxy_pass http://127.0.0.1:{UP};
+        }
+        # nginx's default HTTP/1.0 to the upstream: a chunked body is buffered.
+        location /http10 { proxy_pass http://127.0.0.1:{UP}; }
     }
 }
 ";
@@ -207,10 +214,12 @@ struct World {
 /// What one run showed, compared between the servers.
 #[derive(Debug, PartialEq, Eq)]
 struct Seen {
-    sized: (u16, String, Vec<String>),
-    chunked: (u16, String, Vec<String>),
+    sized: (u16, String, Vec<String>, String),
+    chunked: (u16, String, Vec<String>, String),
+    chunked_http10: (u16, String, Vec<String>),
     retried: (u16, String),
     dropped: (u16, bool),
+    dead: (u16, bool),
     bad_chunk: (u16, bool),
     closed_mid_body: bool,
     timed_out: (u16, bool),
@@ -246,7 +255,7 @@ fn head(path: &str, framing: &str) -> String {
 }
 
 /// A sized body: the second half goes only once the upstream has the first.
-fn sized(p: u16, w: &World) -> (u16, String, Vec<String>) {
+fn sized(p: u16, w: &World) -> (u16, String, Vec<String>, String) {
     let mut c = client(p, w);
     c.send_raw(format!("{}first-", head("/sized", "Content-Length: 12\r\n")).as_bytes());
     let early = w.up.until(|b, _| holds(b, b"first-"));
@@ -255,11 +264,12 @@ fn sized(p: u16, w: &World) -> (u16, String, Vec<String>) {
     let r = c.read_response();
     let all = w.up.until(|_, closed| closed);
     let (h, _) = split(&all).unwrap();
-    (r.status, r.text(), fields(h))
+    let body_var = r.header("x-body").unwrap_or_default().to_string();
+    (r.status, r.text(), fields(h), body_var)
 }
 
 /// A chunked body: sent on chunked; the last chunk only once the first arrived.
-fn chunked(p: u16, w: &World) -> (u16, String, Vec<String>) {
+fn chunked(p: u16, w: &World) -> (u16, String, Vec<String>, String) {
     let mut c = client(p, w);
     let te = "Transfer-Encoding: chunked\r\n";
     c.send_raw(format!("{}6\r\nfirst-\r\n", head("/chunked", te)).as_bytes());
@@ -269,6 +279,20 @@ fn chunked(p: u16, w: &World) -> (u16, String, Vec<String>) {
     let all = w.up.until(|_, closed| closed);
     let (h, rest) = split(&all).unwrap();
     assert_eq!(dechunk(rest), (b"first-second".to_vec(), true));
+    let body_var = r.header("x-body").unwrap_or_default().to_string();
+    (r.status, r.text(), fields(h), body_var)
+}
+
+/// Without `proxy_http_version 1.1` a chunked body is read whole and sent sized (the
+/// upstream's fields show it).
+fn chunked_http10(p: u16, w: &World) -> (u16, String, Vec<String>) {
+    let mut c = client(p, w);
+    let te = "Transfer-Encoding: chunked\r\n";
+    c.send_raw(format!("{}6\r\nfirst-\r\n", head("/http10", te)).as_bytes());
+    c.send_raw(b"6\r\nsecond\r\n0\r\n\r\n");
+    let r = c.read_response();
+    let all = w.up.until(|_, closed| closed);
+    let (h, _) = split(&all).unwrap();
     (r.status, r.text(), fields(h))
 }
 
@@ -291,6 +315,17 @@ fn dropped(p: u16, w: &World) -> (u16, bool) {
     let _ = c.try_send_raw(b"second");
     let r = c.read_response();
     (r.status, w.up2.contacted())
+}
+
+/// The only peer refuses before the body is through: 502, and the connection (kept alive
+/// otherwise) closes, the rest of the body being no request.
+fn dead(p: u16, w: &World) -> (u16, bool) {
+    let mut c = client(p, w);
+    let req = "POST /dead HTTP/1.1\r\nHost: a.test\r\nContent-Length: 12\r\n\r\nfirst-";
+    c.send_raw(req.as_bytes());
+    let r = c.read_response();
+    let _ = c.try_send_raw(b"GET / HTTP/1.1\r\nHost: a.test\r\n\r\n");
+    (r.status, c.peer_closed(Duration::from_secs(10)))
 }
 
 /// A bad chunk after the first: the request ends as nginx's.
@@ -328,15 +363,17 @@ fn run(p: u16, w: &World, log: &Path) -> Seen {
     let seen = Seen {
         sized: sized(p, w),
         chunked: chunked(p, w),
+        chunked_http10: chunked_http10(p, w),
         retried: retried(p, w),
         dropped: dropped(p, w),
+        dead: dead(p, w),
         bad_chunk: bad_chunk(p, w),
         closed_mid_body: closed_mid_body(p, w),
         timed_out: timed_out(p, w),
         log: Vec::new(),
     };
     Seen {
-        log: log_lines(log, 7),
+        log: log_lines(log, 9),
         ..seen
     }
 }
@@ -380,17 +417,27 @@ fn streamed_bodies_match_nginx() {
     assert_eq!(nginx.sized.0, 200);
     assert_eq!(nginx.sized.1, "first-second");
     assert!(nginx.sized.2.contains(&"content-length: 12".to_string()));
+    assert_eq!(
+        nginx.sized.3, "[]",
+        "$request_body is empty for a streamed body"
+    );
     assert_eq!(nginx.chunked.1, "first-second");
     assert!(nginx
         .chunked
         .2
         .contains(&"transfer-encoding: chunked".to_string()));
+    assert_eq!(nginx.chunked_http10.1, "first-second");
+    assert!(nginx
+        .chunked_http10
+        .2
+        .contains(&"content-length: 12".to_string()));
     assert_eq!(nginx.retried, (200, "first-second".to_string()));
     assert_eq!(
         nginx.dropped,
         (502, false),
         "no retry once the body started"
     );
+    assert_eq!(nginx.dead, (502, true), "closed after the 502");
     assert_eq!(nginx.bad_chunk, (400, true));
     assert!(nginx.closed_mid_body);
     assert_eq!(nginx.timed_out, (0, true), "408 logged, nothing answered");
