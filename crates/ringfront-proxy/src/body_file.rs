@@ -56,9 +56,9 @@ impl Placement {
         }
     }
 
-    /// Whether the file is written (`client_body_in_file_only`): nginx's other files are
-    /// unlinked once open, and [`unlinked`] only names them.
-    pub fn write(&self) -> bool {
+    /// Whether the body is read into its file (`client_body_in_file_only`): nginx's other
+    /// files are unlinked once open, and [`unlinked`] only names them.
+    pub fn spools(&self) -> bool {
         self.in_file && self.mode != InFileOnly::Off
     }
 
@@ -114,22 +114,63 @@ pub fn file_name(t: &TempPath, n: u32) -> PathBuf {
 }
 
 /// The body's file: removed on [`BodyFile::finish`] (or, failing that, when dropped)
-/// unless kept.
+/// unless kept. While the request lasts it stays open, and the upstream request's body is
+/// read from it (by every try).
 pub struct BodyFile {
     path: PathBuf,
     keep: bool,
     done: bool,
+    file: Option<monoio::fs::File>,
+    len: u64,
 }
 
 impl BodyFile {
+    /// A new, empty file in `t` (its folders made if missing).
+    pub async fn create(t: &TempPath, keep: bool) -> io::Result<BodyFile> {
+        let (file, path) = open_new(t).await?;
+        Ok(BodyFile {
+            path,
+            keep,
+            done: false,
+            file: Some(file),
+            len: 0,
+        })
+    }
+
+    /// Appends `data`; it comes back for the next read.
+    pub async fn append(&mut self, data: Vec<u8>) -> (io::Result<()>, Vec<u8>) {
+        let Some(file) = &self.file else {
+            return (Err(io::Error::from(io::ErrorKind::NotFound)), data);
+        };
+        let n = data.len() as u64;
+        let (r, data) = file.write_all_at(data, self.len).await;
+        if r.is_ok() {
+            self.len += n;
+        }
+        (r, data)
+    }
+
+    /// The open file (none for a name drawn by [`unlinked`]).
+    pub fn file(&self) -> Option<&monoio::fs::File> {
+        self.file.as_ref()
+    }
+
+    /// The body's length in the file.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
     /// The name, for `$request_body_file`.
     pub fn name(&self) -> &[u8] {
         self.path.as_os_str().as_bytes()
     }
 
-    /// The request ended: the file goes unless `client_body_in_file_only on`.
+    /// The request ended: the file is closed, and goes unless `client_body_in_file_only on`.
     pub async fn finish(mut self) {
         self.done = true;
+        if let Some(f) = self.file.take() {
+            let _ = f.close().await;
+        }
         if !self.keep {
             let _ = monoio::fs::remove_file(&self.path).await;
         }
@@ -197,25 +238,8 @@ pub fn unlinked(t: &TempPath) -> BodyFile {
         path: file_name(t, next_number(false)),
         keep: true,
         done: true,
-    }
-}
-
-/// Writes `body` to a new temporary file in `t`; the body comes back with the outcome.
-pub async fn write(t: &TempPath, body: Vec<u8>, keep: bool) -> (io::Result<BodyFile>, Vec<u8>) {
-    let (file, path) = match open_new(t).await {
-        Ok(f) => f,
-        Err(e) => return (Err(e), body),
-    };
-    let held = BodyFile {
-        path,
-        keep,
-        done: false,
-    };
-    let (r, body) = file.write_all_at(body, 0).await;
-    let _ = file.close().await;
-    match r {
-        Ok(()) => (Ok(held), body),
-        Err(e) => (Err(e), body),
+        file: None,
+        len: 0,
     }
 }
 
@@ -245,16 +269,19 @@ mod tests {
                 dir: root.join("body"),
                 levels: vec![1, 2],
             };
-            let (r, body) = write(&t, b"hello".to_vec(), false).await;
-            let f = r.unwrap();
-            assert_eq!(body, b"hello");
+            let mut f = BodyFile::create(&t, false).await.unwrap();
+            let (r, body) = f.append(b"hel".to_vec()).await;
+            r.unwrap();
+            assert_eq!(body, b"hel");
+            f.append(b"lo".to_vec()).await.0.unwrap();
+            assert_eq!(f.len(), 5);
             let path = PathBuf::from(std::ffi::OsStr::from_bytes(f.name()));
             assert!(path.starts_with(&t.dir));
             assert_eq!(std::fs::read(&path).unwrap(), b"hello");
             f.finish().await;
             assert!(!path.exists(), "a clean file is removed at the end");
-            let (r, _) = write(&t, b"kept".to_vec(), true).await;
-            let f = r.unwrap();
+            let mut f = BodyFile::create(&t, true).await.unwrap();
+            f.append(b"kept".to_vec()).await.0.unwrap();
             let path = PathBuf::from(std::ffi::OsStr::from_bytes(f.name()));
             f.finish().await;
             assert_eq!(std::fs::read(&path).unwrap(), b"kept");

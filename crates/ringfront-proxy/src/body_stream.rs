@@ -46,6 +46,8 @@ pub struct BodyStream {
     pending: Vec<u8>,
     /// Decoded body bytes so far (`client_max_body_size` of a chunked body).
     received: u64,
+    /// Bytes written to the upstream after the head's write (`$upstream_bytes_sent`).
+    sent: u64,
     /// The buffers of the last write and decode, reused (no allocation per read).
     spare: Vec<u8>,
     data: Vec<u8>,
@@ -88,6 +90,7 @@ impl BodyStream {
             kind,
             pending,
             received: 0,
+            sent: 0,
             spare: Vec::new(),
             data: Vec::new(),
             done: false,
@@ -101,6 +104,11 @@ impl BodyStream {
             true => &self.pending,
             false => &[],
         }
+    }
+
+    /// The body bytes written after the request's first write.
+    pub fn sent(&self) -> u64 {
+        self.sent
     }
 
     /// The whole body went on.
@@ -123,6 +131,7 @@ impl BodyStream {
         loop {
             let out = self.take(s)?;
             if !out.is_empty() {
+                self.sent += out.len() as u64;
                 let (r, mut back) = write_all(up, out, s.proxy_send_timeout).await;
                 r.map_err(|e| StreamError::Upstream(send_failure(e)))?;
                 back.clear();

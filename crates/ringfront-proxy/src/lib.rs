@@ -7,6 +7,7 @@ mod access_log;
 mod bind;
 mod body;
 mod body_file;
+mod body_spool;
 mod body_stream;
 mod build_error;
 mod check_rt;

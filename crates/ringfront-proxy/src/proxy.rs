@@ -15,6 +15,7 @@ use ringfront_upstream::exchange::{
 };
 use ringfront_upstream::{Board, RequestKey, Topology, UpstreamId, CHECKING, UP};
 
+use crate::body_file::BodyFile;
 use crate::body_stream::{BodyStream, StreamError};
 use crate::clock::mono;
 use crate::health;
@@ -154,8 +155,24 @@ pub async fn run_in(
             }
         }
     }
-    let outbound =
-        upstream_request::build(cx, g.proxy_host, keepalive, body, g.uri, streamed.as_ref());
+    let file_len = from_file(cx).map(BodyFile::len);
+    // The file's first bytes go out with the head in one write (as nginx's request chain:
+    // an upstream then reads head and body start together).
+    if let Some(f) = from_file(cx) {
+        match crate::body_spool::first_part(f).await {
+            Ok(first) => body = first,
+            Err(_) => return respond_error(cx, 500, client, out, Vec::new()).await,
+        }
+    }
+    let outbound = upstream_request::build(
+        cx,
+        g.proxy_host,
+        keepalive,
+        body,
+        g.uri,
+        streamed.as_ref(),
+        file_len,
+    );
     let mut hash_key = Vec::new();
     if let Some(t) = &group.hash_key {
         vars::render(
@@ -249,7 +266,7 @@ pub async fn run_in(
             }
             return client_failed(cx, g, e, io, ex).await;
         }
-        count_bytes(&mut ex, &step.action, &ev, &io);
+        count_bytes(&mut ex, &step.action, &ev, &io, file_len.unwrap_or(0));
         step = ex.on(ev, mono());
         if let Some(load) = ex.take_denied() {
             budget_spent(cx, g, load);
@@ -281,12 +298,15 @@ fn budget_spent(cx: &Cx<'_>, g: &Group<'_>, load: &Load) {
 
 /// `$upstream_bytes_sent`, `$upstream_bytes_received` and `$upstream_response_length` of
 /// the current try, as its steps succeed.
-fn count_bytes(ex: &mut Exchange<'_>, action: &Action, ev: &Event, io: &Io) {
+fn count_bytes(ex: &mut Exchange<'_>, action: &Action, ev: &Event, io: &Io, file_len: u64) {
     let Some(t) = ex.current_try() else {
         return;
     };
     match (action, ev) {
-        (Action::Send, Event::Sent) => t.bytes_sent = io.request.0.len() as u64,
+        (Action::Send, Event::Sent) => {
+            let streamed = io.body.as_ref().map_or(0, BodyStream::sent);
+            t.bytes_sent = io.request.0.len() as u64 + file_len + streamed;
+        }
         (Action::ReadHead, Event::Head(_)) => t.bytes_received = io.rbuf.len() as u64,
         (Action::Relay, _) => {
             t.response_length = io.body_read;
@@ -327,9 +347,17 @@ async fn send(cx: &Cx<'_>, io: &mut Io) -> Event {
     let Some(conn) = io.conn.as_mut() else {
         return Event::Sent;
     };
-    if let Err(f) = upstream::send(conn, &io.request, cx.settings().proxy_send_timeout).await {
+    let limit = cx.settings().proxy_send_timeout;
+    if let Err(f) = upstream::send(conn, &io.request, limit).await {
         io.conn = None;
         return Event::Failed(f);
+    }
+    if let Some(f) = from_file(cx) {
+        let from = io.request.0.body_len() as u64;
+        if let Err(f) = crate::body_spool::send_file(f, from, &mut conn.stream, limit).await {
+            io.conn = None;
+            return Event::Failed(f);
+        }
     }
     let (Some(body), Some(client)) = (io.body.as_mut(), io.client.as_mut()) else {
         return Event::Sent;
@@ -346,6 +374,14 @@ async fn send(cx: &Cx<'_>, io: &mut Io) -> Event {
             Event::Sent
         }
     }
+}
+
+/// `client_body_in_file_only`: the body is sent from its file, unless `proxy_set_body`
+/// replaces it or `proxy_pass_request_body off` drops it.
+fn from_file<'a>(cx: &Cx<'a>) -> Option<&'a BodyFile> {
+    let s = cx.settings();
+    let sent = s.proxy_set_body.is_none() && s.proxy_pass_request_body;
+    cx.req.spooled.filter(|_| sent)
 }
 
 /// The client failed while its body was streaming (nginx finalises the request with the

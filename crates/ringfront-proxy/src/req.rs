@@ -87,6 +87,8 @@ pub struct Req<'a> {
     /// `proxy_request_buffering off`: the body still to stream to the upstream (taken by
     /// the first proxying of the request).
     pub body_stream: Option<&'a std::cell::RefCell<Option<crate::body_stream::BodyStream>>>,
+    /// `client_body_in_file_only`: the body's open temporary file, sent from by each try.
+    pub spooled: Option<&'a crate::body_file::BodyFile>,
 }
 
 impl Req<'_> {

@@ -396,6 +396,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         realip_from: real.from,
         body_file: &[],
         body_stream: None,
+        spooled: None,
     };
     let (loc, outcome) = if refusal.is_some() {
         // nginx refuses (497, 495, 496) before any location: the server's settings and
@@ -469,7 +470,12 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         && matches!(outcome, Outcome::Continue)
         && streams_body(s, &head, buf.get(head_len..).unwrap_or_default());
     let mut streamed = None;
-    let (mut body, consumed) = if refused.is_some() {
+    // nginx's temporary file: `client_body_in_file_only` reads the body into it; a body
+    // longer than `client_body_buffer_size` only gets a name (nginx unlinks that file).
+    let read = refused.is_none() && !streams;
+    let before = crate::body_file::Placement::of(s, &head, read, &[], head_len);
+    let mut file = None;
+    let (body, consumed) = if refused.is_some() {
         (Vec::new(), head_len)
     } else if streams {
         if head.expect_continue && body::continue_100(&mut stream, s).await.is_err() {
@@ -478,6 +484,16 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         let preread = buf.get(head_len..).unwrap_or_default();
         streamed = Some(RefCell::new(Some(BodyStream::new(&head, preread))));
         (Vec::new(), buf.len())
+    } else if before.spools() {
+        let keep = before.keep();
+        match spool_body(&mut stream, &mut buf, &head, head_len, s, keep, &log).await {
+            Ok(f) => file = Some(f),
+            Err(status) => {
+                unread = true;
+                refused = Some(status?);
+            }
+        }
+        (Vec::new(), head_len)
     } else {
         let (read, b) = read_body(&mut stream, buf, &head, head_len, s, &log).await;
         buf = b;
@@ -490,31 +506,9 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
             }
         }
     };
-    // nginx's temporary file: for `client_body_in_file_only`, or a body longer than
-    // `client_body_buffer_size` when `$request_body_file` can show it.
-    let read = refused.is_none() && !streams;
     let placed = crate::body_file::Placement::of(s, &head, read, &body, head_len);
-    let mut file = None;
     if placed.name_only() {
         file = Some(crate::body_file::unlinked(&s.request_body.temp_path));
-    }
-    if placed.write() {
-        let (r, b) = crate::body_file::write(&s.request_body.temp_path, body, placed.keep()).await;
-        body = b;
-        match r {
-            Ok(f) => file = Some(f),
-            Err(e) => {
-                log(
-                    LogLevel::Crit,
-                    format_args!(
-                        "open() of a temporary file in \"{}\" failed ({e})",
-                        s.request_body.temp_path.dir.display()
-                    ),
-                    &buf,
-                );
-                refused = Some(500);
-            }
-        }
     }
     if let Some(f) = &file {
         let name = String::from_utf8_lossy(f.name());
@@ -562,6 +556,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         realip_from: real.from,
         body_file: file.as_ref().map_or(&[][..], |f| f.name()),
         body_stream: streamed.as_ref(),
+        spooled: file.as_ref().filter(|f| f.file().is_some()),
     };
     let req = Req {
         path: rw.uri.as_deref().unwrap_or(&path),
@@ -630,6 +625,38 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         unix,
         proxy_protocol,
     })
+}
+
+/// Reads the body into its temporary file (`client_body_in_file_only`); else the status
+/// to answer (400, 413 logged as a buffered read's; 500 when the file fails, logged
+/// critical), or `None` to close the connection.
+async fn spool_body(
+    stream: &mut ClientStream,
+    buf: &mut Vec<u8>,
+    head: &RequestHead,
+    head_len: usize,
+    s: &ringfront_config::LocationSettings,
+    keep: bool,
+    log: &dyn Fn(LogLevel, std::fmt::Arguments<'_>, &[u8]),
+) -> Result<crate::body_file::BodyFile, Option<u16>> {
+    use crate::body_spool::SpoolError;
+    match crate::body_spool::spool(stream, buf, head, head_len, s, keep).await {
+        Ok(f) => Ok(f),
+        Err(SpoolError::Body(BodyError::Closed)) => Err(None),
+        Err(SpoolError::Body(BodyError::Reject(status))) => {
+            if status == 413 {
+                let msg = "client intended to send too large body";
+                log(LogLevel::Error, format_args!("{msg}"), buf);
+            }
+            Err(Some(status))
+        }
+        Err(SpoolError::File(e)) => {
+            let dir = s.request_body.temp_path.dir.display();
+            let msg = format_args!("open() of a temporary file in \"{dir}\" failed ({e})");
+            log(LogLevel::Crit, msg, buf);
+            Err(Some(500))
+        }
+    }
 }
 
 /// Whether the body is streamed (`proxy_request_buffering off`, nginx's rules); a sized

@@ -56,5 +56,6 @@ pub fn req<'a>(buf: &'a [u8], head: &'a ringfront_http::RequestHead) -> crate::r
         realip_from: None,
         body_file: &[],
         body_stream: None,
+        spooled: None,
     }
 }

@@ -146,6 +146,11 @@ impl Outbound {
     pub fn len(&self) -> usize {
         self.head.len() + self.body.len()
     }
+
+    /// The body bytes it holds (sent with the head).
+    pub fn body_len(&self) -> usize {
+        self.body.len()
+    }
 }
 
 /// The whole request as the ring writes it: shared, so a retry resends the same bytes, and
@@ -214,17 +219,20 @@ pub fn build(
     body: Vec<u8>,
     vars_uri: Option<&[u8]>,
     streamed: Option<&crate::body_stream::BodyStream>,
+    file_len: Option<u64>,
 ) -> Outbound {
     let (s, req) = (cx.settings(), cx.req);
     let mut v = req.vars(proxy_host, None, Some(cx.snap));
     v.proxy_tls = cx.loc.upstream_tls.is_some();
-    let (body, length) = match streamed {
+    let (body, length) = match (streamed, file_len) {
         // The body follows the head as it comes: its declared length, or chunked.
-        Some(_) => match req.head.framing {
+        (Some(_), _) => match req.head.framing {
             BodyFraming::Length(n) => (body, Some(n)),
             _ => (body, None),
         },
-        None => body_sent(cx, &v, body),
+        // The body follows the head from its file.
+        (None, Some(n)) => (body, Some(n)),
+        (None, None) => body_sent(cx, &v, body),
     };
     let mut method = Vec::new();
     match &s.proxy_method {

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use common::body::{counting_sink, peak_kib};
 use common::{fill, port};
 use ringfront_testkit::{Client, Nginx, Ringfront, TempDir};
 
@@ -25,9 +26,15 @@ http {
     proxy_set_header X-File $request_body_file;
     add_header X-File $request_body_file;
     add_header X-Body $request_body;
+    upstream two { server 127.0.0.1:{DROP}; server 127.0.0.1:{UP}; }
     server {
         listen 127.0.0.1:{PORT};
         server_name a.test;
+        location /retry {
+            client_body_in_file_only clean;
+            proxy_next_upstream error timeout non_idempotent;
+            proxy_pass http://two;
+        }
         location /clean { client_body_in_file_only clean; proxy_pass http://127.0.0.1:{UP}; }
         location /on { client_body_in_file_only on; proxy_pass http://127.0.0.1:{UP}; }
         location /buffer {
@@ -144,9 +151,29 @@ fn still_there(name: &str) -> Option<String> {
     std::fs::read_to_string(name).ok()
 }
 
+/// A peer that reads the start of a request and closes: the next peer must get the
+/// whole body again, from the file.
+fn dropper() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    thread::spawn(move || {
+        for mut s in l.incoming().flatten() {
+            let mut buf = [0u8; 1024];
+            let _ = s.read(&mut buf);
+        }
+    });
+    port
+}
+
 fn cases() -> Vec<(&'static str, String, bool)> {
     let big = "0123456789".repeat(300);
+    // Several reads and writes of the file, sent twice.
+    let large: String = (0..100_000)
+        .map(|i| char::from(b'a' + (i % 26) as u8))
+        .collect();
     vec![
+        ("/retry", large.clone(), false),
+        ("/retry", large, true),
         ("/clean", "small body".to_string(), false),
         ("/clean", big.clone(), true),
         ("/on", "kept body".to_string(), false),
@@ -169,9 +196,14 @@ fn config(p: u16, up: u16, tmp: &Path) -> String {
         &[
             ("PORT", p.to_string()),
             ("UP", up.to_string()),
+            ("DROP", DROPPER.with(|d| d.to_string())),
             ("TMP", tmp.display().to_string()),
         ],
     )
+}
+
+std::thread_local! {
+    static DROPPER: u16 = dropper();
 }
 
 #[test]
@@ -194,6 +226,14 @@ fn bodies_in_files_match_nginx() {
     }
     // What the cases are there for, on nginx's side.
     let big = "0123456789".repeat(300);
+    let large = &cases()[0].1;
+    assert_eq!(
+        nginx[0].answer,
+        format!("{large}|{large}"),
+        "retried from the file"
+    );
+    assert_eq!(nginx[1].answer, nginx[0].answer, "chunked alike");
+    let nginx = &nginx[2..];
     assert_eq!(
         nginx[0].answer, "small body|small body",
         "the file holds the body"
@@ -218,4 +258,49 @@ fn bodies_in_files_match_nginx() {
     assert_eq!(nginx[4].kept, None);
     assert_eq!(nginx[4].body_var, "");
     assert_eq!(nginx[5].answer, nginx[4].answer, "chunked alike");
+}
+
+/// `client_body_in_file_only`: a 64 MiB body goes to its file as it arrives and to the
+/// upstream from there, so ringfront's peak memory grows by far less than the body.
+#[test]
+fn a_large_body_in_a_file_is_not_held_in_memory() {
+    const SIZE: usize = 64 << 20;
+    let sink = counting_sink();
+    let dir = TempDir::new("body-in-file-large");
+    let rp = port();
+    let conf = format!(
+        "worker_processes 1;
+events {{ worker_connections 64; }}
+http {{
+    access_log off;
+    client_max_body_size 0;
+    client_body_temp_path {};
+    server {{
+        listen 127.0.0.1:{rp};
+        location / {{ client_body_in_file_only clean; proxy_pass http://127.0.0.1:{sink}; }}
+    }}
+}}
+",
+        dir.path().join("body").display()
+    );
+    let r = Ringfront::start(&conf);
+    let before = peak_kib(r.pid());
+    let mut c = Client::connect(("127.0.0.1", rp));
+    let head = format!(
+        "PUT /big HTTP/1.1\r\nHost: a\r\nContent-Length: {SIZE}\r\nConnection: close\r\n\r\n"
+    );
+    c.send_raw(head.as_bytes());
+    let block = vec![b'x'; 1 << 20];
+    for _ in 0..SIZE >> 20 {
+        c.send_raw(&block);
+    }
+    let resp = c.read_response();
+    assert_eq!(resp.status, 200);
+    assert_eq!(resp.text(), SIZE.to_string(), "the whole body arrived");
+    let grown = peak_kib(r.pid()).saturating_sub(before);
+    eprintln!("ringfront's peak memory grew by {grown} KiB for a {SIZE}-byte body in a file");
+    assert!(
+        grown < 16 * 1024,
+        "peak memory grew by {grown} KiB for a 64 MiB body"
+    );
 }

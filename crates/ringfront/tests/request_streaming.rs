@@ -20,6 +20,7 @@ use std::sync::mpsc::{channel, Receiver, Sender};
 use std::thread;
 use std::time::Duration;
 
+use common::body::{counting_sink, peak_kib};
 use common::{fill, log_lines, port};
 use ringfront_testkit::{Client, Nginx, Ringfront, TempDir};
 
@@ -444,54 +445,6 @@ fn streamed_bodies_match_nginx() {
     assert!(nginx
         .log
         .contains(&format!("/closed 400 127.0.0.1:{} -", w.up.port)));
-}
-
-/// An upstream that counts the body's bytes (`Content-Length` requests) and answers the
-/// count.
-fn counting_sink() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = l.local_addr().unwrap().port();
-    thread::spawn(move || {
-        for mut s in l.incoming().flatten() {
-            let mut got = Vec::new();
-            let mut buf = vec![0u8; 1 << 16];
-            let mut body = 0usize;
-            let mut want = None;
-            while want.is_none_or(|w| body < w) {
-                let n = match s.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => n,
-                };
-                match want {
-                    Some(_) => body += n,
-                    None => {
-                        got.extend_from_slice(&buf[..n]);
-                        if let Some((h, rest)) = split(&got) {
-                            want = field(h, "content-length").and_then(|v| v.parse().ok());
-                            body = rest.len();
-                        }
-                    }
-                }
-            }
-            let text = body.to_string();
-            let reply = format!(
-                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
-                text.len()
-            );
-            let _ = s.write_all(reply.as_bytes());
-        }
-    });
-    port
-}
-
-/// The peak resident memory of a process, in KiB.
-fn peak_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
 }
 
 /// A 64 MiB body streams through a bounded buffer: ringfront's peak memory grows by far
