@@ -142,28 +142,11 @@ pub async fn run_in(
     let (up, group, state) = (g.id, g.conf, &g.state);
     let keepalive = group.keepalive > 0;
     let mut streamed = cx.req.body_stream.and_then(|c| c.borrow_mut().take());
-    let mut body = body;
-    if let Some(st) = streamed.as_mut() {
-        match st.first(cx.settings()) {
-            Ok(first) => body = first,
-            Err(e) => {
-                let status = match e {
-                    StreamError::Client(status, _) => status,
-                    _ => 400,
-                };
-                return respond_error(cx, status, client, out, Vec::new()).await;
-            }
-        }
-    }
+    let body = match first_body(cx, streamed.as_mut(), body).await {
+        Ok(body) => body,
+        Err(status) => return respond_error(cx, status, client, out, Vec::new()).await,
+    };
     let file_len = from_file(cx).map(BodyFile::len);
-    // The file's first bytes go out with the head in one write (as nginx's request chain:
-    // an upstream then reads head and body start together).
-    if let Some(f) = from_file(cx) {
-        match crate::body_spool::first_part(f).await {
-            Ok(first) => body = first,
-            Err(_) => return respond_error(cx, 500, client, out, Vec::new()).await,
-        }
-    }
     let outbound = upstream_request::build(
         cx,
         g.proxy_host,
@@ -304,8 +287,10 @@ fn count_bytes(ex: &mut Exchange<'_>, action: &Action, ev: &Event, io: &Io, file
     };
     match (action, ev) {
         (Action::Send, Event::Sent) => {
+            // After the request's own bytes: the rest of a file, a streamed body's rest.
+            let file = file_len.saturating_sub(io.request.0.body_len() as u64);
             let streamed = io.body.as_ref().map_or(0, BodyStream::sent);
-            t.bytes_sent = io.request.0.len() as u64 + file_len + streamed;
+            t.bytes_sent = io.request.0.len() as u64 + file + streamed;
         }
         (Action::ReadHead, Event::Head(_)) => t.bytes_received = io.rbuf.len() as u64,
         (Action::Relay, _) => {
@@ -373,6 +358,26 @@ async fn send(cx: &Cx<'_>, io: &mut Io) -> Event {
             io.client_fail = Some(e);
             Event::Sent
         }
+    }
+}
+
+/// The body bytes sent with the head in one write (as nginx's request chain: an upstream
+/// then reads head and body start together): a buffered body whole, a streamed one's
+/// bytes that came with the head, a file's first part; else the status to answer.
+async fn first_body(
+    cx: &Cx<'_>,
+    streamed: Option<&mut BodyStream>,
+    body: Vec<u8>,
+) -> Result<Vec<u8>, u16> {
+    if let Some(st) = streamed {
+        return st.first(cx.settings()).map_err(|e| match e {
+            StreamError::Client(status, _) => status,
+            _ => 400,
+        });
+    }
+    match from_file(cx) {
+        Some(f) => crate::body_spool::first_part(f).await.map_err(|_| 500),
+        None => Ok(body),
     }
 }
 

@@ -473,7 +473,8 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
     // nginx's temporary file: `client_body_in_file_only` reads the body into it; a body
     // longer than `client_body_buffer_size` only gets a name (nginx unlinks that file).
     let read = refused.is_none() && !streams;
-    let before = crate::body_file::Placement::of(s, &head, read, &[], head_len);
+    let proxied = read && matches!(outcome, Outcome::Continue);
+    let before = crate::body_file::Placement::of(s, &head, proxied, &[], head_len);
     let mut file = None;
     let (body, consumed) = if refused.is_some() {
         (Vec::new(), head_len)
@@ -645,8 +646,12 @@ async fn spool_body(
         Err(SpoolError::Body(BodyError::Closed)) => Err(None),
         Err(SpoolError::Body(BodyError::Reject(status))) => {
             if status == 413 {
-                let msg = "client intended to send too large body";
-                log(LogLevel::Error, format_args!("{msg}"), buf);
+                let size = match head.framing {
+                    ringfront_http::BodyFraming::Length(n) => format!(": {n} bytes"),
+                    _ => String::new(),
+                };
+                let msg = format_args!("client intended to send too large body{size}");
+                log(LogLevel::Error, msg, buf);
             }
             Err(Some(status))
         }
