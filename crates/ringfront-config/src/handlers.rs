@@ -51,14 +51,6 @@ pub(crate) fn apply(
         }
         "proxy_pass_request_body" => set_once(&mut level.proxy_pass_request_body, flag(d)?, d)?,
         "proxy_ignore_client_abort" => set_once(&mut level.proxy_ignore_client_abort, flag(d)?, d)?,
-        "client_body_in_file_only" => {
-            let on = match arg {
-                "off" => false,
-                "on" | "clean" => true,
-                _ => return Err(err(d, format!("invalid value \"{arg}\""))),
-            };
-            set_once(&mut level.client_body_in_file_only, on, d)?;
-        }
         "proxy_set_body" => set_once(&mut level.proxy_set_body, template(d, arg)?, d)?,
         "proxy_http_version" => {
             if !matches!(arg, "1.0" | "1.1") {
@@ -133,6 +125,7 @@ pub(crate) fn apply(
         _ if level.limits.apply(d)? => {}
         _ if level.realip.apply(d, scope.host)? => {}
         _ if level.resolver.apply(d)? => {}
+        _ if level.request_body.apply(d, scope.prefix)? => {}
         _ if crate::proxy_headers::apply(level, d)? => {}
         _ => return Ok(false),
     }

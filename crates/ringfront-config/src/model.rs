@@ -532,9 +532,9 @@ pub enum Variable {
     SslCipher,
     SslSessionReused,
     SslClientVerify,
-    /// `$request_body`: the body read (ringfront holds every body in memory).
+    /// `$request_body`: the body read; empty when it is in a file or streamed.
     RequestBody,
-    /// `$request_body_file`: always empty (ringfront writes no body to a file).
+    /// `$request_body_file`: the body's temporary file, if it is in one.
     RequestBodyFile,
     /// `$content_length`, `$content_type`: the request's fields.
     ContentLength,
@@ -898,9 +898,6 @@ pub struct LocationSettings {
     /// `proxy_ignore_client_abort` (default off): a client that closes while the upstream
     /// is waited for does not end the request.
     pub proxy_ignore_client_abort: bool,
-    /// `client_body_in_file_only on|clean`: nginx keeps the body in a file, so
-    /// `$request_body` is empty (ringfront writes no file).
-    pub client_body_in_file_only: bool,
     /// `proxy_set_body`: the body sent upstream instead of the client's.
     pub proxy_set_body: Option<Template>,
     /// "1.0" or "1.1"; ringfront's default is 1.1 (upstream keepalive on by default).
@@ -980,6 +977,9 @@ pub struct LocationSettings {
     pub gzip: Option<crate::gzip::Gzip>,
     /// The realip module where `set_real_ip_from` is in effect.
     pub real_ip: Option<crate::realip::RealIp>,
+    /// `proxy_request_buffering`, `client_body_buffer_size`, `client_body_in_file_only`,
+    /// `client_body_temp_path`.
+    pub request_body: crate::request_body::RequestBody,
     /// What is done to the upstream response's fields (`proxy_hide_header`,
     /// `proxy_redirect`, `proxy_cookie_*`, ...).
     pub proxy_headers: crate::proxy_headers_model::ProxyHeaders,

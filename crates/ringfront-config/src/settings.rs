@@ -40,7 +40,6 @@ pub(crate) struct Level {
     pub proxy_pass_request_headers: Option<bool>,
     pub proxy_pass_request_body: Option<bool>,
     pub proxy_ignore_client_abort: Option<bool>,
-    pub client_body_in_file_only: Option<bool>,
     pub proxy_set_body: Option<Template>,
     pub proxy_connect_timeout: Option<Duration>,
     pub proxy_read_timeout: Option<Duration>,
@@ -93,6 +92,8 @@ pub(crate) struct Level {
     pub realip: crate::realip::RealIpLevel,
     /// `resolver`, `resolver_timeout` (resolver.rs).
     pub resolver: crate::resolver::ResolverLevel,
+    /// `proxy_request_buffering`, `client_body_*` (request_body.rs).
+    pub request_body: crate::request_body::RequestBodyLevel,
     /// `proxy_hide_header`, `proxy_redirect`, `proxy_cookie_*`... (proxy_headers.rs).
     pub proxy_headers: crate::proxy_headers::ProxyHeadersLevel,
 }
@@ -113,7 +114,6 @@ impl Default for LocationSettings {
             proxy_pass_request_headers: true,
             proxy_pass_request_body: true,
             proxy_ignore_client_abort: false,
-            client_body_in_file_only: false,
             proxy_set_body: None,
             proxy_connect_timeout: MINUTE,
             proxy_read_timeout: MINUTE,
@@ -157,6 +157,7 @@ impl Default for LocationSettings {
             gzip: None,
             limits: Default::default(),
             real_ip: None,
+            request_body: Default::default(),
             proxy_headers: Default::default(),
             resolver: Default::default(),
         }
@@ -188,10 +189,6 @@ impl Level {
             proxy_ignore_client_abort: pick(
                 &self.proxy_ignore_client_abort,
                 &outer.proxy_ignore_client_abort,
-            ),
-            client_body_in_file_only: pick(
-                &self.client_body_in_file_only,
-                &outer.client_body_in_file_only,
             ),
             proxy_set_body: pick(&self.proxy_set_body, &outer.proxy_set_body),
             proxy_connect_timeout: pick(&self.proxy_connect_timeout, &outer.proxy_connect_timeout),
@@ -249,6 +246,7 @@ impl Level {
             limits: self.limits.inherit(&outer.limits),
             realip: self.realip.inherit(&outer.realip),
             resolver: self.resolver.inherit(&outer.resolver),
+            request_body: self.request_body.inherit(&outer.request_body),
             proxy_headers: self.proxy_headers.inherit(&outer.proxy_headers),
         }
     }
@@ -259,6 +257,7 @@ impl Level {
         prefix: &Path,
         proxy_pass: Option<ProxyPass>,
     ) -> Result<LocationSettings, crate::error::ConfigError> {
+        let http11 = self.proxy_http_version.as_deref() == Some("1.1");
         let d = LocationSettings::default();
         let tls = proxy_pass.as_ref().is_some_and(|p| p.tls);
         let proxy_ssl = self.proxy_ssl.finish(tls)?;
@@ -277,9 +276,6 @@ impl Level {
             proxy_ignore_client_abort: self
                 .proxy_ignore_client_abort
                 .unwrap_or(d.proxy_ignore_client_abort),
-            client_body_in_file_only: self
-                .client_body_in_file_only
-                .unwrap_or(d.client_body_in_file_only),
             proxy_set_body: self.proxy_set_body.or(d.proxy_set_body),
             proxy_connect_timeout: self
                 .proxy_connect_timeout
@@ -339,6 +335,7 @@ impl Level {
             limits: self.limits.finish(),
             real_ip: self.realip.finish(),
             resolver: self.resolver.finish(),
+            request_body: self.request_body.finish(prefix, http11),
             proxy_headers: self.proxy_headers.finish(),
         })
     }

@@ -117,13 +117,12 @@ pub const NOOP_DIRECTIVES: &[&str] = &[
     "charset", "autoindex", "reset_timedout_connection",
     "server_names_hash_bucket_size", "server_names_hash_max_size", "types_hash_max_size",
     "types_hash_bucket_size", "proxy_buffering", "proxy_buffer_size", "proxy_buffers",
-    "proxy_busy_buffers_size", "proxy_request_buffering",
-    "client_body_buffer_size", "client_header_buffer_size",
+    "proxy_busy_buffers_size", "client_header_buffer_size",
     // TLS knobs with nothing to do here (docs/configuration.md, "Accepted and ignored")
     "ssl_buffer_size", "ssl_stapling", "ssl_stapling_verify", "ssl_early_data",
     // nginx's buffering to disk; ringfront streams (docs/configuration.md, "Accepted and
     // ignored")
-    "client_body_temp_path", "proxy_temp_path", "fastcgi_temp_path", "uwsgi_temp_path",
+    "proxy_temp_path", "fastcgi_temp_path", "uwsgi_temp_path",
     "scgi_temp_path", "proxy_max_temp_file_size", "proxy_temp_file_write_size",
     "connection_pool_size", "request_pool_size", "client_body_in_single_buffer",
     "uninitialized_variable_warn", "proxy_cache_bypass", "proxy_no_cache",
@@ -187,6 +186,10 @@ pub(crate) static TABLE: &[Spec] = &[
     d("proxy_pass_request_body", HSL, 1, 1),
     d("proxy_ignore_client_abort", HSL, 1, 1),
     d("client_body_in_file_only", HSL, 1, 1),
+    // request bodies (request_body.rs)
+    d("proxy_request_buffering", HSL, 1, 1),
+    d("client_body_buffer_size", HSL, 1, 1),
+    d("client_body_temp_path", HSL, 1, 4),
     d("proxy_set_body", HSL, 1, 1),
     d("proxy_bind", HSL, 1, 2),
     d("proxy_connect_timeout", HSL, 1, 1),
@@ -326,8 +329,6 @@ pub(crate) static TABLE: &[Spec] = &[
     noop("proxy_buffer_size", HSL, 1, 1, Check::Size),
     noop("proxy_buffers", HSL, 2, 2, Check::Any),
     noop("proxy_busy_buffers_size", HSL, 1, 1, Check::Size),
-    noop("proxy_request_buffering", HSL, 1, 1, Check::Flag),
-    noop("client_body_buffer_size", HSL, 1, 1, Check::Size),
     noop("client_header_buffer_size", HS, 1, 1, Check::Size),
     // TLS: records are rustls's (16 KiB, as nginx's default ssl_buffer_size); OCSP
     // stapling and 0-RTT are not offered, so only their off values are harmless.
@@ -338,7 +339,6 @@ pub(crate) static TABLE: &[Spec] = &[
     // Disk buffering and memory pools: ringfront streams bodies through fixed buffers and
     // never writes them to temporary files, and allocates per connection its own way.
     // Test::Nginx writes the `*_temp_path` ones into every configuration.
-    noop("client_body_temp_path", HSL, 1, 4, Check::TempPath),
     noop("proxy_temp_path", HSL, 1, 4, Check::TempPath),
     noop("fastcgi_temp_path", HSL, 1, 4, Check::TempPath),
     noop("uwsgi_temp_path", HSL, 1, 4, Check::TempPath),

@@ -157,12 +157,19 @@ pub struct Uses {
     pub response_heads: bool,
     /// `$request_id`: each request draws one.
     pub request_id: bool,
+    /// `$request_body_file`: a body longer than `client_body_buffer_size` goes to a file.
+    pub request_body_file: bool,
 }
 
 std::thread_local! {
     /// What templates parsed since the last [`take_uses`] read.
     static USES: std::cell::Cell<Uses> = const {
-        std::cell::Cell::new(Uses { request_body: false, response_heads: false, request_id: false })
+        std::cell::Cell::new(Uses {
+            request_body: false,
+            response_heads: false,
+            request_id: false,
+            request_body_file: false,
+        })
     };
 }
 
@@ -178,6 +185,7 @@ fn note_use(var: &Variable) {
         match var {
             Variable::RequestBody => now.request_body = true,
             Variable::RequestId => now.request_id = true,
+            Variable::RequestBodyFile => now.request_body_file = true,
             Variable::SentHttp(_) | Variable::UpstreamHttp(_) | Variable::UpstreamCookie(_) => {
                 now.response_heads = true
             }

@@ -26,14 +26,17 @@ pub enum BodyError {
 /// The body, and how many bytes of the connection buffer the request used (head included).
 pub type BodyRead = Result<(Vec<u8>, usize), BodyError>;
 
-async fn continue_100(stream: &mut ClientStream, s: &LocationSettings) -> Result<(), BodyError> {
+pub(crate) async fn continue_100(
+    stream: &mut ClientStream,
+    s: &LocationSettings,
+) -> Result<(), BodyError> {
     let mut out = Vec::with_capacity(32);
     HeadWriter::response(&mut out, 100).finish();
     let (r, _) = write_all(stream, out, s.send_timeout).await;
     r.map_err(|_| BodyError::Closed)
 }
 
-fn too_large(s: &LocationSettings, n: u64) -> bool {
+pub(crate) fn too_large(s: &LocationSettings, n: u64) -> bool {
     s.client_max_body_size != 0 && n > s.client_max_body_size
 }
 

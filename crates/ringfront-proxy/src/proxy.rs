@@ -15,6 +15,8 @@ use ringfront_upstream::exchange::{
 };
 use ringfront_upstream::{Board, RequestKey, Topology, UpstreamId, CHECKING, UP};
 
+use crate::body_file::BodyFile;
+use crate::body_stream::{BodyStream, StreamError};
 use crate::client_gone::{self, Gone, Watch};
 use crate::clock::mono;
 use crate::health;
@@ -77,6 +79,10 @@ struct Io {
     /// close one of them saw.
     watch: Watch,
     gone: Option<Gone>,
+    /// `proxy_request_buffering off`: the body, streamed after the head.
+    body: Option<BodyStream>,
+    /// The client failed while its body streamed: the request ends with this.
+    client_fail: Option<StreamError>,
 }
 
 /// The group a request is proxied to and the state it is chosen in: one of the snapshot's,
@@ -140,7 +146,21 @@ pub async fn run_in(
 ) -> (Reply, Option<ClientStream>) {
     let (up, group, state) = (g.id, g.conf, &g.state);
     let keepalive = group.keepalive > 0;
-    let outbound = upstream_request::build(cx, g.proxy_host, keepalive, body, g.uri);
+    let mut streamed = cx.req.body_stream.and_then(|c| c.borrow_mut().take());
+    let body = match first_body(cx, streamed.as_mut(), body).await {
+        Ok(body) => body,
+        Err(status) => return respond_error(cx, status, client, out, Vec::new()).await,
+    };
+    let file_len = from_file(cx).map(BodyFile::len);
+    let outbound = upstream_request::build(
+        cx,
+        g.proxy_host,
+        keepalive,
+        body,
+        g.uri,
+        streamed.as_ref(),
+        file_len,
+    );
     let mut hash_key = Vec::new();
     if let Some(t) = &group.hash_key {
         vars::render(
@@ -159,7 +179,14 @@ pub async fn run_in(
         board: g.board,
         worker: &state.peers,
     };
-    let mut ex = Exchange::new(peers, up, policy(cx, group), key);
+    let mut pol = policy(cx, group);
+    if streamed.is_some() {
+        // nginx: once sent, an unbuffered request goes to no other peer
+        // (`u->request_sent && r->request_body_no_buffering`).
+        pol.idempotent = false;
+        pol.next.non_idempotent = false;
+    }
+    let mut ex = Exchange::new(peers, up, pol, key);
     if let (Some(b), false, Some(load)) = (
         cx.settings().proxy_next_upstream_budget,
         g.adhoc,
@@ -195,6 +222,8 @@ pub async fn run_in(
         body_read: 0,
         watch: Watch::new(cx.settings().proxy_ignore_client_abort),
         gone: None,
+        body: streamed,
+        client_fail: None,
     };
     let mut step = ex.start(mono());
     loop {
@@ -224,7 +253,13 @@ pub async fn run_in(
             Action::Finish { pool } => return finish(cx, g, pool, io, ex),
             Action::Abandon(phase) => return abandon(cx, g, phase, io, ex),
         };
-        count_bytes(&mut ex, &step.action, &ev, &io);
+        if let Some(e) = io.client_fail.take() {
+            if let Some(f) = ex.abandon_streaming(mono()).freed {
+                report(cx, g, &io, f);
+            }
+            return client_failed(cx, g, e, io, ex).await;
+        }
+        count_bytes(&mut ex, &step.action, &ev, &io, file_len.unwrap_or(0));
         step = ex.on(ev, mono());
         if let Some(load) = ex.take_denied() {
             budget_spent(cx, g, load);
@@ -256,12 +291,17 @@ fn budget_spent(cx: &Cx<'_>, g: &Group<'_>, load: &Load) {
 
 /// `$upstream_bytes_sent`, `$upstream_bytes_received` and `$upstream_response_length` of
 /// the current try, as its steps succeed.
-fn count_bytes(ex: &mut Exchange<'_>, action: &Action, ev: &Event, io: &Io) {
+fn count_bytes(ex: &mut Exchange<'_>, action: &Action, ev: &Event, io: &Io, file_len: u64) {
     let Some(t) = ex.current_try() else {
         return;
     };
     match (action, ev) {
-        (Action::Send, Event::Sent) => t.bytes_sent = io.request.0.len() as u64,
+        (Action::Send, Event::Sent) => {
+            // After the request's own bytes: the rest of a file, a streamed body's rest.
+            let file = file_len.saturating_sub(io.request.0.body_len() as u64);
+            let streamed = io.body.as_ref().map_or(0, BodyStream::sent);
+            t.bytes_sent = io.request.0.len() as u64 + file + streamed;
+        }
         (Action::ReadHead, Event::Head(_)) => t.bytes_received = io.rbuf.len() as u64,
         (Action::Relay, _) => {
             t.response_length = io.body_read;
@@ -365,13 +405,95 @@ async fn send(cx: &Cx<'_>, io: &mut Io) -> Event {
     let Some(conn) = io.conn.as_mut() else {
         return Event::Sent;
     };
-    match upstream::send(conn, &io.request, cx.settings().proxy_send_timeout).await {
+    let limit = cx.settings().proxy_send_timeout;
+    if let Err(f) = upstream::send(conn, &io.request, limit).await {
+        io.conn = None;
+        return Event::Failed(f);
+    }
+    if let Some(f) = from_file(cx) {
+        let from = io.request.0.body_len() as u64;
+        if let Err(f) = crate::body_spool::send_file(f, from, &mut conn.stream, limit).await {
+            io.conn = None;
+            return Event::Failed(f);
+        }
+    }
+    let (Some(body), Some(client)) = (io.body.as_mut(), io.client.as_mut()) else {
+        return Event::Sent;
+    };
+    match body.pump(client, &mut conn.stream, cx.settings()).await {
         Ok(()) => Event::Sent,
-        Err(f) => {
+        Err(StreamError::Upstream(f)) => {
             io.conn = None;
             Event::Failed(f)
         }
+        Err(e) => {
+            io.conn = None;
+            io.client_fail = Some(e);
+            Event::Sent
+        }
     }
+}
+
+/// The body bytes sent with the head in one write (as nginx's request chain: an upstream
+/// then reads head and body start together): a buffered body whole, a streamed one's
+/// bytes that came with the head, a file's first part; else the status to answer.
+async fn first_body(
+    cx: &Cx<'_>,
+    streamed: Option<&mut BodyStream>,
+    body: Vec<u8>,
+) -> Result<Vec<u8>, u16> {
+    if let Some(st) = streamed {
+        return st.first(cx.settings()).map_err(|e| match e {
+            StreamError::Client(status, _) => status,
+            _ => 400,
+        });
+    }
+    match from_file(cx) {
+        Some(f) => crate::body_spool::first_part(f).await.map_err(|_| 500),
+        None => Ok(body),
+    }
+}
+
+/// `client_body_in_file_only`: the body is sent from its file, unless `proxy_set_body`
+/// replaces it or `proxy_pass_request_body off` drops it.
+fn from_file<'a>(cx: &Cx<'a>) -> Option<&'a BodyFile> {
+    let s = cx.settings();
+    let sent = s.proxy_set_body.is_none() && s.proxy_pass_request_body;
+    cx.req.spooled.filter(|_| sent)
+}
+
+/// The client failed while its body was streaming (nginx finalises the request with the
+/// client's status, the upstream connection closed): a bad chunk or a too large body is
+/// answered (400, 413); a timeout (408) and a closed client (400) get nothing, the status
+/// is logged and the connection closed.
+async fn client_failed(
+    cx: &Cx<'_>,
+    g: &Group<'_>,
+    e: StreamError,
+    io: Io,
+    ex: Exchange<'_>,
+) -> (Reply, Option<ClientStream>) {
+    let status = match e {
+        StreamError::Client(408, _) => 408,
+        StreamError::Client(status, msg) => {
+            if let Some(msg) = msg {
+                cx.log(LogLevel::Error, format_args!("{msg}"), None);
+            }
+            let (mut reply, client) = finish_error(cx, g, status, io, ex).await;
+            reply.reusable = false;
+            return (reply, client);
+        }
+        _ => {
+            let msg = "client prematurely closed connection";
+            cx.log(LogLevel::Info, format_args!("{msg}"), None);
+            400
+        }
+    };
+    cx.w.give_buf(io.rbuf);
+    cx.w.give_buf(io.out);
+    let mut reply = Reply::new(status, 0, 0, false);
+    reply.tries = tries_of(g, ex);
+    (reply, None)
 }
 
 async fn read_head(cx: &Cx<'_>, io: &mut Io) -> Event {
@@ -585,6 +707,13 @@ fn finish(
     cx.w.give_buf(io.out);
     let mut reply = io.relayed.unwrap_or_else(|| Reply::new(502, 0, 0, false));
     reply.tries = tries;
+    if io.body.as_ref().is_some_and(|b| !b.done()) {
+        reply.reusable = false;
+    }
+    // Bytes read past a streamed chunked body (a pipelined request) go back to the session.
+    if let (Some(cell), Some(b)) = (cx.req.body_stream, io.body) {
+        *cell.borrow_mut() = Some(b);
+    }
     (reply, io.client)
 }
 

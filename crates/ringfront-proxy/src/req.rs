@@ -85,6 +85,13 @@ pub struct Req<'a> {
     /// The client's connection while the phases before the content wait (a `limit_req`
     /// delay watches it, client_gone.rs); `None` once the content handler has it.
     pub client_conn: Option<&'a crate::stream::ClientStream>,
+    /// `$request_body_file`: the temporary file holding the body, if it went to one.
+    pub body_file: &'a [u8],
+    /// `proxy_request_buffering off`: the body still to stream to the upstream (taken by
+    /// the first proxying of the request).
+    pub body_stream: Option<&'a std::cell::RefCell<Option<crate::body_stream::BodyStream>>>,
+    /// `client_body_in_file_only`: the body's open temporary file, sent from by each try.
+    pub spooled: Option<&'a crate::body_file::BodyFile>,
 }
 
 impl Req<'_> {
@@ -131,6 +138,7 @@ impl Req<'_> {
             rw: self.rw,
             proxy_protocol: self.proxy_protocol,
             realip_from: self.realip_from,
+            body_file: self.body_file,
         }
     }
 

@@ -3,6 +3,7 @@
 //! and go round again for keepalive and pipelined requests, answered in order.
 
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -17,6 +18,7 @@ use ringfront_config::LogLevel;
 use ringfront_http::RequestHead;
 
 use crate::body::{self, BodyError};
+use crate::body_stream::BodyStream;
 use crate::head_refusal::Ended;
 use crate::io::{read_more, write_all, IoFail};
 use crate::req::{log_context, Cx, Req};
@@ -424,6 +426,9 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         proxy_protocol: pp,
         realip_from: real.from,
         client_conn: Some(&stream),
+        body_file: &[],
+        body_stream: None,
+        spooled: None,
     };
     let (loc, outcome) = if refusal.is_some() {
         // nginx refuses (497, 495, 496) before any location: the server's settings and
@@ -470,7 +475,35 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
     let mut unread = denied && !matches!(head.framing, ringfront_http::BodyFraming::None);
     let mut refused = refusal.or(denied.then_some(403));
     let gone = matches!(outcome, Outcome::Status(crate::limits::CLIENT_GONE));
+    // `proxy_request_buffering off`: the body goes to the upstream as it comes.
+    let streams = refused.is_none()
+        && matches!(outcome, Outcome::Continue)
+        && streams_body(s, &head, buf.get(head_len..).unwrap_or_default());
+    let mut streamed = None;
+    // nginx's temporary file: `client_body_in_file_only` reads the body into it; a body
+    // longer than `client_body_buffer_size` only gets a name (nginx unlinks that file).
+    let read = refused.is_none() && !gone && !streams;
+    let proxied = read && matches!(outcome, Outcome::Continue);
+    let before = crate::body_file::Placement::of(s, &head, proxied, &[], head_len);
+    let mut file = None;
     let (body, consumed) = if refused.is_some() || gone {
+        (Vec::new(), head_len)
+    } else if streams {
+        if head.expect_continue && body::continue_100(&mut stream, s).await.is_err() {
+            return None;
+        }
+        let preread = buf.get(head_len..).unwrap_or_default();
+        streamed = Some(RefCell::new(Some(BodyStream::new(&head, preread))));
+        (Vec::new(), buf.len())
+    } else if before.spools() {
+        let keep = before.keep();
+        match spool_body(&mut stream, &mut buf, &head, head_len, s, keep, &log).await {
+            Ok(f) => file = Some(f),
+            Err(status) => {
+                unread = true;
+                refused = Some(status?);
+            }
+        }
         (Vec::new(), head_len)
     } else {
         let (read, b) = read_body(&mut stream, buf, &head, head_len, s, &log).await;
@@ -484,13 +517,22 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
             }
         }
     };
+    let placed = crate::body_file::Placement::of(s, &head, read, &body, head_len);
+    if placed.name_only() {
+        file = Some(crate::body_file::unlinked(&s.request_body.temp_path));
+    }
+    if let Some(f) = &file {
+        let name = String::from_utf8_lossy(f.name());
+        let msg = format_args!("a client request body is buffered to a temporary file {name}");
+        log(placed.log_level(), msg, &buf);
+    }
     let keep_alive = keep_alive && !unread;
     let path = match bad_uri {
         true => Cow::Borrowed(""),
         false => request_path(&buf, &head),
     };
     // `$request_body` reads a copy: the body itself goes to the upstream.
-    let kept_body = match snap.uses.request_body && !s.client_body_in_file_only {
+    let kept_body = match snap.uses.request_body && !placed.in_file {
         true => body.clone(),
         false => Vec::new(),
     };
@@ -524,6 +566,9 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         proxy_protocol: pp,
         realip_from: real.from,
         client_conn: None,
+        body_file: file.as_ref().map_or(&[][..], |f| f.name()),
+        body_stream: streamed.as_ref(),
+        spooled: file.as_ref().filter(|f| f.file().is_some()),
     };
     let req = Req {
         path: rw.uri.as_deref().unwrap_or(&path),
@@ -561,10 +606,21 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
             .await
         }
     };
+    if let Some(f) = file {
+        f.finish().await;
+    }
     let mut stream = back?;
-    if !reply.reusable {
+    // A streamed body not read to its end (the upstream failed first) leaves bytes that
+    // are no request: close, as nginx (`r->reading_body`: no keepalive).
+    let unfinished = streamed
+        .as_ref()
+        .is_some_and(|c| !c.borrow().as_ref().is_some_and(BodyStream::done));
+    if !reply.reusable || unfinished {
         close_notify(&mut stream, s.send_timeout).await;
         return None;
+    }
+    if let Some(st) = streamed.and_then(RefCell::into_inner) {
+        buf.extend_from_slice(st.leftover());
     }
     let buf = next_request(w, buf, consumed, &idle, s.keepalive_timeout);
     drop(_busy);
@@ -581,6 +637,54 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         unix,
         proxy_protocol,
     })
+}
+
+/// Reads the body into its temporary file (`client_body_in_file_only`); else the status
+/// to answer (400, 413 logged as a buffered read's; 500 when the file fails, logged
+/// critical), or `None` to close the connection.
+async fn spool_body(
+    stream: &mut ClientStream,
+    buf: &mut Vec<u8>,
+    head: &RequestHead,
+    head_len: usize,
+    s: &ringfront_config::LocationSettings,
+    keep: bool,
+    log: &dyn Fn(LogLevel, std::fmt::Arguments<'_>, &[u8]),
+) -> Result<crate::body_file::BodyFile, Option<u16>> {
+    use crate::body_spool::SpoolError;
+    match crate::body_spool::spool(stream, buf, head, head_len, s, keep).await {
+        Ok(f) => Ok(f),
+        Err(SpoolError::Body(BodyError::Closed)) => Err(None),
+        Err(SpoolError::Body(BodyError::Reject(status))) => {
+            if status == 413 {
+                let size = match head.framing {
+                    ringfront_http::BodyFraming::Length(n) => format!(": {n} bytes"),
+                    _ => String::new(),
+                };
+                let msg = format_args!("client intended to send too large body{size}");
+                log(LogLevel::Error, msg, buf);
+            }
+            Err(Some(status))
+        }
+        Err(SpoolError::File(e)) => {
+            let dir = s.request_body.temp_path.dir.display();
+            let msg = format_args!("open() of a temporary file in \"{dir}\" failed ({e})");
+            log(LogLevel::Crit, msg, buf);
+            Err(Some(500))
+        }
+    }
+}
+
+/// Whether the body is streamed (`proxy_request_buffering off`, nginx's rules); a sized
+/// body over `client_max_body_size` is refused first, as buffered.
+fn streams_body(
+    s: &ringfront_config::LocationSettings,
+    head: &RequestHead,
+    preread: &[u8],
+) -> bool {
+    let too_large =
+        matches!(head.framing, ringfront_http::BodyFraming::Length(n) if body::too_large(s, n));
+    !too_large && BodyStream::wanted(s, head, preread)
 }
 
 /// The request's body and how many bytes of `buf` the request used; else nginx's 400/413

@@ -155,6 +155,11 @@ impl Outbound {
     pub fn len(&self) -> usize {
         self.head.len() + self.body.len()
     }
+
+    /// The body bytes it holds (sent with the head).
+    pub fn body_len(&self) -> usize {
+        self.body.len()
+    }
 }
 
 /// The whole request as the ring writes it: shared, so a retry resends the same bytes, and
@@ -222,6 +227,8 @@ pub fn build(
     keepalive: bool,
     body: Vec<u8>,
     vars_uri: Option<&[u8]>,
+    streamed: Option<&crate::body_stream::BodyStream>,
+    file_len: Option<u64>,
 ) -> Outbound {
     let (s, req) = (cx.settings(), cx.req);
     let mut v = req.vars(proxy_host, None, Some(cx.snap));
@@ -229,7 +236,16 @@ pub fn build(
     let client_body = (s.proxy_set_body.is_some() || !s.proxy_pass_request_body)
         .then(|| body.clone())
         .filter(|b| !b.is_empty());
-    let (body, length) = body_sent(cx, &v, body);
+    let (body, length) = match (streamed, file_len) {
+        // The body follows the head as it comes: its declared length, or chunked.
+        (Some(_), _) => match req.head.framing {
+            BodyFraming::Length(n) => (body, Some(n)),
+            _ => (body, None),
+        },
+        // The body follows the head from its file.
+        (None, Some(n)) => (body, Some(n)),
+        (None, None) => body_sent(cx, &v, body),
+    };
     let mut method = Vec::new();
     match &s.proxy_method {
         Some(t) => vars::render(&mut method, t, &v, false),
@@ -267,6 +283,9 @@ pub fn build(
     }
     if let Some(n) = length.filter(|_| !overridden(b"content-length")) {
         h.header_num(b"Content-Length", n);
+    }
+    if streamed.is_some_and(|st| st.chunked()) && !overridden(b"transfer-encoding") {
+        h.header(b"Transfer-Encoding", b"chunked");
     }
     h.finish();
     Outbound {

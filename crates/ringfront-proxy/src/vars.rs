@@ -69,6 +69,8 @@ pub struct Vars<'a> {
     pub proxy_protocol: Option<&'a ringfront_http::ProxyHeader>,
     /// The address before realip replaced `client` (`$realip_remote_*`).
     pub realip_from: Option<SocketAddr>,
+    /// `$request_body_file`.
+    pub body_file: &'a [u8],
 }
 
 impl<'a> Vars<'a> {
@@ -518,8 +520,10 @@ pub fn push_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, dash: bool) {
             [] => out.extend_from_slice(empty),
             b => out.extend_from_slice(b),
         },
-        // ringfront never writes a body to a file.
-        Variable::RequestBodyFile => out.extend_from_slice(empty),
+        Variable::RequestBodyFile => match v.body_file {
+            [] => out.extend_from_slice(empty),
+            f => out.extend_from_slice(f),
+        },
         Variable::ContentLength => match header_named(v, "content_length") {
             Some(n) => out.extend_from_slice(n),
             // nginx counts a chunked body as it reads it: its length once read.

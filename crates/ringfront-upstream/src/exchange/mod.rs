@@ -365,6 +365,21 @@ impl<'a> Exchange<'a> {
         }
     }
 
+    /// The client ended the request while its body was being streamed to the peer
+    /// (`proxy_request_buffering off`: it closed, timed out or sent a bad chunk): the
+    /// try ends as [`Self::abandon`]'s, with no failure of the peer and no retry, its
+    /// connection closed (nginx's `ngx_http_upstream_finalize_request` with the client's
+    /// status); outside the sending of the request nothing is freed.
+    pub fn abandon_streaming(&mut self, now: Duration) -> Step {
+        if self.state != State::Sending {
+            return Step::only(Action::Finish { pool: false });
+        }
+        Step {
+            action: Action::Finish { pool: false },
+            ..self.abandon(now)
+        }
+    }
+
     /// nginx's `ngx_http_upstream_finalize_request` with 499: the try keeps no status
     /// (`$upstream_status` is `-`), its time is taken, and the peer is freed as a success
     /// (a client's close is not the peer's failure); the connection is not kept.

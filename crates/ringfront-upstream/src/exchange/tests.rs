@@ -628,3 +628,28 @@ fn least_time_gets_header_or_last_byte_time() {
         assert_eq!(w.b.get(0).unwrap().response_time_us(), want_us);
     }
 }
+
+#[test]
+fn a_client_gone_mid_body_frees_the_peer_without_a_failure_or_a_retry() {
+    let w = World::new(2, 0);
+    let mut ex = w.exchange(Policy::new(b"POST"));
+    let p = peer_of(ex.start(ms(0)).action);
+    let s = ex.on(
+        Event::Connected {
+            reused: false,
+            requests: 0,
+        },
+        ms(1),
+    );
+    assert_eq!(s.action, Action::Send);
+    let s = ex.abandon_streaming(ms(4));
+    assert_eq!(s.action, Action::Finish { pool: false });
+    let freed = s.freed.expect("the peer is freed");
+    assert_eq!((freed.peer, freed.failure), (p, None));
+    assert_eq!(w.conns(), 0);
+    assert_eq!(w.fails(p), 0, "not the peer's failure");
+    assert_eq!(ex.tries().len(), 1, "no other peer tried");
+    assert_eq!(ex.tries()[0].response_time, Some(Duration::from_millis(4)));
+    // Outside the sending step it changes nothing.
+    assert_eq!(ex.abandon_streaming(ms(5)).freed, None);
+}

@@ -2,6 +2,7 @@
 
 #![allow(dead_code)]
 
+pub mod body;
 pub mod health;
 
 use ringfront_testkit::{free_port, Backend};
