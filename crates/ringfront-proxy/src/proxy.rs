@@ -314,6 +314,11 @@ fn count_bytes(ex: &mut Exchange<'_>, action: &Action, ev: &Event, io: &Io, file
 /// A step that waits for the upstream, raced against the client's close (nginx's
 /// `ngx_http_upstream_check_broken_connection`, unless `proxy_ignore_client_abort on`).
 async fn wait(cx: &Cx<'_>, g: &Group<'_>, action: Action, io: &mut Io) -> Event {
+    // A body streamed from the client (`proxy_request_buffering off`) is read from its
+    // connection while sending: that send is not watched (nginx reads the body then).
+    if matches!(action, Action::Send) && io.body.as_ref().is_some_and(|b| !b.done()) {
+        return send(cx, io).await;
+    }
     let client = io.client.take();
     let mut watch = io.watch;
     let done = {
