@@ -967,6 +967,8 @@ pub struct LocationSettings {
     pub check_status: Option<StatusFormat>,
     /// `api;` in this location (not inherited): the read-only nginx-Plus-style JSON API.
     pub api: bool,
+    /// `api write=on`: the API's POST, PATCH and DELETE of upstream servers are allowed.
+    pub api_write: bool,
     /// `stub_status;` in this location (not inherited): nginx's basic status page.
     pub stub_status: bool,
     /// `internal;` in this location (not inherited): a client's request here gets 404.

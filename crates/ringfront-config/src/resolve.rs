@@ -220,6 +220,7 @@ impl Targets<'_> {
         self.attach_checks(&loc.own, &settings)?;
         settings.check_status = loc.own.check_status.as_ref().map(|(f, _)| *f);
         settings.api = loc.own.api.is_some();
+        settings.api_write = loc.own.api_write;
         settings.stub_status = loc.own.stub_status.is_some();
         settings.internal = loc.own.internal.is_some();
         Ok(Location {

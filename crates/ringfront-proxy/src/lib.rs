@@ -4,6 +4,7 @@
 //! reloads swap a new snapshot in; `quit`/`stop` end the workers.
 
 mod access_log;
+mod api_write;
 mod bind;
 mod body;
 mod build_error;

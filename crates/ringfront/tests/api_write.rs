@@ -1,0 +1,270 @@
+//! The nginx Plus API's write methods (`api write=on`), driven with curl against a running
+//! ringfront: servers added, patched and deleted change where requests go, keep the
+//! counters of peers that stay, and answer with nginx Plus's documents and error codes.
+
+mod common;
+
+use std::process::Command;
+
+use common::{addr, fill, port, served_by};
+use ringfront_testkit::{http, Backend, Ringfront};
+use serde_json::{json, Value};
+
+const CONFIG: &str = "worker_processes 2;
+error_log stderr info;
+events { worker_connections 256; }
+http {
+    upstream backend {
+        zone backend 64k;
+        {SERVERS}
+    }
+    upstream fixed {
+        server {B1};
+    }
+    server {
+        listen 127.0.0.1:{PORT};
+        location / { proxy_pass http://backend; }
+        location /fixed/ { proxy_pass http://fixed; }
+        location /api/ { api write=on; }
+        location /ro/ { api; }
+        location /guarded/ {
+            api write=on;
+            limit_except GET { deny all; }
+        }
+    }
+}
+";
+
+fn config(p: u16, b1: &Backend, servers: &str) -> String {
+    fill(
+        CONFIG,
+        &[
+            ("PORT", p.to_string()),
+            ("B1", addr(b1)),
+            ("SERVERS", servers.to_string()),
+        ],
+    )
+}
+
+/// One curl call: the status and the JSON body.
+fn curl(p: u16, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
+    let url = format!("http://127.0.0.1:{p}{path}");
+    let mut cmd = Command::new("curl");
+    cmd.args(["-sS", "-X", method, "-w", "\n%{http_code}", &url]);
+    if let Some(b) = body {
+        cmd.args(["-H", "Content-Type: application/json", "--data-binary"]);
+        cmd.arg(b.to_string());
+    }
+    let out = cmd.output().expect("curl runs");
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let (doc, code) = text.rsplit_once('\n').expect("curl's status line");
+    let v = serde_json::from_str(doc).unwrap_or_else(|e| panic!("{method} {path}: {e}: {doc}"));
+    (code.parse().expect("status"), v)
+}
+
+fn servers(p: u16) -> Value {
+    let (s, v) = curl(p, "GET", "/api/9/http/upstreams/backend/servers", None);
+    assert_eq!(s, 200, "{v}");
+    v
+}
+
+/// Which backends `n` requests on one keep-alive connection reach.
+fn spread(p: u16, n: usize) -> Vec<u16> {
+    let mut c = http::Client::connect(("127.0.0.1", p));
+    (0..n)
+        .map(|_| {
+            let r = c.request("GET", "/", &[], b"");
+            assert_eq!(r.status, 200);
+            served_by(&r)
+        })
+        .collect()
+}
+
+fn peer_requests(p: u16, id: u64) -> u64 {
+    let (_, v) = curl(p, "GET", "/api/9/http/upstreams/backend", None);
+    let peers = v["peers"].as_array().expect("peers");
+    let peer = peers.iter().find(|q| q["id"] == id).expect("peer by id");
+    peer["requests"].as_u64().expect("requests")
+}
+
+#[test]
+fn servers_are_added_patched_and_deleted_through_the_api() {
+    let (b1, b2, b3) = (Backend::start(), Backend::start(), Backend::start());
+    let p = port();
+    let rf = Ringfront::start(&config(p, &b1, &format!("server {};", addr(&b1))));
+    assert_eq!(spread(p, 4), vec![b1.port(); 4]);
+
+    // POST: the new server gets the next id and takes requests at once.
+    let (s, v) = curl(
+        p,
+        "POST",
+        "/api/9/http/upstreams/backend/servers",
+        Some(&json!({"server": addr(&b2), "max_fails": 2, "fail_timeout": "5s"})),
+    );
+    assert_eq!(s, 201, "{v}");
+    assert_eq!(
+        v,
+        json!({"id": 1, "server": addr(&b2), "weight": 1, "max_conns": 0, "max_fails": 2,
+               "fail_timeout": "5s", "slow_start": "0s", "route": "", "backup": false,
+               "down": false})
+    );
+    let got = spread(p, 4);
+    assert_eq!(
+        got.iter().filter(|&&b| b == b2.port()).count(),
+        2,
+        "{got:?}"
+    );
+    let list = servers(p);
+    assert_eq!(list.as_array().map(Vec::len), Some(2), "{list}");
+    assert_eq!(
+        (list[0]["id"].clone(), list[1]["id"].clone()),
+        (json!(0), json!(1))
+    );
+
+    // PATCH weight: the peer that stays keeps its counters.
+    let before = peer_requests(p, 0);
+    assert!(before >= 6, "{before}");
+    let (s, v) = curl(
+        p,
+        "PATCH",
+        "/api/9/http/upstreams/backend/servers/1",
+        Some(&json!({"weight": 3})),
+    );
+    assert_eq!(
+        (s, &v["weight"], &v["server"]),
+        (200, &json!(3), &json!(addr(&b2)))
+    );
+    assert!(peer_requests(p, 0) >= before);
+    let got = spread(p, 8);
+    assert_eq!(
+        got.iter().filter(|&&b| b == b2.port()).count(),
+        6,
+        "{got:?}"
+    );
+
+    // PATCH down: no request reaches it.
+    let (s, _) = curl(
+        p,
+        "PATCH",
+        "/api/9/http/upstreams/backend/servers/0",
+        Some(&json!({"down": true})),
+    );
+    assert_eq!(s, 200);
+    assert_eq!(servers(p)[0]["down"], true);
+    assert_eq!(spread(p, 4), vec![b2.port(); 4]);
+
+    // DELETE answers with the servers left; a later POST does not take the old id.
+    let (s, v) = curl(p, "DELETE", "/api/9/http/upstreams/backend/servers/0", None);
+    assert_eq!(s, 200);
+    assert_eq!(v.as_array().map(Vec::len), Some(1), "{v}");
+    assert_eq!(v[0]["id"], 1);
+    let (s, v) = curl(
+        p,
+        "POST",
+        "/api/9/http/upstreams/backend/servers",
+        Some(&json!({"server": addr(&b3)})),
+    );
+    assert_eq!((s, &v["id"]), (201, &json!(2)));
+    let got = spread(p, 8);
+    assert_eq!(
+        got.iter().filter(|&&b| b == b3.port()).count(),
+        2,
+        "{got:?}"
+    );
+    assert!(!got.contains(&b1.port()), "{got:?}");
+    // The peers document shows the API's ids.
+    let (_, v) = curl(p, "GET", "/api/9/http/upstreams/backend", None);
+    let ids: Vec<_> = v["peers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| q["id"].clone())
+        .collect();
+    assert_eq!(ids, vec![json!(1), json!(2)]);
+    drop(rf);
+}
+
+#[test]
+fn refused_writes_answer_with_nginx_plus_errors() {
+    let b1 = Backend::start();
+    let p = port();
+    let rf = Ringfront::start(&config(p, &b1, &format!("server {};", addr(&b1))));
+    let add = json!({"server": "127.0.0.1:1"});
+    let code = |method: &str, path: &str, body: Option<&Value>| {
+        let (s, v) = curl(p, method, path, body);
+        assert_eq!(v["error"]["status"], s, "{v}");
+        assert_eq!(v["request_id"].as_str().map(str::len), Some(32), "{v}");
+        (s, v["error"]["code"].as_str().unwrap_or("").to_string())
+    };
+    let servers_of = |up: &str| format!("/api/9/http/upstreams/{up}/servers");
+    // write=off: nginx Plus's 405 MethodDisabled.
+    assert_eq!(
+        code("POST", "/ro/9/http/upstreams/backend/servers", Some(&add)),
+        (405, "MethodDisabled".into())
+    );
+    // An upstream without a zone cannot change.
+    assert_eq!(
+        code("POST", &servers_of("fixed"), Some(&add)),
+        (400, "UpstreamStatic".into())
+    );
+    assert_eq!(
+        code("POST", &servers_of("nope"), Some(&add)),
+        (404, "UpstreamNotFound".into())
+    );
+    assert_eq!(
+        code("PATCH", &format!("{}/7", servers_of("backend")), Some(&add)),
+        (404, "UpstreamServerNotFound".into())
+    );
+    assert_eq!(
+        code("POST", &servers_of("backend"), Some(&json!({"weight": 2}))),
+        (400, "UpstreamConfFormatError".into())
+    );
+    assert_eq!(
+        code(
+            "PATCH",
+            &format!("{}/0", servers_of("backend")),
+            Some(&json!({"drain": true}))
+        ),
+        (400, "UpstreamConfFormatError".into())
+    );
+    assert_eq!(
+        code(
+            "PATCH",
+            &format!("{}/0", servers_of("backend")),
+            Some(&json!({"weight": 0}))
+        ),
+        (400, "UpstreamBadWeight".into())
+    );
+    assert_eq!(
+        code("DELETE", &servers_of("backend"), None),
+        (405, "MethodNotAllowed".into())
+    );
+    assert_eq!(
+        code("POST", "/api/9/nginx", Some(&add)),
+        (405, "MethodNotAllowed".into())
+    );
+    // allow/deny (here under limit_except) guard the write methods, not the reads.
+    let url = format!("http://127.0.0.1:{p}/guarded/9/http/upstreams/backend/servers");
+    let out = Command::new("curl")
+        .args([
+            "-s",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "-X",
+            "POST",
+            "-d",
+            "{}",
+            &url,
+        ])
+        .output()
+        .expect("curl");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "403");
+    let (s, _) = curl(p, "GET", "/guarded/9/http/upstreams/backend/servers", None);
+    assert_eq!(s, 200);
+    // Nothing of the above changed the group.
+    assert_eq!(servers(p).as_array().map(Vec::len), Some(1));
+    assert_eq!(spread(p, 2), vec![b1.port(); 2]);
+    drop(rf);
+}
