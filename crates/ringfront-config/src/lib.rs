@@ -89,6 +89,7 @@ mod tree;
 mod units;
 pub mod unix_addr;
 mod upstream;
+mod upstream_state;
 mod values;
 
 use std::path::Path;

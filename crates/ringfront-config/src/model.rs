@@ -158,6 +158,9 @@ pub struct Upstream {
     /// The upstream's `resolver` and `resolver_timeout` over the http block's; `Some` only
     /// when a server has `resolve`.
     pub resolver: Option<crate::resolver::ResolverSettings>,
+    /// `state FILE` (nginx Plus): the file the servers were read from (instead of `server`
+    /// lines), which the API rewrites after each change.
+    pub state: Option<std::path::PathBuf>,
 }
 
 /// `passive_health`: what reaching `max_fails` does.

@@ -2,7 +2,7 @@
 //! `/N/http/upstreams/NAME/servers[/ID]`. The request runs on its worker; the change is one
 //! [`Shared::set_members`] (the membership change the resolver uses: a new snapshot that
 //! adopts the old one's board, swapped in without a lock), then the upstream's `state`
-//! file, if any, is rewritten. Only a group with a `zone` can be changed, as nginx Plus.
+//! file, if any, is rewritten (upstream_state.rs). Only a group with a `zone` can be changed, as nginx Plus.
 //!
 //! Ids: a `server` line's id is its index; a server the API adds takes the next id past
 //! every id the group has had. The key of a static line holds what the API made of it.
@@ -59,7 +59,11 @@ pub fn handle(shared: &Shared, w: &Write<'_>) -> ApiResponse {
         edit(up, members, w).map_err(Fail::Api)
     });
     match made {
-        Ok(r) | Err(Fail::Api(r)) => r,
+        Ok(r) => {
+            crate::upstream_state::save(shared, &up.name);
+            r
+        }
+        Err(Fail::Api(r)) => r,
         Err(Fail::Unbuilt(e)) => error(500, &e, "InternalError", rid),
     }
 }

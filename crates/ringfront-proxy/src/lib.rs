@@ -80,6 +80,7 @@ mod unix_listen;
 mod upstream;
 mod upstream_dns;
 mod upstream_request;
+mod upstream_state;
 mod upstream_tls;
 mod user_agent;
 mod vars;

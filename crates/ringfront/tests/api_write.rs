@@ -268,3 +268,117 @@ fn refused_writes_answer_with_nginx_plus_errors() {
     assert_eq!(spread(p, 2), vec![b1.port(); 2]);
     drop(rf);
 }
+
+const STATE_CONFIG: &str = "worker_processes 2;
+error_log stderr info;
+events { worker_connections 256; }
+http {
+    upstream backend {
+        zone backend 64k;
+        state {STATE};
+    }
+    server {
+        listen 127.0.0.1:{PORT};
+        location / { proxy_pass http://backend; }
+        location /api/ { api write=on; }
+    }
+}
+";
+
+fn post(p: u16, b: &Backend, extra: Value) -> Value {
+    let mut body = json!({"server": addr(b)});
+    body.as_object_mut()
+        .unwrap()
+        .extend(extra.as_object().unwrap().clone());
+    let (s, v) = curl(
+        p,
+        "POST",
+        "/api/9/http/upstreams/backend/servers",
+        Some(&body),
+    );
+    assert_eq!(s, 201, "{v}");
+    v
+}
+
+/// (server, weight, down) of each server the API lists.
+fn listed(p: u16) -> Vec<(String, u64, bool)> {
+    let v = servers(p);
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let server = s["server"].as_str().unwrap().to_string();
+            (server, s["weight"].as_u64().unwrap(), s["down"] == true)
+        })
+        .collect()
+}
+
+#[test]
+fn the_state_file_keeps_api_changes_across_a_restart_and_a_reload() {
+    let (b1, b2, b3) = (Backend::start(), Backend::start(), Backend::start());
+    let p = port();
+    let dir = std::env::temp_dir().join(format!("rf-api-state-{}-{p}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let state = dir.join("backend.state");
+    let cfg = fill(
+        STATE_CONFIG,
+        &[
+            ("PORT", p.to_string()),
+            ("STATE", state.display().to_string()),
+        ],
+    );
+    let rf = Ringfront::start(&cfg);
+    // No file yet: an empty group.
+    assert_eq!(servers(p), json!([]));
+    post(p, &b1, json!({}));
+    post(p, &b2, json!({"max_fails": 3}));
+    let (s, _) = curl(
+        p,
+        "PATCH",
+        "/api/9/http/upstreams/backend/servers/0",
+        Some(&json!({"weight": 2})),
+    );
+    assert_eq!(s, 200);
+    let text = std::fs::read_to_string(&state).expect("state file written");
+    assert_eq!(
+        text,
+        format!(
+            "server {} weight=2 max_fails=1 fail_timeout=10s;\n\
+             server {} weight=1 max_fails=3 fail_timeout=10s;\n",
+            addr(&b1),
+            addr(&b2)
+        )
+    );
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+    assert_eq!(left.len(), 1, "no temporary file is left: {left:?}");
+    drop(rf);
+
+    // A new process with the same configuration comes back with the API's servers.
+    let rf = Ringfront::start(&cfg);
+    let want = vec![(addr(&b1), 2, false), (addr(&b2), 1, false)];
+    assert_eq!(listed(p), want);
+    let got = spread(p, 6);
+    assert_eq!(
+        got.iter().filter(|&&b| b == b1.port()).count(),
+        4,
+        "{got:?}"
+    );
+
+    // A change, then a reload: the reload reads the file the change wrote.
+    post(p, &b3, json!({"down": true}));
+    let (s, _) = curl(p, "DELETE", "/api/9/http/upstreams/backend/servers/1", None);
+    assert_eq!(s, 200);
+    rf.signal(ringfront_testkit::SIGHUP);
+    // Each API change counted a generation too: two in this process.
+    let line = "reconfigured (generation 4)";
+    assert!(
+        rf.wait_for_stderr(line, std::time::Duration::from_secs(10)),
+        "{:?}",
+        rf.stderr_lines()
+    );
+    let want = vec![(addr(&b1), 2, false), (addr(&b3), 1, true)];
+    assert_eq!(listed(p), want);
+    assert_eq!(spread(p, 3), vec![b1.port(); 3]);
+    drop(rf);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
