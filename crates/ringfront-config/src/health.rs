@@ -463,7 +463,6 @@ pub(crate) fn check_status(d: &Directive) -> Result<StatusFormat, ConfigError> {
     })
 }
 
-/// `api [write=on|off]`: only the read-only API exists.
 /// `stub_status [on]`: nginx 1.22 still accepts the old `on` argument (and nothing else).
 pub(crate) fn stub_status(d: &Directive) -> Result<(), ConfigError> {
     match d.args.first().map(String::as_str) {
@@ -473,13 +472,11 @@ pub(crate) fn stub_status(d: &Directive) -> Result<(), ConfigError> {
     }
 }
 
-pub(crate) fn api(d: &Directive) -> Result<(), ConfigError> {
+/// `api [write=on|off]`: whether the API takes POST, PATCH and DELETE (off by default).
+pub(crate) fn api(d: &Directive) -> Result<bool, ConfigError> {
     match d.args.first().map(String::as_str) {
-        None | Some("write=off") => Ok(()),
-        Some("write=on") => Err(err(
-            d,
-            "\"api\" write=on is not supported: the API is read-only",
-        )),
+        None | Some("write=off") => Ok(false),
+        Some("write=on") => Ok(true),
         Some(other) => Err(err(d, format!("invalid parameter \"{other}\""))),
     }
 }

@@ -90,6 +90,7 @@ mod tree;
 mod units;
 pub mod unix_addr;
 mod upstream;
+mod upstream_state;
 mod values;
 
 use std::path::Path;

@@ -30,6 +30,8 @@ pub(crate) struct OwnRaw {
     pub health_checks: Vec<HealthCheckRaw>,
     pub check_status: Option<(StatusFormat, Origin)>,
     pub api: Option<Origin>,
+    /// `api write=on`.
+    pub api_write: bool,
     pub stub_status: Option<Origin>,
     pub internal: Option<Origin>,
 }
@@ -45,8 +47,9 @@ impl OwnRaw {
                 d,
             )?,
             "api" => {
-                api(d)?;
+                let write = api(d)?;
                 set_once(&mut self.api, d.origin.clone(), d)?;
+                self.api_write = write;
             }
             "internal" => set_once(&mut self.internal, d.origin.clone(), d)?,
             "stub_status" => {

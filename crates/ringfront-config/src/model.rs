@@ -158,6 +158,9 @@ pub struct Upstream {
     /// The upstream's `resolver` and `resolver_timeout` over the http block's; `Some` only
     /// when a server has `resolve`.
     pub resolver: Option<crate::resolver::ResolverSettings>,
+    /// `state FILE` (nginx Plus): the file the servers were read from (instead of `server`
+    /// lines), which the API rewrites after each change.
+    pub state: Option<std::path::PathBuf>,
 }
 
 /// `passive_health`: what reaching `max_fails` does.
@@ -967,6 +970,8 @@ pub struct LocationSettings {
     pub check_status: Option<StatusFormat>,
     /// `api;` in this location (not inherited): the read-only nginx-Plus-style JSON API.
     pub api: bool,
+    /// `api write=on`: the API's POST, PATCH and DELETE of upstream servers are allowed.
+    pub api_write: bool,
     /// `stub_status;` in this location (not inherited): nginx's basic status page.
     pub stub_status: bool,
     /// `internal;` in this location (not inherited): a client's request here gets 404.

@@ -97,6 +97,7 @@ impl Targets<'_> {
             keepalive_requests: DEFAULT_KEEPALIVE_REQUESTS,
             keepalive_time: DEFAULT_KEEPALIVE_TIME,
             implicit: true,
+            state: None,
             implicit_tls: p.tls,
             origin: p.origin.clone(),
             balancer: Balancer::RoundRobin,
@@ -140,6 +141,7 @@ impl Targets<'_> {
                 keepalive_requests: DEFAULT_KEEPALIVE_REQUESTS,
                 keepalive_time: DEFAULT_KEEPALIVE_TIME,
                 implicit: true,
+                state: None,
                 implicit_tls: false,
                 origin: p.origin.clone(),
                 balancer: Balancer::RoundRobin,
@@ -220,6 +222,7 @@ impl Targets<'_> {
         self.attach_checks(&loc.own, &settings)?;
         settings.check_status = loc.own.check_status.as_ref().map(|(f, _)| *f);
         settings.api = loc.own.api.is_some();
+        settings.api_write = loc.own.api_write;
         settings.stub_status = loc.own.stub_status.is_some();
         settings.internal = loc.own.internal.is_some();
         Ok(Location {

@@ -159,6 +159,7 @@ pub(crate) static TABLE: &[Spec] = &[
     d("hash", UPSTREAM, 1, 2),
     d("random", UPSTREAM, 0, 2),
     d("zone", UPSTREAM, 1, 2),
+    d("state", UPSTREAM, 1, 1),
     // nginx Plus
     d("least_time", UPSTREAM, 1, 2),
     // the third-party upstream_fair module, read as `least_time header`

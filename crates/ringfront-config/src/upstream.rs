@@ -53,9 +53,10 @@ pub(crate) fn check_zones(zones: &[Zone]) -> Result<(), ConfigError> {
 }
 
 /// nginx's check when it initialises a group: at least one server that is not `backup`
-/// (`no servers in upstream "u"`, placed at the `upstream` line).
+/// (`no servers in upstream "u"`, placed at the `upstream` line). A group read from a
+/// `state` file may have none (nginx Plus: its servers come and go through the API).
 pub(crate) fn check_primary(u: &Upstream) -> Result<(), ConfigError> {
-    if u.servers.iter().any(|s| !s.backup) {
+    if u.state.is_some() || u.servers.iter().any(|s| !s.backup) {
         return Ok(());
     }
     Err(ConfigError::at(
@@ -106,6 +107,7 @@ pub(crate) fn upstream_block(
     let mut tengine = TengineRaw::default();
     let mut sticky = None;
     let mut resolver = crate::resolver::ResolverLevel::default();
+    let mut state: Option<Directive> = None;
     // The first `slow_start=` parameter as written, for a balancing method that comes after.
     let mut slow_start: Option<String> = None;
     for_each(d.children(), UPSTREAM, |c| {
@@ -143,6 +145,7 @@ pub(crate) fn upstream_block(
                 }
             }
             "zone" => zone = Some(zone_line(c, zones)?),
+            "state" => set_once(&mut state, c.clone(), c)?,
             "all_failed" => {
                 let policy = match arg {
                     "reject" => AllFailed::Reject,
@@ -182,7 +185,10 @@ pub(crate) fn upstream_block(
         }
         Ok(())
     })?;
-    if servers.is_empty() {
+    if let Some(st) = &state {
+        crate::upstream_state::check(d, st, &servers, zone.is_some())?;
+        servers = crate::upstream_state::load(st, host, |c| Ok(server(c, host, &balancer)?.0))?;
+    } else if servers.is_empty() {
         return Err(ConfigError::at("no servers are inside upstream", &d.end()));
     }
     let checks: Vec<_> = tengine.finish()?.into_iter().collect();
@@ -207,6 +213,7 @@ pub(crate) fn upstream_block(
         sticky,
         // Merged with the http block's once it is read (`resolver::finish_upstreams`).
         resolver: Some(resolver.finish_raw()),
+        state: state.map(|st| std::path::PathBuf::from(st.arg(0))),
     })
 }
 

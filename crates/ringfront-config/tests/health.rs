@@ -680,10 +680,16 @@ fn check_status_and_api() {
         assert_eq!(cfg.http.servers[0].locations[1].settings.check_status, None);
         assert_eq!(cfg.http.servers[0].settings.check_status, None);
     }
-    for written in ["api;", "api write=off;"] {
+    for (written, write) in [
+        ("api;", false),
+        ("api write=off;", false),
+        ("api write=on;", true),
+    ] {
         let cfg = page(written);
         let loc = &cfg.http.servers[0].locations[0];
         assert!(loc.settings.api, "{written}");
+        assert_eq!(loc.settings.api_write, write, "{written}");
+        assert!(!loc.locations[0].settings.api_write, "not inherited");
         assert_eq!(loc.settings.check_status, None);
         assert!(!loc.locations[0].settings.api, "not inherited");
         assert!(!cfg.http.servers[0].locations[1].settings.api);
@@ -713,10 +719,6 @@ fn check_status_and_api_errors() {
     assert_eq!(
         e("check_status html json;"),
         "invalid number of arguments in \"check_status\" directive in F:5"
-    );
-    assert_eq!(
-        e("api write=on;"),
-        "\"api\" write=on is not supported: the API is read-only in F:5"
     );
     assert_eq!(
         e("api write=yes;"),

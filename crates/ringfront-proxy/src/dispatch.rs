@@ -119,7 +119,7 @@ pub(crate) async fn answer(
         (None, Outcome::Continue) if s.check_status.is_some() || s.api || s.stub_status => {
             let made = match s.stub_status {
                 true => local::stub_status(&mut out, cx),
-                false => local::status(&mut out, cx),
+                false => local::status(&mut out, cx, &body),
             };
             return send(cx, stream, out, made).await;
         }

@@ -5,6 +5,7 @@
 
 mod accel_redirect;
 mod access_log;
+mod api_write;
 mod bind;
 mod body;
 mod body_file;
@@ -84,6 +85,7 @@ mod unix_listen;
 mod upstream;
 mod upstream_dns;
 mod upstream_request;
+mod upstream_state;
 mod upstream_tls;
 mod user_agent;
 mod vars;

@@ -66,8 +66,8 @@ fn url_page(out: &mut Vec<u8>, a: &respond::Answer<'_>, code: u16, url: &[u8]) -
 }
 
 /// `check_status` and `api` locations: the status page or the JSON API, built from the
-/// shared board at the time of the request.
-pub fn status(out: &mut Vec<u8>, cx: &Cx<'_>) -> Reply {
+/// shared board at the time of the request (the API's write methods: api_write.rs).
+pub fn status(out: &mut Vec<u8>, cx: &Cx<'_>, body: &[u8]) -> Reply {
     let (req, loc) = (cx.req, cx.loc);
     let view = crate::status::collect(cx.snap, &cx.w.shared);
     let target = req.head.target.get(req.buf);
@@ -90,7 +90,7 @@ pub fn status(out: &mut Vec<u8>, cx: &Cx<'_>) -> Reply {
                 .unwrap_or(req.path),
             _ => req.path,
         };
-        let r = crate::status::api(&view, &method, path, "");
+        let r = api_answer(cx, &view, &method, path, body);
         (
             r.status,
             crate::status::API_CONTENT_TYPE,
@@ -110,6 +110,36 @@ pub fn status(out: &mut Vec<u8>, cx: &Cx<'_>) -> Reply {
         &body,
     );
     Reply::new(status, n, out.len() as u64, req.keep_alive)
+}
+
+/// The API's answer: a write method under `api write=on` changes the group, anything else
+/// reads `view` (which refuses writes with nginx Plus's 405).
+fn api_answer(
+    cx: &Cx<'_>,
+    view: &crate::status::StatusView,
+    method: &str,
+    path: &str,
+    body: &[u8],
+) -> crate::status::ApiResponse {
+    let writes = matches!(method, "POST" | "PATCH" | "DELETE" | "PUT");
+    if !(writes && cx.loc.settings.api_write) {
+        return crate::status::api(view, method, path, "");
+    }
+    let rid = match cx.req.id.iter().all(|&b| b == 0) {
+        true => crate::status::api::derived_request_id(view, path),
+        false => cx.req.id.iter().map(|b| format!("{b:02x}")).collect(),
+    };
+    let Some((upstream, id)) = crate::status::api::write_target(path) else {
+        return crate::status::api::error(405, "method not allowed", "MethodNotAllowed", &rid);
+    };
+    let w = crate::api_write::Write {
+        method,
+        upstream: &upstream,
+        id: id.as_deref(),
+        body,
+        request_id: &rid,
+    };
+    crate::api_write::handle(&cx.w.shared, &w)
 }
 
 /// `return CODE [TEXT|URL]`.

@@ -5,8 +5,9 @@
 //! health, failure counts, slow-start ramp, counters and pooled connections; a new one
 //! enters fresh; a removed one drains (requests in flight finish on the old snapshot, its
 //! idle pooled connections are not carried and close). One writer: the resolver's owner
-//! thread (and later an API) calls [`Shared::set_members`]; a reload carries the members of
-//! the templates it keeps (servers added without a line do not survive a reload).
+//! thread and the API's write methods (api_write.rs) call [`Shared::set_members`]; a reload
+//! carries the members of the templates it keeps (servers the API added or changed do not
+//! survive a reload, unless the upstream keeps them in its `state` file).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -17,14 +18,15 @@ use crate::snapshot::Snapshot;
 use crate::Shared;
 
 /// Which template: the upstream's name and the index of its `server` line. An index past
-/// the upstream's lines names servers added at run time without a line (a later API):
-/// they come after the lines, in index order.
+/// the upstream's lines names servers the API added; the key of a static line holds what
+/// the API made of it (an empty list once deleted).
 pub type TemplateKey = (String, usize);
 
 /// The members of every template that has some.
 pub type Members = HashMap<TemplateKey, Vec<UpstreamServer>>;
 
-/// `cfg` with each template replaced by its members (none yet: no servers from it).
+/// `cfg` with each template replaced by its members (none yet: no servers from it), and
+/// each line an API changed replaced by what the API made of it.
 pub fn expand(cfg: &Config, members: &Members) -> Config {
     let mut out = cfg.clone();
     for up in &mut out.http.upstreams {
@@ -32,25 +34,54 @@ pub fn expand(cfg: &Config, members: &Members) -> Config {
         if !up.servers.iter().any(|s| s.resolve.is_some()) && !members.keys().any(named) {
             continue;
         }
-        let mut servers = Vec::with_capacity(up.servers.len());
-        let lines = up.servers.len();
-        for (i, s) in up.servers.iter().enumerate() {
-            match &s.resolve {
-                None => servers.push(s.clone()),
-                Some(_) => {
-                    if let Some(m) = members.get(&(up.name.clone(), i)) {
-                        servers.extend(m.iter().cloned());
-                    }
-                }
+        up.servers = servers_of(up, members)
+            .into_iter()
+            .map(|(_, s)| s)
+            .collect();
+    }
+    out
+}
+
+/// The servers of `up` with their ids (nginx Plus's server ids): a line gives the servers
+/// of its index (a template its members, a static line itself unless the API changed it:
+/// then the members of its key, none once deleted); keys past the lines come after them,
+/// in index order.
+pub fn servers_of(
+    up: &ringfront_config::Upstream,
+    members: &Members,
+) -> Vec<(usize, UpstreamServer)> {
+    let mut servers = Vec::with_capacity(up.servers.len());
+    let lines = up.servers.len();
+    for (i, s) in up.servers.iter().enumerate() {
+        match members.get(&(up.name.clone(), i)) {
+            Some(m) => servers.extend(m.iter().map(|m| (i, m.clone()))),
+            None if s.resolve.is_none() => servers.push((i, s.clone())),
+            None => {}
+        }
+    }
+    let mut added: Vec<_> = members
+        .iter()
+        .filter(|((name, i), _)| *name == up.name && *i >= lines)
+        .collect();
+    added.sort_by_key(|((_, i), _)| *i);
+    for ((_, i), m) in added {
+        servers.extend(m.iter().map(|m| (*i, m.clone())));
+    }
+    servers
+}
+
+/// The id of each peer of `up`, in the status view's order (primary peers, then backups);
+/// every address of one server shares its id.
+pub fn peer_ids(up: &ringfront_config::Upstream, members: &Members) -> Vec<usize> {
+    let list = servers_of(up, members);
+    let peers = |s: &UpstreamServer| if s.unix.is_some() { 1 } else { s.addrs.len() };
+    let mut out = Vec::new();
+    for backup in [false, true] {
+        for (id, s) in list.iter().filter(|(_, s)| s.backup == backup) {
+            for _ in 0..peers(s) {
+                out.push(*id);
             }
         }
-        let mut added: Vec<_> = members
-            .iter()
-            .filter(|((name, i), _)| *name == up.name && *i >= lines)
-            .collect();
-        added.sort_by_key(|((_, i), _)| *i);
-        servers.extend(added.into_iter().flat_map(|(_, m)| m.iter().cloned()));
-        up.servers = servers;
     }
     out
 }
@@ -127,6 +158,16 @@ fn remake(
     s
 }
 
+/// A change of members that could not be built into a snapshot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unbuilt(pub String);
+
+impl From<Unbuilt> for String {
+    fn from(e: Unbuilt) -> String {
+        e.0
+    }
+}
+
 impl Shared {
     /// Replaces the members of one template and publishes the snapshot that follows;
     /// returns the members it had. Retries when a reload published meanwhile.
@@ -135,24 +176,40 @@ impl Shared {
         key: &TemplateKey,
         servers: Vec<UpstreamServer>,
     ) -> Result<Vec<UpstreamServer>, String> {
+        self.change_members(&key.0, |_, members| {
+            Ok::<_, String>(
+                members
+                    .insert(key.clone(), servers.clone())
+                    .unwrap_or_default(),
+            )
+        })
+    }
+
+    /// Changes the members of group `group` with `f` (given the configuration as read and
+    /// the members now) and publishes the snapshot that follows, unless `f` refuses. `f`
+    /// runs again when another change or a reload published meanwhile, so it sees the
+    /// members it changes.
+    pub fn change_members<R, E: From<Unbuilt>>(
+        &self,
+        group: &str,
+        f: impl Fn(&Config, &mut Members) -> Result<R, E>,
+    ) -> Result<R, E> {
         loop {
             let cur = self.snapshot.load_full();
             let Some(cfg) = cur.config.clone() else {
-                return Err("no configuration to change".into());
+                return Err(Unbuilt("no configuration to change".into()).into());
             };
             let mut members = (*cur.members).clone();
-            let before = members
-                .insert(key.clone(), servers.clone())
-                .unwrap_or_default();
+            let r = f(&cfg, &mut members)?;
             let mut snap = Snapshot::build_with(cfg, Arc::new(members), cur.generation + 1)
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| Unbuilt(e.to_string()))?;
             snap.membership_only = true;
             snap.adopt(&cur);
-            slow_start_new(&snap, &key.0);
+            slow_start_new(&snap, group);
             let prev = self.snapshot.compare_and_swap(&cur, Arc::new(snap));
             if Arc::ptr_eq(&prev, &cur) {
                 self.wake_all();
-                return Ok(before);
+                return Ok(r);
             }
         }
     }
@@ -261,6 +318,25 @@ mod tests {
         assert_eq!(
             names(&snap),
             ["127.0.0.1:81", "127.0.0.1:85", "127.0.0.1:87"]
+        );
+    }
+
+    #[test]
+    fn the_key_of_a_static_line_replaces_it_and_ids_follow_the_keys() {
+        let c = cfg("server 127.0.0.1:81;\nserver 127.0.0.1:82 backup;\nserver 127.0.0.1:83;");
+        let line = c.http.upstreams[0].servers[0].clone();
+        let mut m = Members::default();
+        m.insert(("u".into(), 0), Vec::new());
+        m.insert(("u".into(), 4), vec![member(&line, "127.0.0.1:84")]);
+        let up = &c.http.upstreams[0];
+        let ids: Vec<usize> = servers_of(up, &m).iter().map(|(i, _)| *i).collect();
+        assert_eq!(ids, [1, 2, 4]);
+        // The view lists primaries first, then backups.
+        assert_eq!(peer_ids(up, &m), [2, 4, 1]);
+        let snap = Snapshot::build_with(Arc::new(c), Arc::new(m), 1).unwrap();
+        assert_eq!(
+            names(&snap),
+            ["127.0.0.1:83", "127.0.0.1:84", "127.0.0.1:82"]
         );
     }
 }

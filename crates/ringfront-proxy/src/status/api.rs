@@ -1,6 +1,8 @@
 //! A read-only subset of the nginx Plus REST API (`ngx_http_api_module`), version 9 and
 //! older: the version list, `/nginx`, `/connections`, `/workers`, `/http/requests` and the
-//! upstreams with their peers and server configurations. Only GET and HEAD are allowed.
+//! upstreams with their peers and server configurations. GET and HEAD are answered here;
+//! POST, PATCH and DELETE of `/N/http/upstreams/NAME/servers[/ID]` under `api write=on`
+//! go to api_write.rs ([`write_target`] finds them), and are refused here otherwise.
 
 use std::fmt::Write;
 
@@ -55,10 +57,7 @@ pub fn api(view: &StatusView, method: &str, path: &str, request_id: &str) -> Api
         a.end();
         return ok(out);
     };
-    let known = version
-        .parse::<u32>()
-        .is_ok_and(|v| (1..=API_VERSION).contains(&v) && !version.starts_with(['0', '+']));
-    if !known {
+    if !known_version(version) {
         return error(404, "unknown version", "UnknownVersion", &rid);
     }
     match route(view, rest) {
@@ -79,6 +78,34 @@ pub fn api(view: &StatusView, method: &str, path: &str, request_id: &str) -> Api
     }
 }
 
+/// The target of a write method: the upstream's name and the server's id as written
+/// (`None` for the list), when `path` is `/N/http/upstreams/NAME/servers[/ID]` of a known
+/// version.
+pub fn write_target(path: &str) -> Option<(String, Option<String>)> {
+    let mut segs = Vec::new();
+    for s in path.split('/').filter(|s| !s.is_empty()) {
+        segs.push(percent_decode(s, false).ok()?);
+    }
+    let segs: Vec<&str> = segs.iter().map(String::as_str).collect();
+    let (version, rest) = segs.split_first()?;
+    if !known_version(version) {
+        return None;
+    }
+    match rest {
+        ["http", "upstreams", name, "servers"] => Some(((*name).to_string(), None)),
+        ["http", "upstreams", name, "servers", id] => {
+            Some(((*name).to_string(), Some((*id).to_string())))
+        }
+        _ => None,
+    }
+}
+
+fn known_version(version: &str) -> bool {
+    version
+        .parse::<u32>()
+        .is_ok_and(|v| (1..=API_VERSION).contains(&v) && !version.starts_with(['0', '+']))
+}
+
 enum Miss {
     Path,
     Upstream(String),
@@ -90,7 +117,14 @@ fn ok(mut body: String) -> ApiResponse {
     ApiResponse { status: 200, body }
 }
 
-fn error(status: u16, text: &str, code: &str, request_id: &str) -> ApiResponse {
+/// An answer of `status` with a JSON body (a newline is added).
+pub fn answer(status: u16, mut body: String) -> ApiResponse {
+    body.push('\n');
+    ApiResponse { status, body }
+}
+
+/// nginx Plus's error document.
+pub fn error(status: u16, text: &str, code: &str, request_id: &str) -> ApiResponse {
     let mut body = String::new();
     let mut doc = Writer::object(&mut body);
     {
@@ -109,7 +143,7 @@ fn error(status: u16, text: &str, code: &str, request_id: &str) -> ApiResponse {
 
 /// 32 hex digits, like `$request_id`, from the view's time and the path (FNV-1a, then a
 /// 64-bit mix), for callers that have no request id.
-fn derived_request_id(view: &StatusView, path: &str) -> String {
+pub(crate) fn derived_request_id(view: &StatusView, path: &str) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in view.now_unix_ms.to_le_bytes().iter().chain(path.as_bytes()) {
         h = (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3);

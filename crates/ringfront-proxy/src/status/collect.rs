@@ -104,6 +104,16 @@ fn peer(
     }
 }
 
+/// The API's server ids of group `name`'s peers, in the view's order (empty when the
+/// snapshot has no configuration).
+fn api_ids(snap: &Snapshot, name: &str) -> Vec<usize> {
+    let up = snap
+        .config
+        .as_ref()
+        .and_then(|c| c.http.upstreams.iter().find(|u| u.name == name));
+    up.map_or_else(Vec::new, |u| crate::members::peer_ids(u, &snap.members))
+}
+
 /// Everything a status page shows, now.
 pub fn collect(snap: &Snapshot, shared: &Shared) -> StatusView {
     let now_s = crate::clock::now_secs();
@@ -116,12 +126,14 @@ pub fn collect(snap: &Snapshot, shared: &Shared) -> StatusView {
             let g = snap.groups.get(gi);
             let checks = g.map_or(&[][..], |g| &g.checks[..]);
             let mut peers = Vec::with_capacity(up.ids().len());
+            let ids = api_ids(snap, &up.name);
             for (list, backup) in [(&up.primary, false), (&up.backup, true)] {
                 for (i, spec) in list.peers.iter().enumerate() {
                     let id = list.base + i;
                     if let Some(h) = snap.board.get(id) {
+                        let shown = ids.get(peers.len()).copied();
                         peers.push(peer(
-                            id - up.primary.base,
+                            shown.unwrap_or(id - up.primary.base),
                             spec,
                             h,
                             backup,

@@ -3,6 +3,7 @@
 //! fills from the live counters. See docs/status.md for every format, field and error.
 
 pub mod api;
+pub mod api_servers;
 mod collect;
 mod csv;
 mod html;
