@@ -24,8 +24,10 @@ pub struct Requesting {
     /// straight from its DER, so X.509 v1 certificates (which webpki will not parse) work
     /// as in nginx.
     algs: rustls::crypto::WebPkiSupportedAlgorithms,
-    /// `optional_no_ca`: no CA names are sent and any certificate is let through.
-    hints: bool,
+    /// The CA names the CertificateRequest lists: `ssl_client_certificate`'s, as OpenSSL's
+    /// `SSL_load_client_CA_file` reads them (duplicates dropped); never
+    /// `ssl_trusted_certificate`'s.
+    hints: Vec<DistinguishedName>,
 }
 
 impl ClientCertVerifier for Requesting {
@@ -38,11 +40,7 @@ impl ClientCertVerifier for Requesting {
     }
 
     fn root_hint_subjects(&self) -> &[DistinguishedName] {
-        if self.hints {
-            self.inner.root_hint_subjects()
-        } else {
-            &[]
-        }
+        &self.hints
     }
 
     fn verify_client_cert(
@@ -203,7 +201,7 @@ pub fn client_auth(
         handshake: Arc::new(Requesting {
             inner: inner.clone(),
             algs: provider.signature_verification_algorithms,
-            hints: ssl.verify_client != VerifyClient::OptionalNoCa,
+            hints: ca_names(ssl)?,
         }),
         judge: Some(Verdict {
             verifier: inner,
@@ -212,6 +210,20 @@ pub fn client_auth(
             anchors,
         }),
     })
+}
+
+/// The subjects of `ssl_client_certificate`'s certificates, each once, in file order.
+fn ca_names(ssl: &ServerSsl) -> Result<Vec<DistinguishedName>, TlsError> {
+    let Some(f) = &ssl.client_certificate else {
+        return Ok(Vec::new());
+    };
+    let mut names: Vec<DistinguishedName> = Vec::new();
+    for n in crate::pem::trust_anchors(f)?.subjects() {
+        if !names.iter().any(|m| m.as_ref() == n.as_ref()) {
+            names.push(n);
+        }
+    }
+    Ok(names)
 }
 
 /// `optional_no_ca` with no CA file: ask for a certificate, check the key signature only.
@@ -226,7 +238,7 @@ fn no_ca(
         handshake: Arc::new(Requesting {
             inner: inner.clone(),
             algs: provider.signature_verification_algorithms,
-            hints: false,
+            hints: Vec::new(),
         }),
         judge: Some(Verdict {
             verifier: inner,
