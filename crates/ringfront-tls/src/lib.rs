@@ -20,6 +20,7 @@ mod spki;
 mod split;
 mod stream;
 mod tickets;
+mod upstream_verify;
 
 pub use accept::{accept, Accepted, HandshakeError};
 pub use client::{connect, server_name, upstream_tls, UpstreamTls};

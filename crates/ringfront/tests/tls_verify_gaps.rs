@@ -206,9 +206,172 @@ fn client_ca_names_and_misdirected_requests_match_nginx() {
         "{}",
         nginx[3]
     );
-    for i in 6..10 {
-        assert!(nginx[i].contains("421 Misdirected Request"), "{}", nginx[i]);
+    for n in &nginx[6..10] {
+        assert!(n.contains("421 Misdirected Request"), "{n}");
     }
     assert!(nginx[10].ends_with("off"), "{}", nginx[10]);
     assert!(nginx[11].ends_with("optional"), "{}", nginx[11]);
+}
+
+const BACKENDS: &str = "worker_processes 1;
+events {}
+http {
+    access_log off;
+    server {
+        listen 127.0.0.1:{V1} ssl;
+        ssl_certificate {D}/v1.crt;
+        ssl_certificate_key {D}/v1.key;
+        location / { return 200 \"v1\"; }
+    }
+    server {
+        listen 127.0.0.1:{V3} ssl;
+        ssl_certificate {D}/v3.crt;
+        ssl_certificate_key {D}/v3.key;
+        location / { return 200 \"v3\"; }
+    }
+}
+";
+
+const FRONT: &str = "worker_processes 1;
+events {}
+http {
+    access_log off;
+    proxy_ssl_verify on;
+    # nginx resumes a session a location with other settings verified (same peer).
+    proxy_ssl_session_reuse off;
+    server {
+        listen 127.0.0.1:{PORT};
+        location /v1/ok { proxy_pass https://127.0.0.1:{V1}; proxy_ssl_name 2.example.com; proxy_ssl_trusted_certificate {D}/v1.crt; }
+        location /v1/case { proxy_pass https://127.0.0.1:{V1}; proxy_ssl_name 2.EXAMPLE.com; proxy_ssl_trusted_certificate {D}/v1.crt; }
+        location /v1/fail { proxy_pass https://127.0.0.1:{V1}; proxy_ssl_name bad.example.com; proxy_ssl_trusted_certificate {D}/v1.crt; }
+        location /v1/untrusted { proxy_pass https://127.0.0.1:{V1}; proxy_ssl_name 2.example.com; proxy_ssl_trusted_certificate {D}/ca.crt; }
+        location /v3/ok { proxy_pass https://127.0.0.1:{V3}; proxy_ssl_name a.wild.test; proxy_ssl_trusted_certificate {D}/ca.crt; }
+        location /v3/deep { proxy_pass https://127.0.0.1:{V3}; proxy_ssl_name a.b.wild.test; proxy_ssl_trusted_certificate {D}/ca.crt; }
+        location /v3/fail { proxy_pass https://127.0.0.1:{V3}; proxy_ssl_name wild.test; proxy_ssl_trusted_certificate {D}/ca.crt; }
+        location /v3/untrusted { proxy_pass https://127.0.0.1:{V3}; proxy_ssl_name a.wild.test; proxy_ssl_trusted_certificate {D}/v1.crt; }
+    }
+}
+";
+
+const PATHS: &[&str] = &[
+    "/v1/ok",
+    "/v1/case",
+    "/v1/fail",
+    "/v1/untrusted",
+    "/v3/ok",
+    "/v3/deep",
+    "/v3/fail",
+    "/v3/untrusted",
+];
+
+fn status_of(port: u16, path: &str) -> String {
+    use std::io::Read;
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    let req = format!("GET {path} HTTP/1.0\r\nHost: front\r\n\r\n");
+    s.write_all(req.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    let _ = s.read_to_end(&mut raw);
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let status = text.lines().next().unwrap_or("-").to_string();
+    let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    match status.contains("200") {
+        true => format!("{status} {body}"),
+        false => status,
+    }
+}
+
+/// Upstream certificates nginx verifies by commonName (no subjectAltName): an X.509 v1
+/// self-signed one that is its own trusted certificate, and a v3 one a CA issued for
+/// `*.wild.test`; wrong names and untrusted issuers are 502.
+#[test]
+fn upstream_common_names_verify_as_nginx() {
+    let tmp = TempDir::new("rf-verify-cn");
+    let d = tmp.path();
+    let p = |f: &str| d.join(f).display().to_string();
+    // `openssl req -x509` with a config naming no extensions writes a version 1 certificate.
+    std::fs::write(
+        d.join("v1.conf"),
+        "[ req ]\nprompt = no\nencrypt_key = no\ndistinguished_name = dn\n[ dn ]\ncommonName=2.example.com\n",
+    )
+    .unwrap();
+    openssl(&[
+        "req",
+        "-x509",
+        "-new",
+        "-newkey",
+        "rsa:2048",
+        "-config",
+        &p("v1.conf"),
+        "-days",
+        "2",
+        "-out",
+        &p("v1.crt"),
+        "-keyout",
+        &p("v1.key"),
+    ]);
+    self_signed(d, "ca");
+    openssl(&[
+        "req",
+        "-new",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+        "-subj",
+        "/CN=*.wild.test",
+        "-out",
+        &p("v3.csr"),
+        "-keyout",
+        &p("v3.key"),
+    ]);
+    std::fs::write(d.join("v3.ext"), "basicConstraints=CA:FALSE\n").unwrap();
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        &p("v3.csr"),
+        "-CA",
+        &p("ca.crt"),
+        "-CAkey",
+        &p("ca.key"),
+        "-CAcreateserial",
+        "-days",
+        "2",
+        "-extfile",
+        &p("v3.ext"),
+        "-out",
+        &p("v3.crt"),
+    ]);
+    let (v1, v3) = (common::port(), common::port());
+    let vars = |port: u16| {
+        vec![
+            ("PORT", port.to_string()),
+            ("V1", v1.to_string()),
+            ("V3", v3.to_string()),
+            ("D", d.display().to_string()),
+        ]
+    };
+    let _backends = Nginx::start(&fill(BACKENDS, &vars(0)), v1);
+    let np = common::port();
+    let nginx: Vec<String> = {
+        let _n = Nginx::start(&fill(FRONT, &vars(np)), np);
+        PATHS.iter().map(|path| status_of(np, path)).collect()
+    };
+    let rp = common::port();
+    let ours: Vec<String> = {
+        let _r = Ringfront::start(&fill(FRONT, &vars(rp)));
+        PATHS.iter().map(|path| status_of(rp, path)).collect()
+    };
+    for (i, (n, r)) in nginx.iter().zip(&ours).enumerate() {
+        println!("{}: nginx {n:?} ringfront {r:?}", PATHS[i]);
+    }
+    assert_eq!(ours, nginx);
+    assert_eq!(nginx[0], "HTTP/1.1 200 OK v1");
+    assert_eq!(nginx[4], "HTTP/1.1 200 OK v3");
+    for i in [2, 3, 5, 6, 7] {
+        assert_eq!(nginx[i], "HTTP/1.1 502 Bad Gateway", "{}", PATHS[i]);
+    }
 }
