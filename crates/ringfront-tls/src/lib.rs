@@ -4,6 +4,7 @@
 //! `proxy_ssl_*` directives with nginx's wording for what cannot be loaded.
 
 mod accept;
+mod chain;
 mod ciphers;
 mod client;
 pub mod client_cert;

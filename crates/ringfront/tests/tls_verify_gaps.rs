@@ -375,3 +375,174 @@ fn upstream_common_names_verify_as_nginx() {
         assert_eq!(nginx[i], "HTTP/1.1 502 Bad Gateway", "{}", PATHS[i]);
     }
 }
+
+const DEPTH: &str = "worker_processes 1;
+events {}
+http {
+    access_log off;
+    ssl_certificate {D}/srv.crt;
+    ssl_certificate_key {D}/srv.key;
+    ssl_verify_client optional;
+    add_header X-Verify $ssl_client_verify always;
+    server { listen 127.0.0.1:{P0} ssl; ssl_verify_depth 0; ssl_client_certificate {D}/root-int.crt; location / { return 200; } }
+    server { listen 127.0.0.1:{P1} ssl; ssl_verify_depth 1; ssl_client_certificate {D}/root-int.crt; location / { return 200; } }
+    server { listen 127.0.0.1:{P2} ssl; ssl_verify_depth 2; ssl_client_certificate {D}/root-int.crt; location / { return 200; } }
+    server { listen 127.0.0.1:{R0} ssl; ssl_verify_depth 0; ssl_client_certificate {D}/root.crt; location / { return 200; } }
+    server { listen 127.0.0.1:{R1} ssl; ssl_verify_depth 1; ssl_client_certificate {D}/root.crt; location / { return 200; } }
+    server { listen 127.0.0.1:{R2} ssl; ssl_verify_depth 2; ssl_client_certificate {D}/root.crt; location / { return 200; } }
+}
+";
+
+/// `$ssl_client_verify` for a client sending the certificates of `files` (leaf first).
+fn depth_verdict(dir: &Path, port: u16, cert: &str) -> String {
+    let o = Command::new("curl")
+        .args(["-sSk", "--max-time", "10", "-o", "/dev/null", "-D", "-"])
+        .arg("--cert")
+        .arg(dir.join(format!("{cert}.chain")))
+        .arg("--key")
+        .arg(dir.join(format!("{cert}.key")))
+        .arg(format!("https://127.0.0.1:{port}/"))
+        .stdin(Stdio::null())
+        .output()
+        .expect("curl runs");
+    let head = String::from_utf8_lossy(&o.stdout).into_owned();
+    let verdict = head
+        .lines()
+        .find_map(|l| l.strip_prefix("X-Verify: "))
+        .unwrap_or("-");
+    if verdict == "-" {
+        eprintln!("{}", String::from_utf8_lossy(&o.stderr));
+    }
+    format!("{cert}: {}", verdict.trim_end())
+}
+
+/// `ssl_verify_depth` counted as OpenSSL counts it: the CAs between the client's
+/// certificate and the self-signed root, trusted or sent; client certificates that are CA
+/// certificates themselves (as in nginx's own tests) verify as OpenSSL verifies them.
+#[test]
+fn verify_depth_counts_as_openssl() {
+    let tmp = TempDir::new("rf-verify-depth");
+    let d = tmp.path();
+    let p = |f: &str| d.join(f).display().to_string();
+    self_signed(d, "srv");
+    std::fs::write(
+        d.join("ca.ext"),
+        "basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign,digitalSignature\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("leaf.ext"),
+        "basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth\n",
+    )
+    .unwrap();
+    openssl(&[
+        "req",
+        "-x509",
+        "-new",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=root",
+        "-addext",
+        "basicConstraints=critical,CA:TRUE",
+        "-out",
+        &p("root.crt"),
+        "-keyout",
+        &p("root.key"),
+    ]);
+    let issue = |name: &str, by: &str, ext: &str| {
+        openssl(&[
+            "req",
+            "-new",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-subj",
+            &format!("/CN={name}"),
+            "-out",
+            &p(&format!("{name}.csr")),
+            "-keyout",
+            &p(&format!("{name}.key")),
+        ]);
+        openssl(&[
+            "x509",
+            "-req",
+            "-in",
+            &p(&format!("{name}.csr")),
+            "-CA",
+            &p(&format!("{by}.crt")),
+            "-CAkey",
+            &p(&format!("{by}.key")),
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-extfile",
+            &p(ext),
+            "-out",
+            &p(&format!("{name}.crt")),
+        ]);
+    };
+    issue("int", "root", "ca.ext");
+    issue("end", "int", "ca.ext");
+    issue("leaf", "int", "leaf.ext");
+    issue("leaf2", "root", "leaf.ext");
+    let read = |f: &str| std::fs::read_to_string(d.join(f)).unwrap();
+    std::fs::write(d.join("root-int.crt"), read("root.crt") + &read("int.crt")).unwrap();
+    for (name, chain) in [
+        ("root", vec!["root"]),
+        ("int", vec!["int"]),
+        ("end", vec!["end"]),
+        ("leaf", vec!["leaf"]),
+        ("leaf2", vec!["leaf2"]),
+        ("endint", vec!["end", "int"]),
+        ("leafint", vec!["leaf", "int"]),
+    ] {
+        let text: String = chain.iter().map(|c| read(&format!("{c}.crt"))).collect();
+        std::fs::write(d.join(format!("{name}.chain")), text).unwrap();
+        if name != chain[0] {
+            let key = format!("{}.key", chain[0]);
+            std::fs::copy(d.join(&key), d.join(format!("{name}.key"))).unwrap();
+        }
+    }
+    let clients = ["root", "int", "end", "leaf", "leaf2", "endint", "leafint"];
+    let ports: Vec<u16> = (0..6).map(|_| common::port()).collect();
+    let conf = |ports: &[u16]| {
+        let mut v = vec![("D", d.display().to_string())];
+        for (k, port) in ["P0", "P1", "P2", "R0", "R1", "R2"].iter().zip(ports) {
+            v.push((k, port.to_string()));
+        }
+        fill(DEPTH, &v)
+    };
+    let all = |ports: &[u16]| -> Vec<String> {
+        ports
+            .iter()
+            .enumerate()
+            .flat_map(|(i, &port)| {
+                clients
+                    .iter()
+                    .map(move |c| format!("{i} {}", depth_verdict(d, port, c)))
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    };
+    let nginx = {
+        let _n = Nginx::start(&conf(&ports), ports[0]);
+        all(&ports)
+    };
+    let ours_ports: Vec<u16> = (0..6).map(|_| common::port()).collect();
+    let ours = {
+        let _r = Ringfront::start(&conf(&ours_ports));
+        all(&ours_ports)
+    };
+    for (n, r) in nginx.iter().zip(&ours) {
+        println!("nginx {n:60} ringfront {r}");
+    }
+    assert_eq!(ours, nginx);
+}
