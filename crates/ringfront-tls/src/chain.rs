@@ -89,3 +89,60 @@ fn scheme(oid: &str) -> Option<SignatureScheme> {
         _ => return None,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::build;
+    use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
+    use rustls::pki_types::CertificateDer;
+
+    fn params(cn: &str, ca: bool) -> CertificateParams {
+        let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
+        p.distinguished_name.push(DnType::CommonName, cn);
+        if ca {
+            p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        }
+        p
+    }
+
+    /// root → int → leaf, the leaf a CA certificate or not.
+    fn chain(leaf_ca: bool) -> [CertificateDer<'static>; 3] {
+        let root = CertifiedIssuer::self_signed(params("root", true), KeyPair::generate().unwrap())
+            .unwrap();
+        let int =
+            CertifiedIssuer::signed_by(params("int", true), KeyPair::generate().unwrap(), &root)
+                .unwrap();
+        let key = KeyPair::generate().unwrap();
+        let leaf = params("leaf", leaf_ca).signed_by(&key, &int).unwrap();
+        [root.der().clone(), int.der().clone(), leaf.der().clone()]
+    }
+
+    #[test]
+    fn depth_counts_the_cas_between_leaf_and_root() {
+        let algs = rustls::crypto::aws_lc_rs::default_provider().signature_verification_algorithms;
+        for leaf_ca in [false, true] {
+            let [root, int, leaf] = chain(leaf_ca);
+            let both = [root.clone(), int.clone()];
+            let root_only = [root.clone()];
+            let sent = [int.clone()];
+            assert!(build(&leaf, &[], &both, 1, &algs).is_ok());
+            assert_eq!(
+                build(&leaf, &[], &both, 0, &algs).err(),
+                Some("unable to get issuer certificate")
+            );
+            assert!(build(&leaf, &sent, &root_only, 1, &algs).is_ok());
+            assert_eq!(
+                build(&leaf, &sent, &root_only, 0, &algs).err(),
+                Some("unable to get local issuer certificate")
+            );
+            assert_eq!(
+                build(&leaf, &[], &root_only, 5, &algs).err(),
+                Some("unable to verify the first certificate")
+            );
+            assert!(build(&int, &[], &root_only, 0, &algs).is_ok());
+            // A certificate with the right name but another key does not issue it.
+            let [other_root, ..] = chain(false);
+            assert!(build(&int, &[], &[other_root], 5, &algs).is_err());
+        }
+    }
+}
