@@ -41,6 +41,7 @@ mod location_url;
 pub mod logger;
 mod map;
 pub mod members;
+mod misdirected;
 mod paced;
 mod pass_url;
 mod pass_vars;

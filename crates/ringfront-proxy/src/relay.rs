@@ -58,6 +58,8 @@ enum Mode {
 struct Filters<'g> {
     gz: &'g mut Option<Box<crate::gzip_relay::RelayGzip>>,
     trailers: bool,
+    /// The upstream's head and the one sent, for the trailers' variables.
+    heads: &'g [Vec<u8>; 2],
 }
 
 /// How the body ended.
@@ -205,7 +207,7 @@ impl Relay<'_> {
             // The head and the body bytes with it were read already.
             p.wrote(rbuf.len() as u64, crate::clock::now_ms());
         }
-        let heads = self.kept_heads(&rbuf, &out, head_bytes);
+        let heads = self.kept_heads(&rbuf, &out, head_bytes, trailers);
         if upgrade {
             // What the upstream sent right behind its 101 is the tunnel's first bytes.
             out.extend_from_slice(initial);
@@ -218,7 +220,7 @@ impl Relay<'_> {
             g.seal(&mut out, head_bytes as usize, end.complete);
         }
         if trailers {
-            let last = end.complete.then(|| self.last_chunk());
+            let last = end.complete.then(|| self.last_chunk(&heads, end.read));
             crate::trailers::frame(&mut out, head_bytes as usize, last.as_deref());
         }
         end.body_sent = out.len() as u64 - head_bytes;
@@ -250,6 +252,7 @@ impl Relay<'_> {
             let mut filters = Filters {
                 gz: &mut gz,
                 trailers,
+                heads: &heads,
             };
             self.body(
                 &mut mode,
@@ -272,19 +275,32 @@ impl Relay<'_> {
         r
     }
 
-    /// The last chunk and the `add_trailer` fields, evaluated at the body's end as nginx.
-    fn last_chunk(&self) -> Vec<u8> {
+    /// The last chunk and the `add_trailer` fields, evaluated at the body's end as nginx:
+    /// `$upstream_response_length` and `$upstream_bytes_received` count the `read` body
+    /// bytes (nginx finalizes the upstream's state before the last buffer goes out).
+    fn last_chunk(&self, [got, sent]: &[Vec<u8>; 2], read: u64) -> Vec<u8> {
+        let mut tries = self.tries.to_vec();
+        if let Some(t) = tries.last_mut() {
+            t.response_length = read;
+            t.bytes_received = self.head.head_len as u64 + read;
+        }
         let mut out = Vec::new();
         Decor::new(self.cx.settings(), Some(self.cx.req))
             .with_snap(self.cx.snap)
+            .with_upstream(self.cx, &tries, got)
             .with_proxy_host(self.proxy_host())
-            .last_chunk(self.head.status, &mut out);
+            .last_chunk(self.head.status, sent, &mut out);
         out
     }
 
     /// The last chunk of a body that ended with the upstream's close.
-    async fn send_last_chunk(&self, client: &mut ClientStream, end: &mut End) {
-        let last = self.last_chunk();
+    async fn send_last_chunk(
+        &self,
+        client: &mut ClientStream,
+        heads: &[Vec<u8>; 2],
+        end: &mut End,
+    ) {
+        let last = self.last_chunk(heads, end.read);
         end.body_sent += last.len() as u64;
         let (r, _) = write_all(client, last, self.cx.settings().send_timeout).await;
         if let Err(e) = r {
@@ -305,7 +321,7 @@ impl Relay<'_> {
         end: &mut End,
     ) {
         let s = self.cx.settings();
-        let (gz, trailers) = (&mut *filters.gz, filters.trailers);
+        let (gz, trailers, heads) = (&mut *filters.gz, filters.trailers, filters.heads);
         loop {
             let mut rbuf = std::mem::take(&mut bufs[0]);
             rbuf.clear();
@@ -316,7 +332,7 @@ impl Relay<'_> {
                 Ok(0) if matches!(mode, Mode::UntilClose) => {
                     end.complete = true;
                     if trailers {
-                        self.send_last_chunk(client, end).await;
+                        self.send_last_chunk(client, heads, end).await;
                         return;
                     }
                     if gz.is_none() {
@@ -355,7 +371,7 @@ impl Relay<'_> {
             }
             let mut chunk = std::mem::take(&mut bufs[i]);
             if trailers {
-                let last = end.complete.then(|| self.last_chunk());
+                let last = end.complete.then(|| self.last_chunk(heads, end.read));
                 crate::trailers::frame(&mut chunk, 0, last.as_deref());
             }
             end.body_sent += chunk.len() as u64;
@@ -373,9 +389,9 @@ impl Relay<'_> {
     }
 
     /// The upstream's head and the one sent, for `$upstream_http_*` and `$sent_http_*` in
-    /// logs: copied only when a template reads them.
-    fn kept_heads(&self, rbuf: &[u8], out: &[u8], head_bytes: u64) -> [Vec<u8>; 2] {
-        if !self.cx.snap.uses.response_heads {
+    /// logs and trailers: copied only when a template reads them or trailers go out.
+    fn kept_heads(&self, rbuf: &[u8], out: &[u8], head_bytes: u64, trailers: bool) -> [Vec<u8>; 2] {
+        if !self.cx.snap.uses.response_heads && !trailers {
             return [Vec::new(), Vec::new()];
         }
         let sent = out.get(..head_bytes as usize).unwrap_or_default();

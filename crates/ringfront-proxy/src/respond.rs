@@ -113,6 +113,7 @@ fn build_with(
         last,
         chunked,
     };
+    let head_start = out.len();
     match normal {
         true => head(out, a, status, &fields),
         false => write_head(out, a, status, &fields, true),
@@ -124,7 +125,8 @@ fn build_with(
     out.extend_from_slice(body);
     if chunked {
         let mut end = Vec::new();
-        a.decor.last_chunk(status, &mut end);
+        let sent = crate::vars_response::head_of(&out[head_start..from]);
+        a.decor.last_chunk(status, sent, &mut end);
         crate::trailers::frame(out, from, Some(&end));
     }
     (out.len() - from) as u64

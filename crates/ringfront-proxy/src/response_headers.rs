@@ -224,12 +224,19 @@ impl<'a> Decor<'a> {
     }
 
     /// The last chunk with the `add_trailer` fields that apply to `status` (one whose value
-    /// is empty left out), and the blank line that ends the body.
-    pub fn last_chunk(&self, status: u16, out: &mut Vec<u8>) {
+    /// is empty left out), and the blank line that ends the body. `sent_head` is the head
+    /// sent (`$sent_http_*`); `$upstream_*` see the tries given by `with_upstream`.
+    pub fn last_chunk(&self, status: u16, sent_head: &[u8], out: &mut Vec<u8>) {
         out.extend_from_slice(b"0\r\n");
         let vars = self.req.map(|r| {
             let mut v = r.vars(self.proxy_host, None, self.snap);
+            v.proxy_tls = self.proxy_tls;
             v.status = status;
+            v.sent_head = sent_head;
+            if let Some(tries) = self.tries {
+                v.tries = tries;
+                v.upstream_head = self.upstream_head;
+            }
             v
         });
         let first = out.len();
@@ -496,10 +503,10 @@ mod tests {
         let decor = Decor::new(&settings, Some(&req));
         assert!(decor.trailers_apply(200) && decor.trailers_apply(404));
         let mut out = Vec::new();
-        decor.last_chunk(200, &mut out);
+        decor.last_chunk(200, b"", &mut out);
         assert_eq!(out, b"0\r\nX-Var: v200\r\nX-Seen: [v200]\r\n\r\n");
         out.clear();
-        decor.last_chunk(404, &mut out);
+        decor.last_chunk(404, b"", &mut out);
         assert_eq!(out, b"0\r\nX-Seen: []\r\n\r\n");
         let none = ringfront_config::LocationSettings {
             add_trailers: vec![add("X-Var", "v", false)],

@@ -384,12 +384,23 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         rw.args = Some(Vec::new());
         rw.refused_uri = true;
     }
-    let chosen = match bad_uri {
+    let mut chosen = match bad_uri {
         true => (default, None),
         false => crate::dispatch::server(&snap, candidates, &buf, &head)?,
     };
+    let sni = tls.as_deref().and_then(|t| t.server_name.as_deref());
+    let misdirected = match bad_uri {
+        true => None,
+        false => crate::misdirected::check(&snap, candidates, sni, (&buf, &head), chosen.0),
+    };
+    if let Some(negotiated) = misdirected {
+        chosen = (negotiated, None);
+    }
     let server_name = chosen.0.primary_name.as_str();
-    let refusal = refuse.or(bad_uri.then_some(400));
+    let refusal = match misdirected {
+        Some(_) => Some(421),
+        None => refuse.or(bad_uri.then_some(400)),
+    };
     let pp = proxy_protocol.as_deref();
     // realip's post-read run, with the server level's settings.
     let mut real = crate::realip::Client::new(client);
@@ -459,6 +470,15 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         let ctx = log_context(buf, &head, client, server_name, None);
         w.log(&snap, level, conn_id, format_args!("{msg}{ctx}"));
     };
+    if misdirected.is_some() {
+        log(
+            LogLevel::Info,
+            format_args!(
+                "client attempted to request the server name different from the one that was negotiated"
+            ),
+            &buf,
+        );
+    }
     let denied = refusal.is_none()
         && matches!(outcome, Outcome::Continue)
         && crate::dispatch::denied(loc, client);

@@ -142,6 +142,9 @@ pub struct ServerRt {
     pub fallback: LocationRt,
     /// Its TLS handshake settings, when one of its addresses is `listen ... ssl`.
     pub tls: Option<ringfront_tls::ServerHandshake>,
+    /// `ssl_verify_client` is not `off` (a request naming it by a `Host` other than the
+    /// handshake's SNI is misdirected, 421).
+    pub verify_client: bool,
     /// The server level's rewrite directives, run before the location is chosen.
     pub rewrite: crate::rewrite_rt::Program,
     /// A location may answer nginx's auto redirect (`route::auto_redirect`): without one
@@ -577,6 +580,7 @@ impl Snapshot {
                     &cfg.http.variables,
                 )?,
                 tls,
+                verify_client: s.ssl.verify_client != ringfront_config::VerifyClient::Off,
                 name_regexes,
                 primary_name: primary_name(&s.server_names),
                 names: s

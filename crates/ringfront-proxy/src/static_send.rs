@@ -124,7 +124,8 @@ pub async fn send(
         // `add_trailer`: the file as chunks, then the trailers.
         (false, None) if chunked => {
             let mut end = Vec::new();
-            answer.decor.last_chunk(status, &mut end);
+            let sent = crate::vars_response::head_of(&out);
+            answer.decor.last_chunk(status, sent, &mut end);
             crate::trailers::file_out(cx, &mut stream, &file, out, (start, len), &end).await
         }
         (false, None) => body_out(cx, &mut stream, &file, out, start, len).await,

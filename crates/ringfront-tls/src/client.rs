@@ -81,12 +81,21 @@ pub fn upstream_tls(p: &ProxySsl) -> Result<UpstreamTls, TlsError> {
                 .with_crls(crate::pem::crls(f)?)
                 .enforce_revocation_expiration();
         }
-        b.build().map_err(|e| match (&e, &p.crl) {
+        let inner = b.build().map_err(|e| match (&e, &p.crl) {
             (rustls::server::VerifierBuilderError::InvalidCrl(_), Some(f)) => {
                 crate::pem::unreadable_crl(f, &e)
             }
             _ => TlsError(format!("proxy_ssl_trusted_certificate: {e}")),
-        })?
+        })?;
+        let anchors = match &p.trusted_certificate {
+            Some(f) => crate::pem::certificates(f)?,
+            None => Vec::new(),
+        };
+        Arc::new(crate::upstream_verify::NginxVerifier {
+            inner,
+            anchors,
+            algs: provider.signature_verification_algorithms,
+        })
     } else {
         Arc::new(AnyCertificate(provider.clone()))
     };

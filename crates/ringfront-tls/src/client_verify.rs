@@ -24,8 +24,10 @@ pub struct Requesting {
     /// straight from its DER, so X.509 v1 certificates (which webpki will not parse) work
     /// as in nginx.
     algs: rustls::crypto::WebPkiSupportedAlgorithms,
-    /// `optional_no_ca`: no CA names are sent and any certificate is let through.
-    hints: bool,
+    /// The CA names the CertificateRequest lists: `ssl_client_certificate`'s, as OpenSSL's
+    /// `SSL_load_client_CA_file` reads them (duplicates dropped); never
+    /// `ssl_trusted_certificate`'s.
+    hints: Vec<DistinguishedName>,
 }
 
 impl ClientCertVerifier for Requesting {
@@ -38,11 +40,7 @@ impl ClientCertVerifier for Requesting {
     }
 
     fn root_hint_subjects(&self) -> &[DistinguishedName] {
-        if self.hints {
-            self.inner.root_hint_subjects()
-        } else {
-            &[]
-        }
+        &self.hints
     }
 
     fn verify_client_cert(
@@ -92,6 +90,8 @@ pub struct Verdict {
     /// The configured CA certificates as written: a self-issued client certificate that
     /// is one of them verifies, as in OpenSSL (webpki takes no CA as an end entity).
     anchors: Arc<[CertificateDer<'static>]>,
+    /// For the signatures of the chain's certificates.
+    algs: rustls::crypto::WebPkiSupportedAlgorithms,
 }
 
 impl Verdict {
@@ -100,30 +100,46 @@ impl Verdict {
         let Some((leaf, rest)) = chain.and_then(|c| c.split_first()) else {
             return "NONE".into();
         };
-        let verify = |inter: &[CertificateDer<'static>]| {
-            self.verifier
-                .verify_client_cert(leaf, inter, UnixTime::now())
-        };
         if rest.is_empty() && self.anchors.contains(leaf) && crate::client_cert::self_issued(leaf) {
             return match crate::client_cert::time_problem(leaf) {
                 None => "SUCCESS".into(),
                 Some(why) => format!("FAILED:{why}"),
             };
         }
-        let allowed = (self.depth.max(1) - 1) as usize;
-        match verify(&rest[..rest.len().min(allowed)]) {
+        // The path and depth as OpenSSL's; then webpki on it (times, revocation lists).
+        let path = match crate::chain::build(leaf, rest, &self.anchors, self.depth, &self.algs) {
+            Ok(p) => p,
+            Err(why) => return format!("FAILED:{why}"),
+        };
+        let sent: Vec<CertificateDer<'static>> = path[1..]
+            .iter()
+            .filter(|c| !self.anchors.contains(c))
+            .map(|c| (*c).clone())
+            .collect();
+        match self
+            .verifier
+            .verify_client_cert(leaf, &sent, UnixTime::now())
+        {
             Ok(_) => "SUCCESS".into(),
-            Err(_) if rest.len() > allowed && verify(rest).is_ok() => {
-                "FAILED:certificate chain too long".into()
-            }
-            // OpenSSL's verdict on a lone self-issued certificate it does not trust (v1
-            // ones included, which webpki will not read).
-            Err(_) if rest.is_empty() && crate::client_cert::self_issued(leaf) => {
-                "FAILED:self-signed certificate".into()
+            Err(e) if webpki_refuses_the_leaf(&e) => {
+                match path
+                    .iter()
+                    .find_map(|c| crate::client_cert::time_problem(c))
+                {
+                    None => "SUCCESS".into(),
+                    Some(why) => format!("FAILED:{why}"),
+                }
             }
             Err(e) => format!("FAILED:{}", reason(&e)),
         }
     }
+}
+
+/// webpki's refusals of a client certificate OpenSSL takes: a CA certificate, or an X.509
+/// v1 one (its error types are not public through rustls: read by name).
+fn webpki_refuses_the_leaf(e: &rustls::Error) -> bool {
+    let text = format!("{e:?}");
+    text.contains("CaUsedAsEndEntity") || text.contains("UnsupportedCertVersion")
 }
 
 /// OpenSSL's words for the common verification failures.
@@ -203,15 +219,30 @@ pub fn client_auth(
         handshake: Arc::new(Requesting {
             inner: inner.clone(),
             algs: provider.signature_verification_algorithms,
-            hints: ssl.verify_client != VerifyClient::OptionalNoCa,
+            hints: ca_names(ssl)?,
         }),
         judge: Some(Verdict {
             verifier: inner,
             depth: ssl.verify_depth,
             mode: ssl.verify_client,
             anchors,
+            algs: provider.signature_verification_algorithms,
         }),
     })
+}
+
+/// The subjects of `ssl_client_certificate`'s certificates, each once, in file order.
+fn ca_names(ssl: &ServerSsl) -> Result<Vec<DistinguishedName>, TlsError> {
+    let Some(f) = &ssl.client_certificate else {
+        return Ok(Vec::new());
+    };
+    let mut names: Vec<DistinguishedName> = Vec::new();
+    for n in crate::pem::trust_anchors(f)?.subjects() {
+        if !names.iter().any(|m| m.as_ref() == n.as_ref()) {
+            names.push(n);
+        }
+    }
+    Ok(names)
 }
 
 /// `optional_no_ca` with no CA file: ask for a certificate, check the key signature only.
@@ -226,13 +257,14 @@ fn no_ca(
         handshake: Arc::new(Requesting {
             inner: inner.clone(),
             algs: provider.signature_verification_algorithms,
-            hints: false,
+            hints: Vec::new(),
         }),
         judge: Some(Verdict {
             verifier: inner,
             depth: 100,
             mode,
             anchors,
+            algs: provider.signature_verification_algorithms,
         }),
     }
 }

@@ -4,6 +4,7 @@
 //! `proxy_ssl_*` directives with nginx's wording for what cannot be loaded.
 
 mod accept;
+mod chain;
 mod ciphers;
 mod client;
 pub mod client_cert;
@@ -20,6 +21,7 @@ mod spki;
 mod split;
 mod stream;
 mod tickets;
+mod upstream_verify;
 
 pub use accept::{accept, Accepted, HandshakeError};
 pub use client::{connect, server_name, upstream_tls, UpstreamTls};

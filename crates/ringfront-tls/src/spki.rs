@@ -6,7 +6,7 @@
 
 use rustls::client::danger::HandshakeSignatureValid;
 use rustls::crypto::WebPkiSupportedAlgorithms;
-use rustls::{CertificateError, DigitallySignedStruct, Error};
+use rustls::{CertificateError, DigitallySignedStruct, Error, SignatureScheme};
 
 /// One DER element: its tag, its whole encoding and its contents; and what follows it.
 struct Tlv<'a> {
@@ -98,24 +98,34 @@ pub(crate) fn verify_signature(
     algs: &WebPkiSupportedAlgorithms,
     tls13: bool,
 ) -> Result<HandshakeSignatureValid, Error> {
-    let bad = || Error::InvalidCertificate(CertificateError::BadSignature);
     if tls13 && !in_tls13(dss.scheme) {
-        return Err(bad());
+        return Err(Error::InvalidCertificate(CertificateError::BadSignature));
     }
+    verify_with(message, cert, (dss.scheme, dss.signature()), algs)
+}
+
+/// Checks `signature` (made by `scheme`) over `message` with the key of `cert`.
+pub(crate) fn verify_with(
+    message: &[u8],
+    cert: &[u8],
+    (scheme, signature): (SignatureScheme, &[u8]),
+    algs: &WebPkiSupportedAlgorithms,
+) -> Result<HandshakeSignatureValid, Error> {
+    let bad = || Error::InvalidCertificate(CertificateError::BadSignature);
     let (alg_id, key) = of_certificate(cert)
         .and_then(split)
         .ok_or(Error::InvalidCertificate(CertificateError::BadEncoding))?;
     let candidates = algs
         .mapping
         .iter()
-        .find(|(scheme, _)| *scheme == dss.scheme)
+        .find(|(s, _)| *s == scheme)
         .map(|(_, a)| *a)
         .ok_or_else(bad)?;
     let alg = candidates
         .iter()
         .find(|a| a.public_key_alg_id().as_ref() == alg_id)
         .ok_or_else(bad)?;
-    alg.verify_signature(key, message, dss.signature())
+    alg.verify_signature(key, message, signature)
         .map_err(|_| bad())?;
     Ok(HandshakeSignatureValid::assertion())
 }

@@ -40,6 +40,15 @@ http {
         location /ret { return 200 \"\"; }
         location /text { return 200 \"some text\"; }
         location /gone { return 404; }
+        location /sent/ { alias {ROOT}/files/; add_trailer X-Sent \"$sent_http_accept_ranges $sent_http_content_type\"; }
+        location /sentret { add_trailer X-Sent \"$sent_http_content_type\"; return 200 \"text\"; }
+        location /ulen/len {
+            proxy_pass http://127.0.0.1:{LEN};
+            add_trailer X-Length \"$upstream_response_length $upstream_bytes_received $upstream_status\";
+            add_trailer X-Sent \"$sent_http_content_type $upstream_http_content_type\";
+        }
+        location /ulen/chunked { proxy_pass http://127.0.0.1:{CHUNKED}; add_trailer X-Length $upstream_response_length; }
+        location /ulen/close { proxy_pass http://127.0.0.1:{CLOSE}; add_trailer X-Length $upstream_response_length; }
     }
     server {
         listen 127.0.0.1:{PORT};
@@ -82,6 +91,11 @@ const REQUESTS: &[(&str, &str, &str, &str)] = &[
     ("GET", "1.1", "a.test", "/nc/len"),
     ("GET", "1.1", "a.test", "/nc/chunked"),
     ("GET", "1.1", "a.test", "/nc/file"),
+    ("GET", "1.1", "a.test", "/sent/t1"),
+    ("GET", "1.1", "a.test", "/sentret"),
+    ("GET", "1.1", "a.test", "/ulen/len"),
+    ("GET", "1.1", "a.test", "/ulen/chunked"),
+    ("GET", "1.1", "a.test", "/ulen/close"),
 ];
 
 #[derive(Debug, PartialEq, Eq)]
@@ -222,4 +236,12 @@ fn add_trailer_on_proxied_responses_matches_nginx() {
     assert_eq!(at("/nc/chunked", "1.1").framing, Vec::<String>::new());
     assert_eq!(at("/nc/chunked", "1.1").body, "hello");
     assert_eq!(at("/nc/file", "1.1").framing, ["content-length: 8"]);
+    // `$sent_http_*` see the response's fields; `$upstream_*` are known at the last chunk.
+    assert_eq!(at("/sent/t1", "1.1").trailers, ["X-Sent: bytes text/plain"]);
+    assert_eq!(at("/sentret", "1.1").trailers, ["X-Sent: text/plain"]);
+    assert_eq!(
+        at("/ulen/len", "1.1").trailers,
+        ["X-Length: 5 69 200", "X-Sent: text/plain text/plain"]
+    );
+    assert!(at("/ulen/close", "1.1").trailers[0].starts_with("X-Length: "));
 }
