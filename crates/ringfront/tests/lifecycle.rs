@@ -110,10 +110,12 @@ fn graceful_quit_finishes_the_request_in_flight() {
 #[test]
 fn reload_reports_only_when_a_new_listen_address_serves() {
     let be = Backend::start();
-    let (p1, p2) = (port(), port());
+    let p1 = port();
     let rf =
         Ringfront::start_with_args(&proxy_config(p1, &[addr(&be)], "", ""), &["--workers", "2"]);
-    for (i, p) in [p2, p1, p2].into_iter().enumerate() {
+    // Each reload a fresh address: a port given up a moment ago may meanwhile be some other
+    // test's ephemeral source port, which no listener can bind again.
+    for (i, p) in [port(), port(), port()].into_iter().enumerate() {
         rf.write_config(&proxy_config(p, &[addr(&be)], "", ""));
         rf.signal(SIGHUP);
         assert!(rf.wait_for_stderr(&format!("reconfigured (generation {})", i + 2), WAIT));
