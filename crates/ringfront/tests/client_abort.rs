@@ -128,8 +128,17 @@ fn run(p: u16, backend: &Backend, dir: &std::path::Path) -> Vec<String> {
     // Pipelined bytes with the client's close behind them: a close.
     backend.set_mode(Mode::Hold);
     let closes = backend.closed();
-    let mut s = held(p, backend, "/abort?then-close");
-    s.write_all(&get("/abort?third")).unwrap();
+    // The pipelined request goes in the same write as the held one (so both proxies read
+    // it with the head, whatever the machine's load), the close after the hold began.
+    let before = backend.hits();
+    let mut s = TcpStream::connect(("127.0.0.1", p)).unwrap();
+    let mut both = get("/abort?then-close");
+    both.extend_from_slice(&get("/abort?third"));
+    s.write_all(&both).unwrap();
+    assert!(
+        backend.wait_hits(before + 1, WAIT),
+        "then-close reached the backend"
+    );
     s.shutdown(std::net::Shutdown::Write).unwrap();
     let closed = backend.wait_closed(closes + 1, WAIT);
     seen.push(format!(
