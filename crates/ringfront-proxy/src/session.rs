@@ -464,7 +464,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         && !crate::user_agent::keepalive_disabled(
             s.keepalive_disable,
             head.method.get(&buf),
-            head.header(&buf, "user-agent"),
+            || head.header(&buf, "user-agent"),
         );
     let log = |level, msg: std::fmt::Arguments<'_>, buf: &[u8]| {
         let ctx = log_context(buf, &head, client, server_name, None);

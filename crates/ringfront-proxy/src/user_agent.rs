@@ -33,16 +33,21 @@ pub fn is_safari(ua: &[u8]) -> bool {
 }
 
 /// nginx's `keepalive_disable` test in `ngx_http_update_location_config`: old MSIE closes
-/// after a POST, Safari after anything, each when listed.
-pub fn keepalive_disabled(
+/// after a POST, Safari after anything, each when listed. `ua` finds the `User-Agent`
+/// only when the answer depends on it (not for a GET under the default `msie6`).
+pub fn keepalive_disabled<'a>(
     set: ringfront_config::model::KeepaliveDisable,
     method: &[u8],
-    ua: Option<&[u8]>,
+    ua: impl FnOnce() -> Option<&'a [u8]>,
 ) -> bool {
-    let Some(ua) = ua else {
+    let msie6 = set.msie6 && method == b"POST";
+    if !msie6 && !set.safari {
+        return false;
+    }
+    let Some(ua) = ua() else {
         return false;
     };
-    (set.msie6 && method == b"POST" && is_msie6(ua)) || (set.safari && is_safari(ua))
+    (msie6 && is_msie6(ua)) || (set.safari && is_safari(ua))
 }
 
 /// Where `MSIE ` starts when the version digit and two more bytes follow it (nginx's
@@ -80,19 +85,22 @@ mod tests {
         let old = Some(&b"MSIE 5.0;"[..]);
         let safari = Some(&b"Mac OS X Safari/7534.48.3"[..]);
         let msie6 = KeepaliveDisable::MSIE6;
-        assert!(keepalive_disabled(msie6, b"POST", old));
-        assert!(!keepalive_disabled(msie6, b"GET", old), "msie6: POST only");
-        assert!(!keepalive_disabled(msie6, b"GET", safari));
+        assert!(keepalive_disabled(msie6, b"POST", || old));
+        assert!(
+            !keepalive_disabled(msie6, b"GET", || old),
+            "msie6: POST only"
+        );
+        assert!(!keepalive_disabled(msie6, b"GET", || safari));
         let both = KeepaliveDisable {
             msie6: true,
             safari: true,
         };
-        assert!(keepalive_disabled(both, b"GET", safari));
+        assert!(keepalive_disabled(both, b"GET", || safari));
         assert!(
-            !keepalive_disabled(KeepaliveDisable::default(), b"POST", old),
+            !keepalive_disabled(KeepaliveDisable::default(), b"POST", || old),
             "none"
         );
-        assert!(!keepalive_disabled(both, b"POST", None));
+        assert!(!keepalive_disabled(both, b"POST", || None));
     }
 
     #[test]
