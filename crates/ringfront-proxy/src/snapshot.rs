@@ -454,7 +454,8 @@ impl Snapshot {
                         fail_timeout: s.fail_timeout.as_secs(),
                         max_conns: s.max_conns,
                         server: s.text.clone(),
-                        down: s.down,
+                        down: s.down || s.drain,
+                        drain: s.drain,
                         slow_start_ms: u64::try_from(s.slow_start.as_millis()).unwrap_or(u64::MAX),
                     };
                     if s.backup {

@@ -214,11 +214,16 @@ impl Checker {
                     health: health.clone(),
                     slow_start_ms: spec.slow_start_ms,
                     single: up.single,
-                    off: spec.down,
+                    // A draining peer still serves its sticky sessions: it is checked.
+                    off: spec.down && !spec.drain,
                     max_fails: spec.max_fails,
                     fail_timeout: spec.fail_timeout,
                     confirm,
-                    checks: if spec.down { Vec::new() } else { states },
+                    checks: if spec.down && !spec.drain {
+                        Vec::new()
+                    } else {
+                        states
+                    },
                     suspect: prev.as_ref().is_some_and(|p| p.suspect),
                     confirm_down: prev.as_ref().is_some_and(|p| p.confirm_down) && confirm,
                     passive_out: prev.as_ref().is_some_and(|p| p.passive_out),
