@@ -523,6 +523,92 @@ fn a_patch_drains_a_server_and_the_state_file_keeps_it() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+const CHECKED_CONFIG: &str = "worker_processes 2;
+error_log stderr notice;
+events { worker_connections 256; }
+http {
+    upstream backend {
+        zone backend 64k;
+        server {B1};
+    }
+    server {
+        listen 127.0.0.1:{PORT};
+        location / {
+            proxy_pass http://backend;
+            health_check interval=200ms fails=1 passes=1 uri=/health mandatory;
+        }
+        location /api/ { api write=on; }
+    }
+}
+";
+
+/// Requests `b` served that were not probes.
+fn user_requests(b: &Backend) -> usize {
+    b.requests()
+        .iter()
+        .filter(|r| !r.target.starts_with("/health"))
+        .count()
+}
+
+/// With a `mandatory` check, a server the API adds is held out (`checking`, then
+/// `unhealthy`) until its first probe passes, while the server that was there keeps
+/// serving, not checked again by the change (nor by a PATCH of its weight).
+#[test]
+fn a_posted_server_waits_for_its_mandatory_check() {
+    let (b1, b2) = (Backend::start(), Backend::start());
+    b2.set_route(
+        "/health",
+        ringfront_testkit::Canned::status(503, "warming up"),
+    );
+    let p = port();
+    let cfg = fill(
+        CHECKED_CONFIG,
+        &[("PORT", p.to_string()), ("B1", addr(&b1))],
+    );
+    let rf = Ringfront::start(&cfg);
+    let up = format!("upstream server {} of \"backend\" marked up", addr(&b1));
+    assert!(rf.wait_for_stderr(&up, std::time::Duration::from_secs(10)));
+    let v = post(p, &b2, json!({}));
+    assert_eq!(v["id"], 1);
+    // At once: b1 serves every request, b2 none (held out before any probe).
+    let got = served_path(p, "/", 6);
+    assert_eq!(got, vec![b1.port(); 6]);
+    let down = format!("upstream server {} of \"backend\" marked down", addr(&b2));
+    assert!(rf.wait_for_stderr(&down, std::time::Duration::from_secs(10)));
+    assert_eq!(peer_state(p, 1), "unhealthy");
+    let (s, _) = curl(
+        p,
+        "PATCH",
+        "/api/9/http/upstreams/backend/servers/0",
+        Some(&json!({"weight": 2})),
+    );
+    assert_eq!(s, 200);
+    assert_eq!(served_path(p, "/", 6), vec![b1.port(); 6]);
+    assert_eq!(user_requests(&b2), 0);
+    let b1_lines = |what: &str| {
+        let line = format!("upstream server {} of \"backend\" {what}", addr(&b1));
+        rf.stderr_lines()
+            .iter()
+            .filter(|l| l.contains(&line))
+            .count()
+    };
+    assert_eq!((b1_lines("marked up"), b1_lines("held out")), (1, 0));
+    // b2's probe passes: it takes requests.
+    b2.clear_route("/health");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while peer_state(p, 1) != "up" {
+        assert!(std::time::Instant::now() < deadline, "b2 never came up");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let got = served_path(p, "/", 9);
+    assert!(got.contains(&b2.port()), "{got:?}");
+    assert!(
+        got.iter().all(|&b| b == b1.port() || b == b2.port()),
+        "{got:?}"
+    );
+    drop(rf);
+}
+
 /// Keep-alive clients in threads, each sending GETs until told to stop; every answer that
 /// is not a 200 (or a broken connection) is a failure.
 struct Load {
