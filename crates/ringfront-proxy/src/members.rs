@@ -217,7 +217,8 @@ impl Shared {
 
 /// The peers of group `name` that `snap` did not carry over enter through their slow start
 /// (in a group of more than one peer), as a peer coming back does; the health checker moves
-/// the ramp on.
+/// the ramp on. A peer a `mandatory` check holds out (the snapshot starts it `CHECKING`)
+/// gets its ramp again from the checker when its first probe lets it in.
 fn slow_start_new(snap: &Snapshot, name: &str) {
     let (Some(carried), Some(gid)) = (&snap.carried, snap.topology.find(name)) else {
         return;

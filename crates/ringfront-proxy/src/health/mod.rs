@@ -517,7 +517,6 @@ fn ramp_at(done: u64, total: u64) -> (u32, Option<u64>) {
     (r.max(1), Some(to_next.min(total - done)))
 }
 
-/// Starts a slow-start ramp when the peer has one; returns the text for the log line.
 /// `next` is a membership change of `prev` (DNS, the API): both were built from the very
 /// same configuration as read. A reload reads a new one, and the changes after it carry
 /// that one, so a reload the checker did not see on its own is not taken for a change.
@@ -528,6 +527,7 @@ fn same_config(prev: &Snapshot, next: &Snapshot) -> bool {
     }
 }
 
+/// Starts a slow-start ramp when the peer has one; returns the text for the log line.
 fn start_ramp(m: &Machine, now: u64) -> String {
     if m.slow_start_ms == 0 || m.single {
         return String::new();
