@@ -118,6 +118,10 @@ impl Held {
 
 impl Drop for Held {
     fn drop(&mut self) {
+        // Every request's state has one: most hold nothing (counts fill `inline` in order).
+        if self.inline[0].is_none() {
+            return;
+        }
         for (t, s) in self.inline.iter_mut().filter_map(Option::take) {
             t.release(s);
         }
