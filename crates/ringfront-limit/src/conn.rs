@@ -8,6 +8,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::budget::Budget;
+use crate::hash::KeyHash;
 use crate::slab;
 
 const WINDOW: usize = 32;
@@ -66,7 +67,12 @@ impl ConnTable {
 
     /// Counts one more request of `key` (non-empty) unless `limit` are in flight.
     pub fn acquire(&self, key: &[u8], limit: u32) -> Acquire {
-        let hash = crate::hash::hash(key);
+        self.acquire_hashed(KeyHash::of(key), limit)
+    }
+
+    /// [`ConnTable::acquire`] of a key already hashed.
+    pub fn acquire_hashed(&self, key: KeyHash, limit: u32) -> Acquire {
+        let hash = key.hash;
         let want = tag(hash);
         let home = (hash % self.slots.len() as u64) as usize;
         'retry: for _ in 0..RETRIES {
@@ -99,7 +105,7 @@ impl ConnTable {
             let Some(i) = free else {
                 return Acquire::Full;
             };
-            let cost = slab::conn_cost(key.len());
+            let cost = slab::conn_cost(key.len);
             if !self.budget.charge(cost) {
                 return Acquire::Full;
             }

@@ -2,6 +2,23 @@
 //! compares them; a table of atomic slots keeps only this hash, so two keys with the same
 //! 64-bit hash share a state — one chance in 2^61 per pair).
 
+/// What a table needs of a key: its hash, and its length (what nginx's slab charges the
+/// state). Taken from the bytes once, so the caller may build the key in a buffer it reuses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyHash {
+    pub hash: u64,
+    pub len: usize,
+}
+
+impl KeyHash {
+    pub fn of(key: &[u8]) -> KeyHash {
+        KeyHash {
+            hash: hash(key),
+            len: key.len(),
+        }
+    }
+}
+
 /// FNV-1a over the bytes, then a 64-bit finaliser (splitmix) so that keys differing in
 /// their last bytes (addresses) spread over the table.
 pub fn hash(key: &[u8]) -> u64 {

@@ -13,6 +13,7 @@ pub mod req_check;
 pub mod slab;
 
 pub use conn::{ConnSlot, ConnTable};
+pub use hash::KeyHash;
 pub use rate::Rate;
 pub use req::{Lookup, ReqTable};
-pub use req_check::{check, Limit, Verdict};
+pub use req_check::{check, check_each, Limit, Verdict};

@@ -11,6 +11,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::budget::Budget;
+use crate::hash::KeyHash;
 use crate::rate::Rate;
 use crate::slab;
 
@@ -92,13 +93,25 @@ impl ReqTable {
     /// after this request compared with `burst` (milli-requests), stored only when
     /// `account` (the last limit).
     pub fn lookup(&self, key: &[u8], now: u64, rate: Rate, burst: u64, account: bool) -> Lookup {
-        let hash = crate::hash::hash(key);
+        self.lookup_hashed(KeyHash::of(key), now, rate, burst, account)
+    }
+
+    /// [`ReqTable::lookup`] of a key already hashed.
+    pub fn lookup_hashed(
+        &self,
+        key: KeyHash,
+        now: u64,
+        rate: Rate,
+        burst: u64,
+        account: bool,
+    ) -> Lookup {
+        let hash = key.hash;
         let now = now as u32;
         for _ in 0..RETRIES {
             match self.find(hash, now, rate) {
                 Found::At(i) => return self.update(i, now, rate, Some(burst), account),
                 Found::Room(room) => {
-                    if let Some(i) = self.insert(hash, room, (key.len(), now, rate, account)) {
+                    if let Some(i) = self.insert(hash, room, (key.len, now, rate, account)) {
                         return match account {
                             true => Lookup::Ok(0),
                             false => Lookup::Again(i),

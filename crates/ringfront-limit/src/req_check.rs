@@ -3,15 +3,17 @@
 //! later limit's rejection leaves the earlier ones as they were); the request waits for
 //! the longest delay any limit asks.
 
+use crate::hash::KeyHash;
 use crate::rate::Rate;
 use crate::req::{Lookup, ReqTable};
 
 /// One `limit_req` with this request's key (`None`: empty or too long, not accounted).
+#[derive(Clone, Copy)]
 pub struct Limit<'a> {
     pub table: &'a ReqTable,
     /// The zone's `rate=`.
     pub rate: Rate,
-    pub key: Option<&'a [u8]>,
+    pub key: Option<KeyHash>,
     /// `burst=` in milli-requests.
     pub burst: u64,
     /// `delay=` in milli-requests (`nodelay`: the largest).
@@ -39,14 +41,25 @@ pub enum Verdict {
 
 /// Evaluates `limits` for one request at `now` (milliseconds).
 pub fn check(limits: &[Limit<'_>], now: u64) -> Verdict {
-    let mut pending: Vec<(usize, usize)> = Vec::new();
+    check_each(limits.len(), |n| limits.get(n).copied(), now)
+}
+
+/// Evaluates `count` limits for one request at `now`, asking `limit` for each in order
+/// (once each; `None`: no limit there, as an empty key). Allocates nothing for up to
+/// `INLINE` limits that pass before the last.
+pub fn check_each<'a>(
+    count: usize,
+    mut limit: impl FnMut(usize) -> Option<Limit<'a>>,
+    now: u64,
+) -> Verdict {
+    let mut pending = Pending::default();
     let mut last = None;
-    let mut passed = false;
-    for (n, l) in limits.iter().enumerate() {
+    for n in 0..count {
+        let Some(l) = limit(n) else { continue };
         let Some(key) = l.key else { continue };
         match l
             .table
-            .lookup(key, now, l.rate, l.burst, n + 1 == limits.len())
+            .lookup_hashed(key, now, l.rate, l.burst, n + 1 == count)
         {
             Lookup::Busy(excess) => {
                 return Verdict::Rejected {
@@ -60,33 +73,61 @@ pub fn check(limits: &[Limit<'_>], now: u64) -> Verdict {
                     limit: n,
                 }
             }
-            Lookup::Again(slot) => {
-                pending.push((n, slot));
-                passed = true;
-            }
-            Lookup::Ok(excess) => last = Some((n, excess)),
+            Lookup::Again(slot) => pending.push((n, slot, l)),
+            Lookup::Ok(excess) => last = Some((n, excess, l)),
         }
     }
-    if !passed && last.is_none() {
+    if pending.is_empty() && last.is_none() {
         return Verdict::Declined;
     }
     // nginx starts from the last limit's own delay (none when its key was empty), then
-    // accounts the earlier ones, keeping the longest.
+    // accounts the earlier ones, last first, keeping the longest.
     let mut best = match last {
-        Some((n, excess)) => (limits[n].rate.delay(excess, limits[n].delay), excess, n),
-        None => (0, 0, limits.len() - 1),
+        Some((n, excess, l)) => (l.rate.delay(excess, l.delay), excess, n),
+        None => (0, 0, count - 1),
     };
-    for &(n, slot) in pending.iter().rev() {
-        let l = &limits[n];
+    pending.each_rev(|&(n, slot, l)| {
         let excess = l.table.account(slot, now, l.rate);
         let ms = l.rate.delay(excess, l.delay);
         if ms > best.0 {
             best = (ms, excess, n);
         }
-    }
+    });
     match best {
         (0, _, _) => Verdict::Passed,
         (ms, excess, limit) => Verdict::Delayed { ms, excess, limit },
+    }
+}
+
+/// Limits of a location before which a request's state is kept on the stack.
+pub const INLINE: usize = 8;
+
+/// A limit looked up and not accounted yet: its index, its slot, the limit.
+type Looked<'a> = (usize, usize, Limit<'a>);
+
+/// The limits looked up and not accounted yet, in order: the first `INLINE` on the
+/// stack, any further ones (a location with more `limit_req`s) on the heap.
+#[derive(Default)]
+struct Pending<'a> {
+    inline: [Option<Looked<'a>>; INLINE],
+    more: Vec<Looked<'a>>,
+}
+
+impl<'a> Pending<'a> {
+    fn push(&mut self, l: Looked<'a>) {
+        match self.inline.iter_mut().find(|s| s.is_none()) {
+            Some(free) => *free = Some(l),
+            None => self.more.push(l),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.inline[0].is_none()
+    }
+
+    fn each_rev(&self, mut f: impl FnMut(&Looked<'a>)) {
+        self.more.iter().rev().for_each(&mut f);
+        self.inline.iter().rev().flatten().for_each(f);
     }
 }
 
@@ -104,7 +145,7 @@ mod tests {
         Limit {
             table: &z.0,
             rate: z.1,
-            key: Some(key),
+            key: Some(KeyHash::of(key)),
             burst: burst * 1000,
             delay: delay * 1000,
         }
@@ -225,6 +266,47 @@ mod tests {
         assert_eq!(check(&first, 0), Verdict::Passed);
         assert!(matches!(
             check(&first, 0),
+            Verdict::Rejected { limit: 0, .. }
+        ));
+    }
+
+    #[test]
+    fn more_limits_than_the_stack_holds() {
+        // Twelve zones, each rate 1 r/s: the second request is 1000 over in every one;
+        // zone 0 (delay 0) asks the longest wait, and every zone counted both requests.
+        let zones: Vec<Zone> = (0..12).map(|_| zone(1000)).collect();
+        let limits: Vec<Limit<'_>> = zones
+            .iter()
+            .enumerate()
+            .map(|(i, z)| limit(z, b"k", 5, u64::from(i > 0)))
+            .collect();
+        assert!(limits.len() > INLINE);
+        assert_eq!(check(&limits, 0), Verdict::Passed);
+        assert_eq!(
+            check(&limits, 0),
+            Verdict::Delayed {
+                ms: 1000,
+                excess: 1000,
+                limit: 0
+            }
+        );
+        for z in &zones {
+            let alone = [limit(z, b"k", 1, 0)];
+            assert!(
+                matches!(check(&alone, 0), Verdict::Rejected { .. }),
+                "accounted twice"
+            );
+        }
+    }
+
+    #[test]
+    fn a_missing_limit_counts_as_an_empty_key() {
+        let t = zone(1000);
+        let only = limit(&t, b"k", 0, 0);
+        let each = |n: usize| (n == 0).then_some(only);
+        assert_eq!(check_each(2, each, 0), Verdict::Passed);
+        assert!(matches!(
+            check_each(2, each, 0),
             Verdict::Rejected { limit: 0, .. }
         ));
     }

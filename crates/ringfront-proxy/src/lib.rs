@@ -5,6 +5,9 @@
 
 mod accel_redirect;
 mod access_log;
+#[cfg(test)]
+#[allow(unsafe_code)]
+mod alloc_count;
 mod api_write;
 mod bind;
 mod body;

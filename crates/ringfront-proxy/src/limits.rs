@@ -4,14 +4,16 @@
 //! (ringfront-limit's lock-free tables); a reload keeps a zone whose name, kind, size and
 //! key did not change, as nginx keeps its shared memory.
 
+use std::cell::RefCell;
 use std::sync::Arc;
 use std::time::Duration;
 
 use ringfront_config::{LimitZone, Limits, LogLevel, ZoneKind};
-use ringfront_limit::{conn::Acquire, ConnSlot, ConnTable, Rate, ReqTable, Verdict};
+use ringfront_limit::{conn::Acquire, ConnSlot, ConnTable, KeyHash, Rate, ReqTable, Verdict};
 
 use crate::req::Req;
 use crate::snapshot::Snapshot;
+use crate::vars::Vars;
 
 /// `$limit_req_status` values, by nginx's numbering from 1.
 const REQ_STATUS: [&str; 5] = [
@@ -80,39 +82,73 @@ pub fn conn_status_text(code: u8) -> Option<&'static str> {
     CONN_STATUS.get(usize::from(code).checked_sub(1)?).copied()
 }
 
-/// The `limit_conn` counts a request holds until it ends (nginx's pool cleanups).
+/// The `limit_conn` counts a request holds until it ends (nginx's pool cleanups): the
+/// first `HELD` in place (the request's state), any further ones on the heap.
 #[derive(Default, Debug)]
-pub struct Held(Vec<(Arc<ConnTable>, ConnSlot)>);
+pub struct Held {
+    inline: [Option<(Arc<ConnTable>, ConnSlot)>; HELD],
+    more: Vec<(Arc<ConnTable>, ConnSlot)>,
+}
+
+/// `limit_conn`s of a request held without an allocation.
+const HELD: usize = 4;
 
 impl Held {
-    fn take(mut self) -> Vec<(Arc<ConnTable>, ConnSlot)> {
-        std::mem::take(&mut self.0)
+    fn push(&mut self, table: &Arc<ConnTable>, slot: ConnSlot) {
+        self.put((table.clone(), slot));
+    }
+
+    fn put(&mut self, count: (Arc<ConnTable>, ConnSlot)) {
+        match self.inline.iter_mut().find(|h| h.is_none()) {
+            Some(free) => *free = Some(count),
+            None => self.more.push(count),
+        }
+    }
+
+    /// Takes over the counts of `other`.
+    fn append(&mut self, mut other: Held) {
+        for count in other.inline.iter_mut().filter_map(Option::take) {
+            self.put(count);
+        }
+        for count in other.more.drain(..) {
+            self.put(count);
+        }
     }
 }
 
 impl Drop for Held {
     fn drop(&mut self) {
-        for (t, s) in self.0.drain(..) {
+        // Every request's state has one: most hold nothing (counts fill `inline` in order).
+        if self.inline[0].is_none() {
+            return;
+        }
+        for (t, s) in self.inline.iter_mut().filter_map(Option::take) {
+            t.release(s);
+        }
+        for (t, s) in self.more.drain(..) {
             t.release(s);
         }
     }
 }
 
-/// Whether the preaccess phase has anything to do for `loc`.
+/// Whether the preaccess phase has anything to do for `loc`: field tests.
+#[inline]
 pub fn due(
     loc: &crate::snapshot::LocationRt,
     outcome: &crate::rewrite::Outcome<'_>,
     rw: &crate::rewrite_state::RwState,
 ) -> bool {
     let l = &loc.settings.limits;
-    matches!(outcome, crate::rewrite::Outcome::Continue)
-        && ((!l.req.is_empty() && rw.limit_req == 0) || (!l.conn.is_empty() && rw.limit_conn == 0))
+    ((!l.req.is_empty() && rw.limit_req == 0) || (!l.conn.is_empty() && rw.limit_conn == 0))
+        && matches!(outcome, crate::rewrite::Outcome::Continue)
 }
 
 /// nginx's preaccess phase for the location `loc` that answers: runs when the rewrite
 /// phases went on to it (`return` and the like answer before), for each module once per
 /// request (a module that already looked at a key does not run again after an internal
 /// redirect, as nginx's `r->main->limit_*_status`). A refusal is the outcome's status.
+/// Runs `limit_req`, waits out its delay, then `limit_conn`; only a delay makes a future
+/// of its own (boxed: the phase's state stays small in its caller's).
 pub async fn phase<'s>(
     w: &crate::worker::Worker,
     snap: &Snapshot,
@@ -127,7 +163,10 @@ pub async fn phase<'s>(
     if !due(loc, &outcome, rw) {
         return outcome;
     }
-    let done = {
+    let mut refuse = None;
+    let mut held = Held::default();
+    let (mut req_status, mut conn_status) = (0, 0);
+    {
         let with_rw = Req {
             rw: Some(&*rw),
             ..*req
@@ -136,66 +175,42 @@ pub async fn phase<'s>(
             let ctx = with_rw.log_context(None);
             w.log(snap, level, req.conn_id, format_args!("{msg}{ctx}"));
         };
-        preaccess(w, snap, l, (req_due, conn_due), &with_rw, &log).await
-    };
+        let alert = |level, msg: std::fmt::Arguments<'_>| w.log(snap, level, 0, msg);
+        let vars = with_rw.vars("", None, Some(snap));
+        if req_due {
+            let delay;
+            (req_status, refuse, delay) =
+                limit_req(snap, l, &vars, (&log, &alert), crate::clock::now_ms());
+            if refuse.is_none()
+                && delay > 0
+                && !Box::pin(delayed(Duration::from_millis(delay), &with_rw, &log)).await
+            {
+                refuse = Some(CLIENT_GONE);
+            }
+        }
+        if conn_due && refuse.is_none() {
+            (conn_status, refuse, held) = limit_conn(snap, l, &vars, (&log, &alert));
+        }
+    }
     if req_due {
-        rw.limit_req = done.req_status;
+        rw.limit_req = req_status;
     }
     if conn_due {
-        rw.limit_conn = done.conn_status;
+        rw.limit_conn = conn_status;
     }
-    rw.limit_held.0.extend(done.held.take());
-    match done.refuse {
+    rw.limit_held.append(held);
+    match refuse {
         Some(status) => crate::rewrite::Outcome::Status(status),
         None => outcome,
     }
 }
 
-/// What the preaccess phase decided.
-#[derive(Default)]
-pub struct Preaccess {
-    /// The status to answer instead (`limit_req_status` / `limit_conn_status`).
-    pub refuse: Option<u16>,
-    /// `$limit_req_status` and `$limit_conn_status` codes.
-    pub req_status: u8,
-    pub conn_status: u8,
-    pub held: Held,
-}
-
 /// The error log line writer of the request (adds nginx's `, client: ...` context).
 pub type Log<'a> = &'a dyn Fn(LogLevel, std::fmt::Arguments<'_>);
 
-/// Runs `limit_req` (waiting out a delay) and then `limit_conn` for the request, those
-/// that are `due`.
-async fn preaccess(
-    w: &crate::worker::Worker,
-    snap: &Snapshot,
-    l: &Limits,
-    (req_due, conn_due): (bool, bool),
-    req: &Req<'_>,
-    log: Log<'_>,
-) -> Preaccess {
-    let mut out = Preaccess::default();
-    if req_due {
-        let (status, refuse, delay) = limit_req(w, snap, l, req, log);
-        out.req_status = status;
-        if refuse.is_some() {
-            out.refuse = refuse;
-            return out;
-        }
-        if delay > 0 && !delayed(Duration::from_millis(delay), req, log).await {
-            out.refuse = Some(CLIENT_GONE);
-            return out;
-        }
-    }
-    if conn_due {
-        let (status, refuse, held) = limit_conn(w, snap, l, req, log);
-        out.conn_status = status;
-        out.refuse = refuse;
-        out.held = held;
-    }
-    out
-}
+/// The request's log, and the log for lines without the request's context (nginx's zone
+/// allocation failures).
+type Logs<'a> = (Log<'a>, Log<'a>);
 
 /// nginx's 499: the client closed its connection during a delay.
 pub const CLIENT_GONE: u16 = 499;
@@ -222,61 +237,70 @@ async fn delayed(wait: Duration, req: &Req<'_>, log: Log<'_>) -> bool {
     }
 }
 
-/// A zone's key for this request: `None` when empty, or too long (`max` bytes; nginx
-/// logs it and does not account the request in that zone).
-fn key(z: &ZoneRt, req: &Req<'_>, snap: &Snapshot, max: usize, log: Log<'_>) -> Option<Vec<u8>> {
-    let mut out = Vec::new();
-    crate::vars::render(
-        &mut out,
-        &z.zone.key,
-        &req.vars("", None, Some(snap)),
-        false,
-    );
-    if out.len() > max {
-        log(
-            LogLevel::Error,
-            format_args!(
-                "the value of the \"{}\" key is more than {max} bytes: \"{}\"",
-                z.zone.key_text,
-                String::from_utf8_lossy(&out)
-            ),
-        );
-        return None;
-    }
-    (!out.is_empty()).then_some(out)
+thread_local! {
+    /// The key being built, one buffer per worker thread that every request reuses (the
+    /// tables need only its hash and length).
+    static KEY: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
-/// nginx's `ngx_http_limit_req_handler`: the status code, the status to refuse with, and
-/// the delay in milliseconds.
+/// A buffer kept for keys up to this size (a longer one is given back after its request).
+const KEY_KEPT: usize = 4096;
+
+/// A zone's key for this request, hashed: `None` when empty, or too long (`max` bytes;
+/// nginx logs it and does not account the request in that zone).
+fn key(z: &ZoneRt, vars: &Vars<'_>, max: usize, log: Log<'_>) -> Option<KeyHash> {
+    let build = |out: &mut Vec<u8>| {
+        out.clear();
+        crate::vars::render(out, &z.zone.key, vars, false);
+        if out.len() > max {
+            log(
+                LogLevel::Error,
+                format_args!(
+                    "the value of the \"{}\" key is more than {max} bytes: \"{}\"",
+                    z.zone.key_text,
+                    String::from_utf8_lossy(out)
+                ),
+            );
+            return None;
+        }
+        (!out.is_empty()).then(|| KeyHash::of(out))
+    };
+    KEY.with(|buf| match buf.try_borrow_mut() {
+        Ok(mut out) => {
+            let k = build(&mut out);
+            if out.capacity() > KEY_KEPT {
+                *out = Vec::new();
+            }
+            k
+        }
+        // Not reached (nothing renders a key while one is built); a buffer of its own.
+        Err(_) => build(&mut Vec::new()),
+    })
+}
+
+/// nginx's `ngx_http_limit_req_handler` at `now`: the status code, the status to refuse
+/// with, and the delay in milliseconds.
 fn limit_req(
-    w: &crate::worker::Worker,
     snap: &Snapshot,
     l: &Limits,
-    req: &Req<'_>,
-    log: Log<'_>,
+    vars: &Vars<'_>,
+    (log, alert): Logs<'_>,
+    now: u64,
 ) -> (u8, Option<u16>, u64) {
-    let keys: Vec<(Option<&ZoneRt>, Option<Vec<u8>>)> = l
-        .req
-        .iter()
-        .map(|r| {
-            let z = snap.limit_zones.get(r.zone);
-            (z, z.and_then(|z| key(z, req, snap, 65535, log)))
-        })
-        .collect();
-    let mut limits = Vec::with_capacity(keys.len());
-    for (r, (z, k)) in l.req.iter().zip(&keys) {
-        let Some((Table::Req(table), ZoneKind::Req { rate })) = z.map(|z| (&z.table, z.zone.kind))
-        else {
-            continue;
+    let limit = |n: usize| {
+        let r = l.req.get(n)?;
+        let z = snap.limit_zones.get(r.zone)?;
+        let (Table::Req(table), ZoneKind::Req { rate }) = (&z.table, z.zone.kind) else {
+            return None;
         };
-        limits.push(ringfront_limit::Limit {
+        Some(ringfront_limit::Limit {
             table,
             rate: Rate(rate),
-            key: k.as_deref(),
+            key: key(z, vars, 65535, log),
             burst: r.burst,
             delay: r.delay,
-        });
-    }
+        })
+    };
     let name = |i: usize| {
         l.req
             .get(i)
@@ -284,8 +308,7 @@ fn limit_req(
             .map_or("", |z| z.zone.name.as_str())
     };
     let dry = if l.req_dry_run { ", dry run" } else { "" };
-    let now = crate::clock::now_ms();
-    match ringfront_limit::check(&limits, now) {
+    match ringfront_limit::check_each(l.req.len(), limit, now) {
         Verdict::Declined => (0, None, 0),
         Verdict::Passed => (1, None, 0),
         Verdict::Rejected { excess, limit } => {
@@ -299,10 +322,8 @@ fn limit_req(
                         name(limit)
                     ),
                 ),
-                None => w.log(
-                    snap,
+                None => alert(
                     LogLevel::Alert,
-                    0,
                     format_args!(
                         "could not allocate node in limit_req zone \"{}\"",
                         name(limit)
@@ -335,11 +356,10 @@ fn limit_req(
 /// nginx's `ngx_http_limit_conn_handler`: the status code, the status to refuse with, the
 /// counts held.
 fn limit_conn(
-    w: &crate::worker::Worker,
     snap: &Snapshot,
     l: &Limits,
-    req: &Req<'_>,
-    log: Log<'_>,
+    vars: &Vars<'_>,
+    (log, alert): Logs<'_>,
 ) -> (u8, Option<u16>, Held) {
     let mut held = Held::default();
     let mut status = 0;
@@ -350,13 +370,13 @@ fn limit_conn(
         let Table::Conn(table) = &z.table else {
             continue;
         };
-        let Some(k) = key(z, req, snap, 255, log) else {
+        let Some(k) = key(z, vars, 255, log) else {
             continue;
         };
         status = 1;
-        let refused = match table.acquire(&k, c.conn) {
+        let refused = match table.acquire_hashed(k, c.conn) {
             Acquire::Passed(slot) => {
-                held.0.push((table.clone(), slot));
+                held.push(table, slot);
                 continue;
             }
             Acquire::Busy => {
@@ -368,10 +388,8 @@ fn limit_conn(
                 true
             }
             Acquire::Full => {
-                w.log(
-                    snap,
+                alert(
                     LogLevel::Crit,
-                    0,
                     format_args!(
                         "ngx_slab_alloc() failed: no memory in limit_conn_zone \"{}\"",
                         z.zone.name
@@ -390,3 +408,7 @@ fn limit_conn(
     }
     (status, None, held)
 }
+
+#[cfg(test)]
+#[path = "limits_tests.rs"]
+mod tests;

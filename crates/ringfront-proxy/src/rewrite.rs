@@ -121,7 +121,8 @@ pub async fn process<'s>(
             return (loc, Outcome::Status(404));
         }
         if let Some((answering, outcome)) = run.location(loc, rw).await {
-            // Boxed: a location without limits pays one test, not the phase's future.
+            // A location without limits pays the test; the phase allocates nothing unless
+            // a request is delayed.
             let outcome = match crate::limits::due(answering, &outcome, rw) {
                 true => {
                     // realip's preaccess run comes before the limits (nginx runs a
@@ -139,7 +140,7 @@ pub async fn process<'s>(
                         realip_from: real.from,
                         ..*req
                     };
-                    Box::pin(crate::limits::phase(w, snap, &req, answering, outcome, rw)).await
+                    crate::limits::phase(w, snap, &req, answering, outcome, rw).await
                 }
                 false => outcome,
             };
