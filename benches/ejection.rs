@@ -29,6 +29,7 @@ fn peer(port: u16) -> PeerSpec {
         fail_timeout: 10,
         max_conns: 0,
         down: false,
+        drain: false,
         slow_start_ms: 0,
     }
 }

@@ -24,6 +24,7 @@ fn peer(i: usize, weight: u32) -> PeerSpec {
         fail_timeout: 10,
         max_conns: 0,
         down: false,
+        drain: false,
         slow_start_ms: 0,
     }
 }
