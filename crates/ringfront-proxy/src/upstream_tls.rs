@@ -177,6 +177,11 @@ fn verify_fault(c: &CertificateError) -> SslFault {
         C::ExpiredRevocationList | C::ExpiredRevocationListContext { .. } => {
             (12, "CRL has expired")
         }
+        // Revocation lists and the path they need are ringfront's own checks.
+        C::Other(o) => match o.0.downcast_ref::<ringfront_tls::VerifyFault>() {
+            Some(f) => (f.code, f.text),
+            None => (1, "unspecified certificate verification error"),
+        },
         _ => (1, "unspecified certificate verification error"),
     };
     SslFault::Verify(code, text)

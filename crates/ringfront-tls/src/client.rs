@@ -75,18 +75,10 @@ pub fn upstream_tls(p: &ProxySsl) -> Result<UpstreamTls, TlsError> {
         if let Some(f) = &p.trusted_certificate {
             roots = crate::pem::trust_anchors(f)?;
         }
-        let mut b = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone());
-        if let Some(f) = &p.crl {
-            b = b
-                .with_crls(crate::pem::crls(f)?)
-                .enforce_revocation_expiration();
-        }
-        let inner = b.build().map_err(|e| match (&e, &p.crl) {
-            (rustls::server::VerifierBuilderError::InvalidCrl(_), Some(f)) => {
-                crate::pem::unreadable_crl(f, &e)
-            }
-            _ => TlsError(format!("proxy_ssl_trusted_certificate: {e}")),
-        })?;
+        let inner = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+            .build()
+            .map_err(|e| TlsError(format!("proxy_ssl_trusted_certificate: {e}")))?;
+        let crls = p.crl.as_ref().map(crate::crl::load).transpose()?;
         let anchors = match &p.trusted_certificate {
             Some(f) => crate::pem::certificates(f)?,
             None => Vec::new(),
@@ -95,6 +87,8 @@ pub fn upstream_tls(p: &ProxySsl) -> Result<UpstreamTls, TlsError> {
             inner,
             anchors,
             algs: provider.signature_verification_algorithms,
+            crls,
+            depth: p.verify_depth,
         })
     } else {
         Arc::new(AnyCertificate(provider.clone()))

@@ -9,6 +9,7 @@ mod ciphers;
 mod client;
 pub mod client_cert;
 mod client_verify;
+mod crl;
 mod encrypted_key;
 mod error;
 mod info;
@@ -26,6 +27,7 @@ mod upstream_verify;
 pub use accept::{accept, Accepted, HandshakeError};
 pub use client::{connect, server_name, upstream_tls, UpstreamTls};
 pub use client_verify::Verdict;
+pub use crl::VerifyFault;
 pub use error::TlsError;
 pub use info::Info;
 /// The TLS library itself, for the types this crate's API names.

@@ -45,18 +45,6 @@ pub fn crls(f: &SslFile) -> Result<Vec<CertificateRevocationListDer<'static>>, T
     }
 }
 
-/// A list the verifier cannot use: ringfront reads X.509 v2 lists (what `openssl ca`
-/// makes with a `crlnumber`), not version 1 ones.
-pub fn unreadable_crl(f: &SslFile, e: &dyn std::fmt::Display) -> TlsError {
-    TlsError::at(
-        f,
-        format!(
-            "cannot load CRL \"{}\": {e} (ringfront reads X.509 v2 revocation lists only)",
-            f.path.display()
-        ),
-    )
-}
-
 /// The certificates of a PEM file in order (a chain: the leaf first); at least one.
 pub fn certificates(f: &SslFile) -> Result<Vec<CertificateDer<'static>>, TlsError> {
     certificates_named(f, "certificate")

@@ -14,7 +14,7 @@ use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, Server
 use rustls::client::WebPkiServerVerifier;
 use rustls::crypto::WebPkiSupportedAlgorithms;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{CertificateError, DigitallySignedStruct, Error, SignatureScheme};
+use rustls::{CertificateError, DigitallySignedStruct, Error, OtherError, SignatureScheme};
 use x509_parser::extensions::GeneralName;
 use x509_parser::prelude::{FromDer, X509Certificate};
 
@@ -24,6 +24,10 @@ pub(crate) struct NginxVerifier {
     /// The trusted certificates as written.
     pub anchors: Vec<CertificateDer<'static>>,
     pub algs: WebPkiSupportedAlgorithms,
+    /// `proxy_ssl_crl`, checked over the path (within `proxy_ssl_verify_depth`) once the
+    /// rest verified (crl.rs).
+    pub crls: Option<Arc<[crate::crl::Crl]>>,
+    pub depth: u32,
 }
 
 impl ServerCertVerifier for NginxVerifier {
@@ -35,32 +39,13 @@ impl ServerCertVerifier for NginxVerifier {
         ocsp: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, Error> {
-        let e =
-            match self
-                .inner
-                .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
-            {
-                Ok(v) => return Ok(v),
-                Err(e) => e,
-            };
-        let name_only = matches!(
-            e,
-            Error::InvalidCertificate(
-                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. }
-            )
-        );
-        let anchor = self
-            .anchors
-            .iter()
-            .any(|a| a.as_ref() == end_entity.as_ref())
-            && crate::client_cert::self_issued(end_entity)
-            && crate::client_cert::time_problem(end_entity).is_none();
-        match (name_only || anchor, host_matches(end_entity, server_name)) {
-            (true, Some(true)) => Ok(ServerCertVerified::assertion()),
-            (true, _) if anchor => {
-                Err(Error::InvalidCertificate(CertificateError::NotValidForName))
-            }
-            _ => Err(e),
+        let verified = self.verify_without_lists(end_entity, intermediates, server_name, ocsp, now)?;
+        match &self.crls {
+            None => Ok(verified),
+            Some(lists) => self
+                .revocation(end_entity, intermediates, lists, now)
+                .map(|()| verified)
+                .map_err(fault),
         }
     }
 
@@ -85,6 +70,91 @@ impl ServerCertVerifier for NginxVerifier {
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.inner.supported_verify_schemes()
     }
+}
+
+impl NginxVerifier {
+    /// webpki, then the two steps of the module comment.
+    fn verify_without_lists(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, Error> {
+        let e = match self
+            .inner
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
+        {
+            Ok(v) => return Ok(v),
+            Err(e) => e,
+        };
+        let name_only = matches!(
+            e,
+            Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. }
+            )
+        );
+        let anchor = self
+            .anchors
+            .iter()
+            .any(|a| a.as_ref() == end_entity.as_ref())
+            && crate::client_cert::self_issued(end_entity)
+            && crate::client_cert::time_problem(end_entity).is_none();
+        // A CA certificate (or an X.509 v1 one) as the server's: the path as OpenSSL
+        // builds it, its times, then the name.
+        let anchor = anchor
+            || (crate::client_verify::webpki_refuses_the_leaf(&e) && {
+                let path = self.path(end_entity, intermediates).map_err(fault)?;
+                if let Some(why) = path.iter().find_map(|c| crate::client_cert::time_problem(c)) {
+                    return Err(Error::InvalidCertificate(match why {
+                        "certificate has expired" => CertificateError::Expired,
+                        _ => CertificateError::NotValidYet,
+                    }));
+                }
+                true
+            });
+        match (name_only || anchor, host_matches(end_entity, server_name)) {
+            (true, Some(true)) => Ok(ServerCertVerified::assertion()),
+            (true, _) if anchor => {
+                Err(Error::InvalidCertificate(CertificateError::NotValidForName))
+            }
+            _ => Err(e),
+        }
+    }
+
+    /// The path OpenSSL builds (through the trusted certificates and the ones sent, at
+    /// most `proxy_ssl_verify_depth` CAs) checked against the lists.
+    fn revocation(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        lists: &[crate::crl::Crl],
+        now: UnixTime,
+    ) -> Result<(), crate::crl::VerifyFault> {
+        let path = self.path(end_entity, intermediates)?;
+        let path: Vec<&[u8]> = path.iter().map(|c| c.as_ref()).collect();
+        crate::crl::check(&path, lists, now.as_secs() as i64, &self.algs)
+    }
+
+    /// The path OpenSSL builds from the server's certificate to a trusted root.
+    fn path(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+    ) -> Result<Vec<CertificateDer<'static>>, crate::crl::VerifyFault> {
+        let leaf = end_entity.clone().into_owned();
+        let sent: Vec<CertificateDer<'static>> =
+            intermediates.iter().map(|c| c.clone().into_owned()).collect();
+        let path = crate::chain::build(&leaf, &sent, &self.anchors, self.depth, &self.algs)
+            .map_err(crate::crl::path_fault)?;
+        Ok(path.into_iter().cloned().collect())
+    }
+}
+
+/// One of ringfront's own verification failures, carried to the proxy's error log.
+fn fault(f: crate::crl::VerifyFault) -> Error {
+    Error::InvalidCertificate(CertificateError::Other(OtherError(Arc::new(f))))
 }
 
 /// `X509_check_host(cert, name, 0)`: the DNS subjectAltNames when there is one, else every
