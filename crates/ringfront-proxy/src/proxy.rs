@@ -186,6 +186,16 @@ pub async fn run_in(
         pol.idempotent = false;
         pol.next.non_idempotent = false;
     }
+    let tls = match cx.loc.upstream_tls.as_ref().filter(|_| g.tls) {
+        Some(t) => match t.request_handshake(&cx.req.vars(g.proxy_host, None, Some(cx.snap))) {
+            Ok(h) => Some(h),
+            Err(e) => {
+                cx.log(LogLevel::Error, format_args!("{e}"), None);
+                return respond_error(cx, 500, client, out, Vec::new()).await;
+            }
+        },
+        None => None,
+    };
     let mut ex = Exchange::new(peers, up, pol, key);
     if let (Some(b), false, Some(load)) = (
         cx.settings().proxy_next_upstream_budget,
@@ -202,12 +212,6 @@ pub async fn run_in(
         let v = cx.req.vars(g.proxy_host, None, Some(cx.snap));
         ex.pin(st.pinned(u, &v, crate::clock::now_ms()));
     }
-    let tls = cx
-        .loc
-        .upstream_tls
-        .as_ref()
-        .filter(|_| g.tls)
-        .map(|t| t.handshake(&cx.req.vars(g.proxy_host, None, Some(cx.snap))));
     let mut io = Io {
         tls,
         request: Request(Rc::new(outbound)),

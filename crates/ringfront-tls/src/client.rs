@@ -4,6 +4,7 @@
 //! and the client handshake over a connected socket.
 
 use std::io;
+use std::path::Path;
 use std::sync::Arc;
 
 use monoio::net::TcpStream;
@@ -64,6 +65,23 @@ impl ServerCertVerifier for AnyCertificate {
 #[derive(Debug)]
 pub struct UpstreamTls {
     pub config: Arc<ClientConfig>,
+    /// `proxy_ssl_certificate` with variables: `config` offers no certificate, and
+    /// [`UpstreamTls::with_certificate`] makes the settings that offer one.
+    pub dynamic: Option<crate::dynamic_cert::DynamicCertificates>,
+    /// Which load of a variable certificate these settings hold (0: none), so that a
+    /// connection made before a file changed is not pooled for the requests after.
+    pub generation: u64,
+}
+
+impl UpstreamTls {
+    /// These settings offering the certificate and key of the files named (for
+    /// `proxy_ssl_certificate` with variables; cached per worker by path).
+    pub fn with_certificate(&self, cert: &Path, key: &Path) -> Result<Arc<UpstreamTls>, TlsError> {
+        match &self.dynamic {
+            Some(d) => d.settings(&self.config, cert, key),
+            None => Err(TlsError("proxy_ssl_certificate has no variables".into())),
+        }
+    }
 }
 
 /// Builds the client settings of one location's `proxy_ssl_*`.
@@ -112,8 +130,18 @@ pub fn upstream_tls(p: &ProxySsl) -> Result<UpstreamTls, TlsError> {
     } else {
         Resumption::disabled()
     };
+    let dynamic = match &p.certificate_vars {
+        Some(v) => Some(crate::dynamic_cert::DynamicCertificates::new(
+            provider.clone(),
+            v.passwords.as_ref(),
+            p.session_reuse,
+        )?),
+        None => None,
+    };
     Ok(UpstreamTls {
         config: Arc::new(config),
+        dynamic,
+        generation: 0,
     })
 }
 
@@ -149,7 +177,7 @@ pub async fn connect(
 
 /// `proxy_ssl_certificate`: the one certificate offered whenever an upstream asks.
 #[derive(Debug)]
-struct OwnCertificate(Arc<rustls::sign::CertifiedKey>);
+pub(crate) struct OwnCertificate(pub(crate) Arc<rustls::sign::CertifiedKey>);
 
 impl rustls::client::ResolvesClientCert for OwnCertificate {
     fn resolve(

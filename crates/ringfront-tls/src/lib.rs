@@ -10,6 +10,7 @@ mod client;
 pub mod client_cert;
 mod client_verify;
 mod crl;
+mod dynamic_cert;
 mod encrypted_key;
 mod error;
 mod info;

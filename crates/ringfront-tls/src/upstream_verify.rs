@@ -39,7 +39,8 @@ impl ServerCertVerifier for NginxVerifier {
         ocsp: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, Error> {
-        let verified = self.verify_without_lists(end_entity, intermediates, server_name, ocsp, now)?;
+        let verified =
+            self.verify_without_lists(end_entity, intermediates, server_name, ocsp, now)?;
         match &self.crls {
             None => Ok(verified),
             Some(lists) => self
@@ -82,13 +83,14 @@ impl NginxVerifier {
         ocsp: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, Error> {
-        let e = match self
-            .inner
-            .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
-        {
-            Ok(v) => return Ok(v),
-            Err(e) => e,
-        };
+        let e =
+            match self
+                .inner
+                .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
+            {
+                Ok(v) => return Ok(v),
+                Err(e) => e,
+            };
         let name_only = matches!(
             e,
             Error::InvalidCertificate(
@@ -106,7 +108,10 @@ impl NginxVerifier {
         let anchor = anchor
             || (crate::client_verify::webpki_refuses_the_leaf(&e) && {
                 let path = self.path(end_entity, intermediates).map_err(fault)?;
-                if let Some(why) = path.iter().find_map(|c| crate::client_cert::time_problem(c)) {
+                if let Some(why) = path
+                    .iter()
+                    .find_map(|c| crate::client_cert::time_problem(c))
+                {
                     return Err(Error::InvalidCertificate(match why {
                         "certificate has expired" => CertificateError::Expired,
                         _ => CertificateError::NotValidYet,
@@ -144,8 +149,10 @@ impl NginxVerifier {
         intermediates: &[CertificateDer<'_>],
     ) -> Result<Vec<CertificateDer<'static>>, crate::crl::VerifyFault> {
         let leaf = end_entity.clone().into_owned();
-        let sent: Vec<CertificateDer<'static>> =
-            intermediates.iter().map(|c| c.clone().into_owned()).collect();
+        let sent: Vec<CertificateDer<'static>> = intermediates
+            .iter()
+            .map(|c| c.clone().into_owned())
+            .collect();
         let path = crate::chain::build(&leaf, &sent, &self.anchors, self.depth, &self.algs)
             .map_err(crate::crl::path_fault)?;
         Ok(path.into_iter().cloned().collect())

@@ -59,10 +59,18 @@ fn pki() -> TempDir {
     w("certserial", "1000".into());
     w("certindex", String::new());
     for n in ["root", "localhost"] {
-        openssl(d, &format!("req -x509 -new -config openssl.conf -subj /CN={n}/ -out {n}.crt -keyout {n}.key"));
+        openssl(
+            d,
+            &format!(
+                "req -x509 -new -config openssl.conf -subj /CN={n}/ -out {n}.crt -keyout {n}.key"
+            ),
+        );
     }
     for n in ["int", "end"] {
-        openssl(d, &format!("req -new -config openssl.conf -subj /CN={n}/ -out {n}.csr -keyout {n}.key"));
+        openssl(
+            d,
+            &format!("req -new -config openssl.conf -subj /CN={n}/ -out {n}.csr -keyout {n}.key"),
+        );
     }
     let ca = |key: &str, rest: &str| {
         openssl(
@@ -136,7 +144,10 @@ http {
 ",
         &[("DIR", dir.display().to_string()), ("SERVERS", servers)],
     )
-    .replace(" ssl_client_certificate ", &format!(" ssl_client_certificate {}/", dir.display()))
+    .replace(
+        " ssl_client_certificate ",
+        &format!(" ssl_client_certificate {}/", dir.display()),
+    )
     .replace(" ssl_crl ", &format!(" ssl_crl {}/", dir.display()))
 }
 

@@ -81,7 +81,7 @@ fn every_certificate_of_the_path_needs_its_issuers_list() {
     let (by_root, by_int) = (list(&p.root, 1, 31, &[]), list(&p.int, 1, 31, &[]));
     assert_eq!(run(&p, &[by_root.clone(), by_int.clone()]), Ok(()));
     assert_eq!(
-        run(&p, &[by_root.clone()]),
+        run(&p, std::slice::from_ref(&by_root)),
         Err("unable to get certificate CRL")
     );
     assert_eq!(run(&p, &[by_int]), Err("unable to get certificate CRL"));
@@ -96,7 +96,10 @@ fn a_revoked_certificate_anywhere_in_the_path_fails() {
         Err("certificate revoked")
     );
     assert_eq!(
-        run(&p, &[list(&p.root, 1, 31, &[]), list(&p.int, 1, 31, &[1002])]),
+        run(
+            &p,
+            &[list(&p.root, 1, 31, &[]), list(&p.int, 1, 31, &[1002])]
+        ),
         Err("certificate revoked")
     );
     // The root is checked against its own list too (OpenSSL's CRL_CHECK_ALL).
@@ -135,12 +138,18 @@ fn the_deepest_problem_is_the_one_reported() {
     // The leaf's list has expired and the intermediate is revoked: OpenSSL goes on after
     // the first (nginx's callback allows it) and the last one found stands.
     assert_eq!(
-        run(&p, &[list(&p.root, 1, 31, &[1001]), list(&p.int, 1, 10, &[])]),
+        run(
+            &p,
+            &[list(&p.root, 1, 31, &[1001]), list(&p.int, 1, 10, &[])]
+        ),
         Err("certificate revoked")
     );
     // Within one list, revocation comes after its time.
     assert_eq!(
-        run(&p, &[list(&p.root, 1, 31, &[]), list(&p.int, 1, 10, &[1002])]),
+        run(
+            &p,
+            &[list(&p.root, 1, 31, &[]), list(&p.int, 1, 10, &[1002])]
+        ),
         Err("certificate revoked")
     );
 }
