@@ -127,7 +127,7 @@ pub async fn accept(
             return Err(HandshakeError::Rejected);
         }
     };
-    let conn = match hello.into_connection(tls.config.clone()) {
+    let mut conn = match hello.into_connection(tls.config.clone()) {
         Ok(c) => c,
         Err((e, mut alert)) => {
             let mut out = Vec::new();
@@ -136,8 +136,15 @@ pub async fn accept(
             return Err(HandshakeError::Tls(e.to_string()));
         }
     };
+    let id = crate::session_id::assign(&mut conn);
     let mut stream = TlsStream::new(io, conn, inc);
     stream.handshake().await.map_err(io_error)?;
-    let info = Info::of(stream.conn(), &tls, offered);
+    let mut info = Info::of(stream.conn(), &tls, offered);
+    // OpenSSL names a session that will travel in a ticket only once it resumes.
+    let shown = info.reused || !tls.config.ticketer.enabled();
+    info.session_id = id
+        .filter(|_| shown)
+        .map_or_else(String::new, |id| crate::session_id::hex(&id))
+        .into();
     Ok(Accepted::Tls(Box::new(stream), Box::new(info)))
 }

@@ -19,6 +19,8 @@ mod offered;
 mod pem;
 mod records;
 mod server;
+mod session_expiry;
+mod session_id;
 mod spki;
 mod split;
 mod stream;
