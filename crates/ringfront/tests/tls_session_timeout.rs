@@ -44,8 +44,8 @@ http {
     )
 }
 
-/// `(reused, id)` of one request; `sess` is `-sess_out FILE` or `-sess_in FILE`.
-fn request(port: u16, sess: [&str; 2], tls12: bool) -> (String, String) {
+/// `(reused, id)` of one request; `sess`: `-sess_out FILE` and/or `-sess_in FILE`.
+fn request(port: u16, sess: &[&str], tls12: bool) -> (String, String) {
     let mut cmd = Command::new("openssl");
     cmd.args(["s_client", "-quiet", "-ign_eof", "-connect"])
         .arg(format!("127.0.0.1:{port}"))
@@ -103,8 +103,8 @@ fn run(dir: &Path, ports: [u16; 2], tag: &str) -> Vec<String> {
     for (i, &(port, tls12)) in cases.iter().enumerate() {
         let f = dir.join(format!("{tag}-{i}.sess"));
         let f = f.to_str().unwrap();
-        let first = request(port, ["-sess_out", f], tls12);
-        let again = request(port, ["-sess_in", f], tls12);
+        let first = request(port, &["-sess_out", f], tls12);
+        let again = request(port, &["-sess_in", f], tls12);
         seen.push(shape("", first.clone()));
         seen.push(shape(&first.1, again));
         firsts.push(first.1);
@@ -114,10 +114,42 @@ fn run(dir: &Path, ports: [u16; 2], tag: &str) -> Vec<String> {
     std::thread::sleep(std::time::Duration::from_millis(2100));
     for (i, &(port, tls12)) in cases.iter().enumerate() {
         let f = dir.join(format!("{tag}-{i}.sess"));
-        let late = request(port, ["-sess_in", f.to_str().unwrap()], tls12);
+        let out = dir.join(format!("{tag}-{i}-late.sess"));
+        let sess = [
+            "-sess_in",
+            f.to_str().unwrap(),
+            "-sess_out",
+            out.to_str().unwrap(),
+        ];
+        let late = request(port, &sess, tls12);
         seen.push(shape(&firsts[i], late));
     }
     seen
+}
+
+/// The key name (first 16 bytes) of the ticket a saved session holds.
+fn ticket_key_name(file: &Path) -> String {
+    let o = Command::new("openssl")
+        .args(["sess_id", "-text", "-noout", "-in"])
+        .arg(file)
+        .output()
+        .expect("openssl runs");
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    let mut lines = text
+        .lines()
+        .skip_while(|l| !l.contains("TLS session ticket:"));
+    let first = lines.nth(1).unwrap_or_default();
+    // `    0000 - 0e 52 ... 36-d3 ...   .RV..`: the 16 bytes between `-` and the dump.
+    first
+        .split(" - ")
+        .nth(1)
+        .map(|h| {
+            h.split("   ")
+                .next()
+                .unwrap_or_default()
+                .replace(['-', ' '], "")
+        })
+        .unwrap_or_default()
 }
 
 #[test]
@@ -145,4 +177,19 @@ fn sessions_expire_and_show_ids_as_in_nginx() {
     let mut expected = nginx;
     expected[7] = "r id";
     assert_eq!(r, expected);
+    // Ticket keys: nginx 1.22 keeps one key per worker for its life; ringfront rotates
+    // them every ssl_session_timeout (as nginx 1.23.2 does with a shared cache), so the
+    // ticket issued past the timeout names another key.
+    let names = |tag: &str| {
+        let d = t.path();
+        [
+            ticket_key_name(&d.join(format!("{tag}-0.sess"))),
+            ticket_key_name(&d.join(format!("{tag}-0-late.sess"))),
+        ]
+    };
+    let (n, r) = (names("nginx"), names("ringfront"));
+    println!("ticket keys: nginx {n:?} ringfront {r:?}");
+    assert!(n.iter().chain(&r).all(|k| k.len() == 32), "{n:?} {r:?}");
+    assert_eq!(n[0], n[1]);
+    assert_ne!(r[0], r[1]);
 }
