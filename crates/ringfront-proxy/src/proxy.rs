@@ -189,10 +189,9 @@ pub async fn run_in(
     let tls = match cx.loc.upstream_tls.as_ref().filter(|_| g.tls) {
         Some(t) => match t.request_handshake(&cx.req.vars(g.proxy_host, None, Some(cx.snap))) {
             Ok(h) => Some(h),
-            Err(e) => {
-                cx.log(LogLevel::Error, format_args!("{e}"), None);
-                return respond_error(cx, 500, client, out, Vec::new()).await;
-            }
+            // Boxed: every connection's task is as large as its largest state, and this
+            // rare path must not make a larger one.
+            Err(e) => return Box::pin(cert_failed(cx, e, client, out)).await,
         },
         None => None,
     };
@@ -930,6 +929,17 @@ async fn unsafe_value(
         None => reply.upstream_head = head,
     }
     (reply, client)
+}
+
+/// nginx's `ngx_http_upstream_ssl_certificate` failing: the error log and a 500.
+async fn cert_failed(
+    cx: &Cx<'_>,
+    e: ringfront_tls::TlsError,
+    client: ClientStream,
+    out: Vec<u8>,
+) -> (Reply, Option<ClientStream>) {
+    cx.log(LogLevel::Error, format_args!("{e}"), None);
+    respond_error(cx, 500, client, out, Vec::new()).await
 }
 
 async fn finish_error(

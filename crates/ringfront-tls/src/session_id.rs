@@ -12,7 +12,12 @@ const LEN: usize = 32;
 
 /// Call once the ClientHello is processed and before the handshake ends: the id carried
 /// by the resumed session, or a new one, set to travel in the tickets issued now.
-pub(crate) fn assign(conn: &mut ServerConnection) -> Option<[u8; LEN]> {
+pub(crate) fn assign(mut conn: ServerConnection) -> (ServerConnection, Option<[u8; LEN]>) {
+    let id = assign_to(&mut conn);
+    (conn, id)
+}
+
+fn assign_to(conn: &mut ServerConnection) -> Option<[u8; LEN]> {
     let id = match conn.received_resumption_data() {
         Some(d) if d.len() == LEN => {
             let mut id = [0u8; LEN];
