@@ -6,9 +6,10 @@
 use std::path::Path;
 
 use crate::error::ConfigError;
-use crate::model::Origin;
+use crate::model::{Origin, Template, TemplatePart};
 use crate::ssl_model::{
-    CertKey, ProxySsl, ServerSsl, SessionCache, SslFile, SslProtocols, VerifyClient,
+    CertKey, CertKeyTemplate, ProxySsl, ServerSsl, SessionCache, SslFile, SslProtocols,
+    VerifyClient,
 };
 use crate::tree::Directive;
 use crate::units::{parse_number, parse_size};
@@ -20,6 +21,14 @@ struct Named {
     file: SslFile,
     /// The path as written (nginx's messages quote it so).
     written: String,
+}
+
+/// A `proxy_ssl_certificate(_key)` argument: a file, or (with variables) a template and
+/// the folder relative names start from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct NamedOrVars {
+    named: Named,
+    vars: Option<(Template, std::path::PathBuf)>,
 }
 
 /// Server-side settings as one level wrote them.
@@ -59,8 +68,8 @@ pub(crate) struct ProxySslLevel {
     name: Option<crate::model::Template>,
     protocols: Option<SslProtocols>,
     ciphers: Option<(String, Origin)>,
-    certificate: Option<Named>,
-    key: Option<Named>,
+    certificate: Option<NamedOrVars>,
+    key: Option<NamedOrVars>,
     session_reuse: Option<bool>,
 }
 
@@ -82,7 +91,19 @@ fn named(prefix: &Path, d: &Directive) -> Named {
     }
 }
 
-/// Variables in certificate names (nginx 1.15.9) need a handshake-time load; not yet.
+/// `proxy_ssl_certificate(_key)`: with variables, a template evaluated per request.
+fn named_or_vars(prefix: &Path, d: &Directive) -> Result<NamedOrVars, ConfigError> {
+    let vars = match d.arg(0).contains('$') {
+        true => Some((template(d, d.arg(0))?, prefix.to_path_buf())),
+        false => None,
+    };
+    Ok(NamedOrVars {
+        named: named(prefix, d),
+        vars,
+    })
+}
+
+/// Variables in server certificate names (nginx 1.15.9) need a handshake-time load; not yet.
 fn no_variables(d: &Directive) -> Result<(), ConfigError> {
     if d.arg(0).contains('$') {
         return Err(err(
@@ -330,13 +351,9 @@ impl ProxySslLevel {
             "proxy_ssl_protocols" => set_once(&mut self.protocols, protocols(d)?, d)?,
             "proxy_ssl_ciphers" => set_once(&mut self.ciphers, (arg.into(), d.origin.clone()), d)?,
             "proxy_ssl_certificate" => {
-                no_variables(d)?;
-                set_once(&mut self.certificate, named(prefix, d), d)?
+                set_once(&mut self.certificate, named_or_vars(prefix, d)?, d)?
             }
-            "proxy_ssl_certificate_key" => {
-                no_variables(d)?;
-                set_once(&mut self.key, named(prefix, d), d)?
-            }
+            "proxy_ssl_certificate_key" => set_once(&mut self.key, named_or_vars(prefix, d)?, d)?,
             "proxy_ssl_session_reuse" => set_once(&mut self.session_reuse, flag(d)?, d)?,
             _ => return Ok(false),
         }
@@ -364,13 +381,23 @@ impl ProxySslLevel {
     /// merge-time checks, which only run for TLS upstreams.
     pub(crate) fn finish(self, tls: bool) -> Result<ProxySsl, ConfigError> {
         let d = ProxySsl::default();
+        let mut certificate_vars = None;
         let certificate = match (self.certificate, self.key) {
+            (Some(cert), Some(key)) if cert.vars.is_some() || key.vars.is_some() => {
+                certificate_vars = Some(CertKeyTemplate {
+                    cert: as_template(&cert),
+                    key: as_template(&key),
+                    prefix: cert.vars.or(key.vars).map(|(_, p)| p).unwrap_or_default(),
+                    passwords: self.password_file.clone(),
+                });
+                None
+            }
             (Some(cert), Some(key)) => Some(CertKey {
-                cert: cert.file,
-                key: key.file,
+                cert: cert.named.file,
+                key: key.named.file,
                 passwords: self.password_file.clone(),
             }),
-            (Some(cert), None) if tls => {
+            (Some(NamedOrVars { named: cert, .. }), None) if tls => {
                 return Err(ConfigError::at(
                     format!(
                         "no \"proxy_ssl_certificate_key\" is defined for certificate \"{}\"",
@@ -401,8 +428,19 @@ impl ProxySslLevel {
             ciphers,
             ciphers_origin,
             certificate,
+            certificate_vars,
             session_reuse: self.session_reuse.unwrap_or(d.session_reuse),
         })
+    }
+}
+
+/// A file name as a template: its own, or the literal path as written.
+fn as_template(n: &NamedOrVars) -> Template {
+    match &n.vars {
+        Some((t, _)) => t.clone(),
+        None => Template {
+            parts: vec![TemplatePart::Literal(n.named.written.clone())],
+        },
     }
 }
 
@@ -422,6 +460,32 @@ mod tests {
             block: None,
             end_line: 7,
         }
+    }
+
+    #[test]
+    fn proxy_certificates_with_variables_become_templates() {
+        let prefix = Path::new("/conf");
+        let mut l = ProxySslLevel::default();
+        assert!(l
+            .apply(&dir("proxy_ssl_certificate", &["$arg_c.crt"]), prefix)
+            .unwrap());
+        l.apply(&dir("proxy_ssl_certificate_key", &["fixed.key"]), prefix)
+            .unwrap();
+        let p = l.finish(true).unwrap();
+        assert!(p.certificate.is_none());
+        let v = p.certificate_vars.unwrap();
+        assert_eq!(v.prefix, Path::new("/conf"));
+        assert_eq!(v.key.parts, [TemplatePart::Literal("fixed.key".into())]);
+        assert!(v.cert.parts.len() == 2, "{:?}", v.cert.parts);
+        // Without a key, nginx's message names the certificate as written.
+        let mut l = ProxySslLevel::default();
+        l.apply(&dir("proxy_ssl_certificate", &["$arg_c"]), prefix)
+            .unwrap();
+        let e = l.finish(true).unwrap_err().to_string();
+        assert!(
+            e.contains("no \"proxy_ssl_certificate_key\" is defined for certificate \"$arg_c\""),
+            "{e}"
+        );
     }
 
     #[test]

@@ -66,6 +66,19 @@ pub struct CertKey {
     pub passwords: Option<SslFile>,
 }
 
+/// `proxy_ssl_certificate` / `proxy_ssl_certificate_key` with variables (nginx 1.21.0):
+/// both evaluated for each request, an empty certificate meaning none, the files read
+/// then (relative names from `prefix`, the configuration's folder).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CertKeyTemplate {
+    pub cert: Template,
+    pub key: Template,
+    pub prefix: PathBuf,
+    /// `proxy_ssl_password_file`, read once when the configuration loads (as nginx's
+    /// `ngx_ssl_preserve_passwords`).
+    pub passwords: Option<SslFile>,
+}
+
 /// A server's TLS settings (`http`-level values inherited). Used for every `listen ... ssl`
 /// address the server has; SNI chooses among the servers of one address as `server_name`
 /// does for `Host`.
@@ -143,6 +156,8 @@ pub struct ProxySsl {
     pub ciphers: String,
     pub ciphers_origin: Option<Origin>,
     pub certificate: Option<CertKey>,
+    /// The certificate when its names have variables (`certificate` is then `None`).
+    pub certificate_vars: Option<CertKeyTemplate>,
     /// `proxy_ssl_session_reuse`, default on.
     pub session_reuse: bool,
 }
@@ -160,6 +175,7 @@ impl Default for ProxySsl {
             ciphers: "DEFAULT".into(),
             ciphers_origin: None,
             certificate: None,
+            certificate_vars: None,
             session_reuse: true,
         }
     }

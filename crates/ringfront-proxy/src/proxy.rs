@@ -186,6 +186,15 @@ pub async fn run_in(
         pol.idempotent = false;
         pol.next.non_idempotent = false;
     }
+    let tls = match cx.loc.upstream_tls.as_ref().filter(|_| g.tls) {
+        Some(t) => match t.request_handshake(&cx.req.vars(g.proxy_host, None, Some(cx.snap))) {
+            Ok(h) => Some(h),
+            // Boxed: every connection's task is as large as its largest state, and this
+            // rare path must not make a larger one.
+            Err(e) => return Box::pin(cert_failed(cx, e, client, out)).await,
+        },
+        None => None,
+    };
     let mut ex = Exchange::new(peers, up, pol, key);
     if let (Some(b), false, Some(load)) = (
         cx.settings().proxy_next_upstream_budget,
@@ -202,12 +211,6 @@ pub async fn run_in(
         let v = cx.req.vars(g.proxy_host, None, Some(cx.snap));
         ex.pin(st.pinned(u, &v, crate::clock::now_ms()));
     }
-    let tls = cx
-        .loc
-        .upstream_tls
-        .as_ref()
-        .filter(|_| g.tls)
-        .map(|t| t.handshake(&cx.req.vars(g.proxy_host, None, Some(cx.snap))));
     let mut io = Io {
         tls,
         request: Request(Rc::new(outbound)),
@@ -926,6 +929,17 @@ async fn unsafe_value(
         None => reply.upstream_head = head,
     }
     (reply, client)
+}
+
+/// nginx's `ngx_http_upstream_ssl_certificate` failing: the error log and a 500.
+async fn cert_failed(
+    cx: &Cx<'_>,
+    e: ringfront_tls::TlsError,
+    client: ClientStream,
+    out: Vec<u8>,
+) -> (Reply, Option<ClientStream>) {
+    cx.log(LogLevel::Error, format_args!("{e}"), None);
+    respond_error(cx, 500, client, out, Vec::new()).await
 }
 
 async fn finish_error(

@@ -10,7 +10,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use monoio::net::TcpStream;
-use ringfront_config::{ProxySsl, Template, TemplatePart, Variable};
+use std::os::unix::ffi::OsStrExt;
+
+use ringfront_config::{CertKeyTemplate, ProxySsl, Template, TemplatePart, Variable};
 use ringfront_tls::rustls::pki_types::ServerName;
 use ringfront_tls::rustls::{self, AlertDescription, CertificateError, InvalidMessage};
 use ringfront_tls::{TlsError, UpstreamTls};
@@ -29,6 +31,8 @@ pub struct TlsRt {
     /// would have been the same (settings and name), so one location's `proxy_ssl_verify
     /// off` connection never serves another's `proxy_ssl_verify on`.
     profile: u64,
+    /// `proxy_ssl_certificate` / `_key` with variables.
+    certificate: Option<CertKeyTemplate>,
 }
 
 /// What one request's handshakes use: the name verified (and sent as SNI when
@@ -54,6 +58,34 @@ impl TlsRt {
             None => v.proxy_host.to_string(),
         };
         self.settings_for(name)
+    }
+
+    /// [`TlsRt::handshake`] with the request's certificate when `proxy_ssl_certificate` has
+    /// variables (an empty name: none, as nginx); `Err`: the files could not be loaded, for
+    /// the error log and a 500, as nginx's `ngx_http_upstream_ssl_certificate`.
+    pub fn request_handshake(&self, v: &Vars<'_>) -> Result<Handshake, TlsError> {
+        let mut hs = self.handshake(v);
+        let Some(c) = &self.certificate else {
+            return Ok(hs);
+        };
+        let render = |t: &Template| {
+            let mut out = Vec::new();
+            vars::render(&mut out, t, v, false);
+            out
+        };
+        let cert = render(&c.cert);
+        if cert.is_empty() {
+            return Ok(hs);
+        }
+        let key = render(&c.key);
+        let path = |b: &[u8]| c.prefix.join(std::ffi::OsStr::from_bytes(b));
+        let (cert, key) = (path(&cert), path(&key));
+        hs.config = self.config.with_certificate(&cert, &key)?;
+        // A pooled connection made with one certificate (as loaded then) serves only it.
+        let mut h = DefaultHasher::new();
+        (hs.tag, hs.config.generation).hash(&mut h);
+        hs.tag = h.finish() | 1;
+        Ok(hs)
     }
 
     fn settings_for(&self, name: String) -> Handshake {
@@ -102,6 +134,13 @@ fn unplaced(p: &ProxySsl) -> ProxySsl {
         ck.cert.origin = Default::default();
         ck.key.origin = Default::default();
     }
+    if let Some(f) = p
+        .certificate_vars
+        .as_mut()
+        .and_then(|c| c.passwords.as_mut())
+    {
+        f.origin = Default::default();
+    }
     p
 }
 
@@ -123,6 +162,7 @@ impl TlsCache {
             config,
             name: p.name.clone(),
             profile: h.finish(),
+            certificate: p.certificate_vars.clone(),
         }))
     }
 }
@@ -177,6 +217,11 @@ fn verify_fault(c: &CertificateError) -> SslFault {
         C::ExpiredRevocationList | C::ExpiredRevocationListContext { .. } => {
             (12, "CRL has expired")
         }
+        // Revocation lists and the path they need are ringfront's own checks.
+        C::Other(o) => match o.0.downcast_ref::<ringfront_tls::VerifyFault>() {
+            Some(f) => (f.code, f.text),
+            None => (1, "unspecified certificate verification error"),
+        },
         _ => (1, "unspecified certificate verification error"),
     };
     SslFault::Verify(code, text)

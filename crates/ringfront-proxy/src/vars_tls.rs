@@ -18,8 +18,7 @@ pub fn push(out: &mut Vec<u8>, var: SslVar, tls: Option<&Info>, empty: &[u8]) {
 
 fn value(var: SslVar, t: &Info) -> String {
     match var {
-        // rustls does not expose session ids (documented).
-        SslVar::SessionId => String::new(),
+        SslVar::SessionId => t.session_id.to_string(),
         SslVar::Curve => t.curve.to_string(),
         SslVar::Curves => t.curves.to_string(),
         SslVar::Ciphers => t.ciphers.to_string(),

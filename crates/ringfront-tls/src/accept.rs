@@ -136,8 +136,17 @@ pub async fn accept(
             return Err(HandshakeError::Tls(e.to_string()));
         }
     };
+    // By value: a borrowed `conn` would keep its own slot in this future across the
+    // handshake's await, beside the stream's copy (about 2 KiB more per connection).
+    let (conn, id) = crate::session_id::assign(conn);
     let mut stream = TlsStream::new(io, conn, inc);
     stream.handshake().await.map_err(io_error)?;
-    let info = Info::of(stream.conn(), &tls, offered);
+    let mut info = Info::of(stream.conn(), &tls, offered);
+    // OpenSSL names a session that will travel in a ticket only once it resumes.
+    let shown = info.reused || !tls.config.ticketer.enabled();
+    info.session_id = id
+        .filter(|_| shown)
+        .map_or_else(String::new, |id| crate::session_id::hex(&id))
+        .into();
     Ok(Accepted::Tls(Box::new(stream), Box::new(info)))
 }

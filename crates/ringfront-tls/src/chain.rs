@@ -76,7 +76,7 @@ fn issues(issuer: &[u8], cert: &[u8], algs: &WebPkiSupportedAlgorithms) -> bool 
 }
 
 /// The handshake scheme that checks a certificate signature of this algorithm.
-fn scheme(oid: &str) -> Option<SignatureScheme> {
+pub(crate) fn scheme(oid: &str) -> Option<SignatureScheme> {
     Some(match oid {
         "1.2.840.113549.1.1.5" => SignatureScheme::RSA_PKCS1_SHA1,
         "1.2.840.113549.1.1.11" => SignatureScheme::RSA_PKCS1_SHA256,

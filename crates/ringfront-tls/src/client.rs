@@ -4,6 +4,7 @@
 //! and the client handshake over a connected socket.
 
 use std::io;
+use std::path::Path;
 use std::sync::Arc;
 
 use monoio::net::TcpStream;
@@ -64,6 +65,23 @@ impl ServerCertVerifier for AnyCertificate {
 #[derive(Debug)]
 pub struct UpstreamTls {
     pub config: Arc<ClientConfig>,
+    /// `proxy_ssl_certificate` with variables: `config` offers no certificate, and
+    /// [`UpstreamTls::with_certificate`] makes the settings that offer one.
+    pub dynamic: Option<crate::dynamic_cert::DynamicCertificates>,
+    /// Which load of a variable certificate these settings hold (0: none), so that a
+    /// connection made before a file changed is not pooled for the requests after.
+    pub generation: u64,
+}
+
+impl UpstreamTls {
+    /// These settings offering the certificate and key of the files named (for
+    /// `proxy_ssl_certificate` with variables; cached per worker by path).
+    pub fn with_certificate(&self, cert: &Path, key: &Path) -> Result<Arc<UpstreamTls>, TlsError> {
+        match &self.dynamic {
+            Some(d) => d.settings(&self.config, cert, key),
+            None => Err(TlsError("proxy_ssl_certificate has no variables".into())),
+        }
+    }
 }
 
 /// Builds the client settings of one location's `proxy_ssl_*`.
@@ -75,18 +93,10 @@ pub fn upstream_tls(p: &ProxySsl) -> Result<UpstreamTls, TlsError> {
         if let Some(f) = &p.trusted_certificate {
             roots = crate::pem::trust_anchors(f)?;
         }
-        let mut b = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone());
-        if let Some(f) = &p.crl {
-            b = b
-                .with_crls(crate::pem::crls(f)?)
-                .enforce_revocation_expiration();
-        }
-        let inner = b.build().map_err(|e| match (&e, &p.crl) {
-            (rustls::server::VerifierBuilderError::InvalidCrl(_), Some(f)) => {
-                crate::pem::unreadable_crl(f, &e)
-            }
-            _ => TlsError(format!("proxy_ssl_trusted_certificate: {e}")),
-        })?;
+        let inner = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+            .build()
+            .map_err(|e| TlsError(format!("proxy_ssl_trusted_certificate: {e}")))?;
+        let crls = p.crl.as_ref().map(crate::crl::load).transpose()?;
         let anchors = match &p.trusted_certificate {
             Some(f) => crate::pem::certificates(f)?,
             None => Vec::new(),
@@ -95,6 +105,8 @@ pub fn upstream_tls(p: &ProxySsl) -> Result<UpstreamTls, TlsError> {
             inner,
             anchors,
             algs: provider.signature_verification_algorithms,
+            crls,
+            depth: p.verify_depth,
         })
     } else {
         Arc::new(AnyCertificate(provider.clone()))
@@ -118,8 +130,18 @@ pub fn upstream_tls(p: &ProxySsl) -> Result<UpstreamTls, TlsError> {
     } else {
         Resumption::disabled()
     };
+    let dynamic = match &p.certificate_vars {
+        Some(v) => Some(crate::dynamic_cert::DynamicCertificates::new(
+            provider.clone(),
+            v.passwords.as_ref(),
+            p.session_reuse,
+        )?),
+        None => None,
+    };
     Ok(UpstreamTls {
         config: Arc::new(config),
+        dynamic,
+        generation: 0,
     })
 }
 
@@ -155,7 +177,7 @@ pub async fn connect(
 
 /// `proxy_ssl_certificate`: the one certificate offered whenever an upstream asks.
 #[derive(Debug)]
-struct OwnCertificate(Arc<rustls::sign::CertifiedKey>);
+pub(crate) struct OwnCertificate(pub(crate) Arc<rustls::sign::CertifiedKey>);
 
 impl rustls::client::ResolvesClientCert for OwnCertificate {
     fn resolve(

@@ -92,6 +92,8 @@ pub struct Verdict {
     anchors: Arc<[CertificateDer<'static>]>,
     /// For the signatures of the chain's certificates.
     algs: rustls::crypto::WebPkiSupportedAlgorithms,
+    /// `ssl_crl`: checked over the path once the rest verified (crl.rs).
+    crls: Option<Arc<[crate::crl::Crl]>>,
 }
 
 impl Verdict {
@@ -102,7 +104,7 @@ impl Verdict {
         };
         if rest.is_empty() && self.anchors.contains(leaf) && crate::client_cert::self_issued(leaf) {
             return match crate::client_cert::time_problem(leaf) {
-                None => "SUCCESS".into(),
+                None => self.revocation(&[leaf]),
                 Some(why) => format!("FAILED:{why}"),
             };
         }
@@ -120,24 +122,38 @@ impl Verdict {
             .verifier
             .verify_client_cert(leaf, &sent, UnixTime::now())
         {
-            Ok(_) => "SUCCESS".into(),
+            Ok(_) => self.revocation(&path),
             Err(e) if webpki_refuses_the_leaf(&e) => {
                 match path
                     .iter()
                     .find_map(|c| crate::client_cert::time_problem(c))
                 {
-                    None => "SUCCESS".into(),
+                    None => self.revocation(&path),
                     Some(why) => format!("FAILED:{why}"),
                 }
             }
             Err(e) => format!("FAILED:{}", reason(&e)),
         }
     }
+
+    /// `SUCCESS`, or the revocation lists' verdict on a path that verified otherwise
+    /// (OpenSSL checks them first, but a later error would replace theirs).
+    fn revocation(&self, path: &[&CertificateDer<'static>]) -> String {
+        let Some(lists) = &self.crls else {
+            return "SUCCESS".into();
+        };
+        let path: Vec<&[u8]> = path.iter().map(|c| c.as_ref()).collect();
+        let now = UnixTime::now().as_secs() as i64;
+        match crate::crl::check(&path, lists, now, &self.algs) {
+            Ok(()) => "SUCCESS".into(),
+            Err(f) => format!("FAILED:{}", f.text),
+        }
+    }
 }
 
 /// webpki's refusals of a client certificate OpenSSL takes: a CA certificate, or an X.509
 /// v1 one (its error types are not public through rustls: read by name).
-fn webpki_refuses_the_leaf(e: &rustls::Error) -> bool {
+pub(crate) fn webpki_refuses_the_leaf(e: &rustls::Error) -> bool {
     let text = format!("{e:?}");
     text.contains("CaUsedAsEndEntity") || text.contains("UnsupportedCertVersion")
 }
@@ -191,26 +207,19 @@ pub fn client_auth(
         // optional_no_ca without any CA: signatures are still checked, nothing verifies.
         None
     } else {
-        let mut b = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+        let b = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
             .allow_unauthenticated();
-        if let Some(f) = &ssl.crl {
-            // nginx sets OpenSSL's CRL_CHECK | CRL_CHECK_ALL: every certificate of the
-            // chain needs its issuer's list, and an expired list fails.
-            b = b
-                .with_crls(crate::pem::crls(f)?)
-                .enforce_revocation_expiration();
-        }
-        let built = b.build().map_err(|e| match (&e, &ssl.crl) {
-            (rustls::server::VerifierBuilderError::InvalidCrl(_), Some(f)) => {
-                crate::pem::unreadable_crl(f, &e)
-            }
-            _ => TlsError::at_origin(
+        let built = b.build().map_err(|e| {
+            TlsError::at_origin(
                 place.map(|f| &f.origin),
                 format!("ssl_client_certificate: {e}"),
-            ),
+            )
         })?;
         Some(built)
     };
+    // nginx sets OpenSSL's CRL_CHECK | CRL_CHECK_ALL: every certificate of the path
+    // needs its issuer's list (crl.rs).
+    let crls = ssl.crl.as_ref().map(crate::crl::load).transpose()?;
     let inner = match inner {
         Some(v) => v,
         None => return Ok(no_ca(provider, ssl.verify_client, anchors)),
@@ -227,6 +236,7 @@ pub fn client_auth(
             mode: ssl.verify_client,
             anchors,
             algs: provider.signature_verification_algorithms,
+            crls,
         }),
     })
 }
@@ -265,6 +275,7 @@ fn no_ca(
             mode,
             anchors,
             algs: provider.signature_verification_algorithms,
+            crls: None,
         }),
     }
 }

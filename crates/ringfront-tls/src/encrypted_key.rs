@@ -22,7 +22,7 @@ pub fn is_encrypted(pem: &[u8]) -> bool {
 pub fn decrypt(
     key: &SslFile,
     pem: &[u8],
-    passwords: Option<&SslFile>,
+    passwords: Option<&[Vec<u8>]>,
 ) -> Result<PrivateKeyDer<'static>, TlsError> {
     let fail = |why: &str| {
         TlsError::at(
@@ -51,8 +51,8 @@ pub fn decrypt(
             "error:1E08010C:DECODER routines::unsupported ({e})"
         ))
     })?;
-    for p in read_passwords(passwords)? {
-        if let Ok(doc) = info.decrypt(&p) {
+    for p in passwords {
+        if let Ok(doc) = info.decrypt(p) {
             let der = doc.as_bytes().to_vec();
             return Ok(PrivateKeyDer::Pkcs8(der.into()));
         }
@@ -72,7 +72,7 @@ fn section(text: &str) -> Option<Vec<u8>> {
 
 /// nginx's `ngx_ssl_read_password_file`: one passphrase per line (LF or CRLF), empty
 /// lines skipped; a file without any gives the empty passphrase.
-fn read_passwords(f: &SslFile) -> Result<Vec<Vec<u8>>, TlsError> {
+pub fn read_passwords(f: &SslFile) -> Result<Vec<Vec<u8>>, TlsError> {
     let bytes = std::fs::read(&f.path)
         .map_err(|e| TlsError::at(f, format!("open() \"{}\" failed ({e})", f.path.display())))?;
     let mut list: Vec<Vec<u8>> = bytes

@@ -12,10 +12,12 @@ impl TlsError {
         Self::at_origin(Some(&f.origin), msg)
     }
 
+    /// A default (empty) origin is no place: files named at run time (`proxy_ssl_certificate`
+    /// with variables) are reported without one, as nginx's error log does.
     pub fn at_origin(o: Option<&Origin>, msg: String) -> Self {
         match o {
-            Some(o) => TlsError(format!("{msg} in {}:{}", o.file.display(), o.line)),
-            None => TlsError(msg),
+            Some(o) if o.line != 0 => TlsError(format!("{msg} in {}:{}", o.file.display(), o.line)),
+            _ => TlsError(msg),
         }
     }
 }

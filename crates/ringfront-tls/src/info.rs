@@ -15,6 +15,8 @@ pub struct Info {
     pub cipher: &'static str,
     /// `$ssl_session_reused`: `r` or `.`.
     pub reused: bool,
+    /// `$ssl_session_id` (session_id.rs).
+    pub session_id: Box<str>,
     /// `$ssl_client_verify` (`NONE` when no certificate was asked for or sent).
     pub client_verify: Box<str>,
     /// nginx's answer to every request on this connection when `ssl_verify_client` is not
@@ -53,6 +55,7 @@ impl Info {
             protocol: protocol_name(conn.protocol_version()),
             cipher: cipher_name(conn.negotiated_cipher_suite().map(|s| s.suite())),
             reused: conn.handshake_kind() == Some(HandshakeKind::Resumed),
+            session_id: Box::default(),
             client_verify: verify.into(),
             refusal,
             curve: conn

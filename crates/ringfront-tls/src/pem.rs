@@ -45,18 +45,6 @@ pub fn crls(f: &SslFile) -> Result<Vec<CertificateRevocationListDer<'static>>, T
     }
 }
 
-/// A list the verifier cannot use: ringfront reads X.509 v2 lists (what `openssl ca`
-/// makes with a `crlnumber`), not version 1 ones.
-pub fn unreadable_crl(f: &SslFile, e: &dyn std::fmt::Display) -> TlsError {
-    TlsError::at(
-        f,
-        format!(
-            "cannot load CRL \"{}\": {e} (ringfront reads X.509 v2 revocation lists only)",
-            f.path.display()
-        ),
-    )
-}
-
 /// The certificates of a PEM file in order (a chain: the leaf first); at least one.
 pub fn certificates(f: &SslFile) -> Result<Vec<CertificateDer<'static>>, TlsError> {
     certificates_named(f, "certificate")
@@ -107,7 +95,7 @@ pub fn trust_anchors(f: &SslFile) -> Result<rustls::RootCertStore, TlsError> {
 /// with `passwords`).
 pub fn private_key(
     f: &SslFile,
-    passwords: Option<&SslFile>,
+    passwords: Option<&[Vec<u8>]>,
 ) -> Result<PrivateKeyDer<'static>, TlsError> {
     let bytes = read(f, "certificate key", "BIO_new_file()")?;
     if crate::encrypted_key::is_encrypted(&bytes) {
@@ -133,9 +121,22 @@ pub fn certified_key(
     ck: &ringfront_config::CertKey,
     provider: &CryptoProvider,
 ) -> Result<Arc<CertifiedKey>, TlsError> {
-    let (cert, key) = (&ck.cert, &ck.key);
+    let passwords = match &ck.passwords {
+        Some(f) => Some(crate::encrypted_key::read_passwords(f)?),
+        None => None,
+    };
+    certified_key_with(&ck.cert, &ck.key, passwords.as_deref(), provider)
+}
+
+/// [`certified_key`] with the passphrases already read.
+pub fn certified_key_with(
+    cert: &SslFile,
+    key: &SslFile,
+    passwords: Option<&[Vec<u8>]>,
+    provider: &CryptoProvider,
+) -> Result<Arc<CertifiedKey>, TlsError> {
     let chain = certificates(cert)?;
-    let der = private_key(key, ck.passwords.as_ref())?;
+    let der = private_key(key, passwords)?;
     let signing = provider.key_provider.load_private_key(der).map_err(|e| {
         TlsError::at(
             key,

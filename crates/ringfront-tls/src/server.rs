@@ -144,11 +144,17 @@ pub fn server_tls(ssl: &ServerSsl) -> Result<ServerHandshake, TlsError> {
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     let timeout = u32::try_from(ssl.session_timeout.as_secs()).unwrap_or(u32::MAX);
     config.session_storage = match ssl.session_cache {
-        SessionCache::Cache { sessions } => ServerSessionMemoryCache::new(sessions.max(1)),
+        SessionCache::Cache { sessions } => Arc::new(crate::session_expiry::Cache {
+            inner: ServerSessionMemoryCache::new(sessions.max(1)),
+            timeout,
+        }),
         SessionCache::Off | SessionCache::None => Arc::new(NoServerSessionStorage {}),
     };
     if ssl.session_tickets {
-        config.ticketer = crate::tickets::ticketer(&ssl.ticket_keys, timeout)?;
+        config.ticketer = Arc::new(crate::session_expiry::Tickets {
+            inner: crate::tickets::ticketer(&ssl.ticket_keys, timeout)?,
+            timeout,
+        });
     } else if !matches!(ssl.session_cache, SessionCache::Cache { .. }) {
         config.send_tls13_tickets = 0;
     }

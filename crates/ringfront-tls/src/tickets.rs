@@ -1,6 +1,8 @@
 //! Session tickets. One ticketer per server configuration, shared by every worker (the
 //! configuration is one `Arc`), so a ticket issued on one core resumes on any other.
-//! Without `ssl_session_ticket_key` the keys are random and rotated by rustls; with it, the
+//! Without `ssl_session_ticket_key` the keys are random and rotated every
+//! `ssl_session_timeout`, the previous one still decrypting (nginx 1.23.2's rotation; a
+//! ticket is never good for longer than the timeout anyway, session_expiry.rs); with it, the
 //! files' keys are used as nginx uses them: the first encrypts, every one decrypts, so keys
 //! can be rotated across a fleet by listing the new file first and the old one after.
 
@@ -92,7 +94,24 @@ impl ProducesTickets for KeyFiles {
     }
 }
 
-/// rustls's rotating ticketer, announcing `ssl_session_timeout` as the ticket lifetime.
+/// A random key (and name), for [`rustls::TicketRotator`].
+fn random_keys() -> Result<Box<dyn ProducesTickets>, rustls::crypto::GetRandomFailed> {
+    let rng = SystemRandom::new();
+    let mut name = [0u8; NAME_LEN];
+    let mut key = [0u8; 32];
+    rng.fill(&mut name)
+        .and_then(|()| rng.fill(&mut key))
+        .map_err(|_| rustls::crypto::GetRandomFailed)?;
+    let unbound =
+        UnboundKey::new(&AES_256_GCM, &key).map_err(|_| rustls::crypto::GetRandomFailed)?;
+    Ok(Box::new(KeyFiles {
+        keys: vec![(name, LessSafeKey::new(unbound))],
+        lifetime: 0,
+        rng,
+    }))
+}
+
+/// The rotating ticketer, announcing `ssl_session_timeout` as the ticket lifetime.
 #[derive(Debug)]
 struct Lifetime(Arc<dyn ProducesTickets>, u32);
 
@@ -114,9 +133,9 @@ impl ProducesTickets for Lifetime {
 /// The ticketer for `ssl_session_ticket_key` files, or random rotating keys without any.
 pub fn ticketer(files: &[SslFile], lifetime: u32) -> Result<Arc<dyn ProducesTickets>, TlsError> {
     if files.is_empty() {
-        let inner = rustls::crypto::aws_lc_rs::Ticketer::new()
+        let inner = rustls::TicketRotator::new(lifetime.max(1), random_keys)
             .map_err(|e| TlsError(format!("cannot make session ticket keys: {e}")))?;
-        return Ok(Arc::new(Lifetime(inner, lifetime)));
+        return Ok(Arc::new(Lifetime(Arc::new(inner), lifetime)));
     }
     let keys = files.iter().map(load).collect::<Result<_, _>>()?;
     Ok(Arc::new(KeyFiles {
@@ -159,7 +178,7 @@ mod tests {
         assert_eq!(t_new.lifetime(), 300);
         let bad = file(&dir, "bad.key", 3, 47);
         let e = ticketer(&[bad], 300).unwrap_err().to_string();
-        assert!(e.ends_with("must be 48 or 80 bytes in :0"), "{e}");
+        assert!(e.ends_with("must be 48 or 80 bytes"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -14,7 +14,7 @@ use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, Server
 use rustls::client::WebPkiServerVerifier;
 use rustls::crypto::WebPkiSupportedAlgorithms;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{CertificateError, DigitallySignedStruct, Error, SignatureScheme};
+use rustls::{CertificateError, DigitallySignedStruct, Error, OtherError, SignatureScheme};
 use x509_parser::extensions::GeneralName;
 use x509_parser::prelude::{FromDer, X509Certificate};
 
@@ -24,10 +24,58 @@ pub(crate) struct NginxVerifier {
     /// The trusted certificates as written.
     pub anchors: Vec<CertificateDer<'static>>,
     pub algs: WebPkiSupportedAlgorithms,
+    /// `proxy_ssl_crl`, checked over the path (within `proxy_ssl_verify_depth`) once the
+    /// rest verified (crl.rs).
+    pub crls: Option<Arc<[crate::crl::Crl]>>,
+    pub depth: u32,
 }
 
 impl ServerCertVerifier for NginxVerifier {
     fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, Error> {
+        let verified =
+            self.verify_without_lists(end_entity, intermediates, server_name, ocsp, now)?;
+        match &self.crls {
+            None => Ok(verified),
+            Some(lists) => self
+                .revocation(end_entity, intermediates, lists, now)
+                .map(|()| verified)
+                .map_err(fault),
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, Error> {
+        crate::spki::verify_signature(message, cert, dss, &self.algs, false)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, Error> {
+        crate::spki::verify_signature(message, cert, dss, &self.algs, true)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
+}
+
+impl NginxVerifier {
+    /// webpki, then the two steps of the module comment.
+    fn verify_without_lists(
         &self,
         end_entity: &CertificateDer<'_>,
         intermediates: &[CertificateDer<'_>],
@@ -55,6 +103,22 @@ impl ServerCertVerifier for NginxVerifier {
             .any(|a| a.as_ref() == end_entity.as_ref())
             && crate::client_cert::self_issued(end_entity)
             && crate::client_cert::time_problem(end_entity).is_none();
+        // A CA certificate (or an X.509 v1 one) as the server's: the path as OpenSSL
+        // builds it, its times, then the name.
+        let anchor = anchor
+            || (crate::client_verify::webpki_refuses_the_leaf(&e) && {
+                let path = self.path(end_entity, intermediates).map_err(fault)?;
+                if let Some(why) = path
+                    .iter()
+                    .find_map(|c| crate::client_cert::time_problem(c))
+                {
+                    return Err(Error::InvalidCertificate(match why {
+                        "certificate has expired" => CertificateError::Expired,
+                        _ => CertificateError::NotValidYet,
+                    }));
+                }
+                true
+            });
         match (name_only || anchor, host_matches(end_entity, server_name)) {
             (true, Some(true)) => Ok(ServerCertVerified::assertion()),
             (true, _) if anchor => {
@@ -64,27 +128,40 @@ impl ServerCertVerifier for NginxVerifier {
         }
     }
 
-    fn verify_tls12_signature(
+    /// The path OpenSSL builds (through the trusted certificates and the ones sent, at
+    /// most `proxy_ssl_verify_depth` CAs) checked against the lists.
+    fn revocation(
         &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, Error> {
-        crate::spki::verify_signature(message, cert, dss, &self.algs, false)
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        lists: &[crate::crl::Crl],
+        now: UnixTime,
+    ) -> Result<(), crate::crl::VerifyFault> {
+        let path = self.path(end_entity, intermediates)?;
+        let path: Vec<&[u8]> = path.iter().map(|c| c.as_ref()).collect();
+        crate::crl::check(&path, lists, now.as_secs() as i64, &self.algs)
     }
 
-    fn verify_tls13_signature(
+    /// The path OpenSSL builds from the server's certificate to a trusted root.
+    fn path(
         &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, Error> {
-        crate::spki::verify_signature(message, cert, dss, &self.algs, true)
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+    ) -> Result<Vec<CertificateDer<'static>>, crate::crl::VerifyFault> {
+        let leaf = end_entity.clone().into_owned();
+        let sent: Vec<CertificateDer<'static>> = intermediates
+            .iter()
+            .map(|c| c.clone().into_owned())
+            .collect();
+        let path = crate::chain::build(&leaf, &sent, &self.anchors, self.depth, &self.algs)
+            .map_err(crate::crl::path_fault)?;
+        Ok(path.into_iter().cloned().collect())
     }
+}
 
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.inner.supported_verify_schemes()
-    }
+/// One of ringfront's own verification failures, carried to the proxy's error log.
+fn fault(f: crate::crl::VerifyFault) -> Error {
+    Error::InvalidCertificate(CertificateError::Other(OtherError(Arc::new(f))))
 }
 
 /// `X509_check_host(cert, name, 0)`: the DNS subjectAltNames when there is one, else every
