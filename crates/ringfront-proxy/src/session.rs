@@ -384,12 +384,14 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         rw.args = Some(Vec::new());
         rw.refused_uri = true;
     }
-    let mut chosen = match bad_uri {
+    // A `Host` nginx refuses: its 400 from the default server too, the URI kept.
+    let bad_host = head.invalid_host.is_some();
+    let mut chosen = match bad_uri || bad_host {
         true => (default, None),
         false => crate::dispatch::server(&snap, candidates, &buf, &head)?,
     };
     let sni = tls.as_deref().and_then(|t| t.server_name.as_deref());
-    let misdirected = match bad_uri {
+    let misdirected = match bad_uri || bad_host {
         true => None,
         false => crate::misdirected::check(&snap, candidates, sni, (&buf, &head), chosen.0),
     };
@@ -399,6 +401,8 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
     let server_name = chosen.0.primary_name.as_str();
     let refusal = match misdirected {
         Some(_) => Some(421),
+        // nginx reads the fields (and refuses a bad `Host`) before its 497, 495, 496.
+        None if bad_host => Some(400),
         None => refuse.or(bad_uri.then_some(400)),
     };
     let pp = proxy_protocol.as_deref();
@@ -478,6 +482,15 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
             ),
             &buf,
         );
+    }
+    if let Some(h) = head.headers.last().filter(|_| bad_host) {
+        // nginx names the refused value as the request's `host`.
+        let ctx = log_context(&buf, &head, client, server_name, None);
+        let host = String::from_utf8_lossy(h.value.get(&buf));
+        let msg = format_args!(
+            "client sent invalid host header while reading client request headers{ctx}, host: \"{host}\""
+        );
+        w.log(&snap, LogLevel::Info, conn_id, msg);
     }
     let denied = refusal.is_none()
         && matches!(outcome, Outcome::Continue)
@@ -578,7 +591,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         // A sized body was read into its own buffer; a chunked one where the head was.
         length: match head.framing {
             ringfront_http::BodyFraming::Length(n) if refused.is_none() => head_len as u64 + n,
-            _ => consumed as u64,
+            _ => head.invalid_host.unwrap_or(consumed) as u64,
         },
         tries: &[],
         id: request_id,
