@@ -364,10 +364,14 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
                 candidates,
                 line_limit: default.fallback.settings.large_client_header_buffers.1,
             };
+            let before = w.logged.get();
             crate::head_refusal::log(w, &snap, &c, &buf, ended);
+            w.logs_written_since(before).await;
             return None;
         }
     };
+    // Lines handed to the log thread before this request: a close waits for any after.
+    let logged = w.logged.get();
     let mut _busy = busy.unwrap_or_else(|| Busy::new(w));
     _busy.head_read();
     requests += 1;
@@ -649,6 +653,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         .as_ref()
         .is_some_and(|c| !c.borrow().as_ref().is_some_and(BodyStream::done));
     if !reply.reusable || unfinished {
+        w.logs_written_since(logged).await;
         close_notify(&mut stream, s.send_timeout).await;
         return None;
     }
