@@ -7,11 +7,22 @@
 # rounds. CPU per request comes from the proxy's /proc/PID/stat (utime + stime, all
 # threads) read before and after each wrk run, divided by the requests wrk completed.
 #
-# Knobs (environment): DURATION=10 (s per run), ROUNDS=3, CONNS=50, WARMUP=2 (s per proxy
-# before round 1, 0 = none), PROXIES="ringfront nginx haproxy", PROXY_CPU=0, CLIENT_CPU=1,
+# Traffic shapes (SHAPES=, all by default, in this order): keepalive (CONNS keep-alive
+# connections, small responses), close (a new connection per request: `Connection: close`,
+# 16 connections), body64k and body1m (64 KiB / 1 MiB responses the backend serves from
+# tmpfs, 16 connections), idle10k (IDLE=9900 open keep-alive client connections that made one
+# request each, plus 100 active; the proxy's RSS is read while they are open).
+# Two floor lines run with the proxies in every shape: `backend` (wrk straight at the backend;
+# its CPU is the backend's) and `relay` (loadtest/relay: a minimal monoio relay with
+# ringfront's ring flags, one upstream connection per client connection, no parsing beyond
+# framing), so each proxy's cost can be read against the least this topology can cost.
+#
+# Knobs (environment): SHAPES="keepalive close body64k body1m idle10k", DURATION=10 (s per
+# run), ROUNDS=3, CONNS=50, WARMUP=2 (s per proxy before round 1, 0 = none),
+# PROXIES="ringfront nginx haproxy", FLOORS="relay backend" (empty: none), PROXY_CPU=0, CLIENT_CPU=1,
 # SKIP_BUILD=1 (use an existing target/release/ringfront), RINGFRONT_BIN=path,
 # REQUIRE_RINGFRONT=1 (fail instead of skipping ringfront when it does not build or start),
-# BACKEND_PORT=19000 RINGFRONT_PORT=18081 NGINX_PORT=18082 HAPROXY_PORT=18083 (all on
+# BACKEND_PORT=19000 RINGFRONT_PORT=18081 NGINX_PORT=18082 HAPROXY_PORT=18083 RELAY_PORT=18084 (all on
 # 127.0.0.1; the script refuses to start when one is taken).
 #
 # Output: the table on stdout and in loadtest/out/results.md; raw per-run numbers in
@@ -25,6 +36,9 @@ OUT="$ROOT/loadtest/out"
 DURATION=${DURATION:-10}
 ROUNDS=${ROUNDS:-3}
 CONNS=${CONNS:-50}
+SHAPES=${SHAPES:-keepalive close body64k body1m idle10k}
+FLOORS=${FLOORS-relay backend}
+IDLE=${IDLE:-9900}
 WARMUP=${WARMUP:-2}
 PROXIES=${PROXIES:-ringfront nginx haproxy}
 PROXY_CPU=${PROXY_CPU:-0}
@@ -35,7 +49,9 @@ HAPROXY=${HAPROXY:-/usr/sbin/haproxy}
 WRK=${WRK:-wrk}
 
 BACKEND_PORT=${BACKEND_PORT:-19000}
-declare -A PORT=([ringfront]=${RINGFRONT_PORT:-18081} [nginx]=${NGINX_PORT:-18082} [haproxy]=${HAPROXY_PORT:-18083})
+RELAY_BIN=${RELAY_BIN:-$ROOT/target/release/ringfront-floor-relay}
+declare -A PORT=([ringfront]=${RINGFRONT_PORT:-18081} [nginx]=${NGINX_PORT:-18082} [haproxy]=${HAPROXY_PORT:-18083}
+    [relay]=${RELAY_PORT:-18084} [backend]=$BACKEND_PORT)
 declare -A PID=()
 BACKEND_PID=
 
@@ -43,8 +59,10 @@ LOG_TAG=loadtest
 # shellcheck source=loadtest/lib.sh
 source "$ROOT/loadtest/lib.sh"
 
+BODIES=
 cleanup() {
     local p
+    [[ -n $BODIES ]] && rm -rf "$BODIES"
     for p in "${PID[@]}" $BACKEND_PID; do
         kill -TERM "$p" 2>/dev/null || true
     done
@@ -92,13 +110,20 @@ cpu_ticks() {
     # rest starts at field 3 (state); utime and stime are fields 14 and 15.
     awk '{ print $12 + $13 }' <<<"$rest"
 }
+# utime alone (user space).
+user_ticks() {
+    local stat rest
+    stat=$(<"/proc/$1/stat")
+    rest=${stat##*) }
+    awk '{ print $12 }' <<<"$rest"
+}
 
 rm -rf "$OUT"
 mkdir -p "$OUT"
 # Anything else running on these cores skews the numbers: record the load at the start.
 LOADAVG_START=$(cut -d' ' -f1-3 /proc/loadavg)
 
-# ---------------------------------------------------------------- ringfront build
+# ---------------------------------------------------------------- builds
 want_ringfront=0
 [[ " $PROXIES " == *" ringfront "* ]] && want_ringfront=1
 skip_ringfront() {
@@ -107,17 +132,25 @@ skip_ringfront() {
     PROXIES=$(sed 's/\bringfront\b//' <<<"$PROXIES")
     want_ringfront=0
 }
-if ((want_ringfront)); then
-    if [[ ${SKIP_BUILD:-0} != 1 ]]; then
+if [[ ${SKIP_BUILD:-0} != 1 ]]; then
+    if ((want_ringfront)); then
         log "building ringfront (release)"
         if ! (cd "$ROOT" && cargo build --release -p ringfront) >"$OUT/build.log" 2>&1; then
             tail -20 "$OUT/build.log" >&2
             skip_ringfront "cargo build --release -p ringfront failed (see $OUT/build.log)"
         fi
     fi
-    if ((want_ringfront)) && [[ ! -x $RINGFRONT_BIN ]]; then
-        skip_ringfront "no ringfront binary at $RINGFRONT_BIN"
+    if [[ " $FLOORS " == *" relay "* ]]; then
+        log "building the floor relay (release)"
+        (cd "$ROOT" && cargo build --release -p ringfront-floor-relay) >>"$OUT/build.log" 2>&1 ||
+            die "cargo build --release -p ringfront-floor-relay failed (see $OUT/build.log)"
     fi
+fi
+if ((want_ringfront)) && [[ ! -x $RINGFRONT_BIN ]]; then
+    skip_ringfront "no ringfront binary at $RINGFRONT_BIN"
+fi
+if [[ " $FLOORS " == *" relay "* && ! -x $RELAY_BIN ]]; then
+    die "no floor relay at $RELAY_BIN (cargo build --release -p ringfront-floor-relay)"
 fi
 for p in $PROXIES; do
     case $p in
@@ -126,34 +159,61 @@ for p in $PROXIES; do
     *) die "unknown proxy '$p'" ;;
     esac
 done
+for f in $FLOORS; do
+    case $f in relay | backend) ;; *) die "unknown floor '$f'" ;; esac
+done
+for s in $SHAPES; do
+    case $s in keepalive | close | body64k | body1m | idle10k) ;; *) die "unknown shape '$s'" ;; esac
+done
 [[ -n ${PROXIES// /} ]] || die "no proxy left to test"
 
-for port in "$BACKEND_PORT" "${PORT[ringfront]}" "${PORT[nginx]}" "${PORT[haproxy]}"; do
+for port in "$BACKEND_PORT" "${PORT[ringfront]}" "${PORT[nginx]}" "${PORT[haproxy]}" "${PORT[relay]}"; do
     port_free "$port" || die "127.0.0.1:$port is already in use"
 done
+# idle10k holds IDLE client connections (and, through the relay, as many upstream ones).
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+NOFILE=$(ulimit -n)
+# The relay holds two descriptors per client connection, haproxy asks for two per maxconn.
+HAPROXY_MAXCONN=$((NOFILE / 2 - 100 < 30000 ? NOFILE / 2 - 100 : 30000))
+if ((IDLE + 100 > HAPROXY_MAXCONN - 100)); then
+    log "warning: open-file limit $NOFILE: idle10k holds $((HAPROXY_MAXCONN - 200)) idle connections, not $IDLE"
+    IDLE=$((HAPROXY_MAXCONN - 200))
+fi
 
 # ---------------------------------------------------------------- backend
-# One nginx process (master_process off) answering a fixed body from memory.
+# One nginx process (master_process off): a fixed body from memory for `/`, and the large
+# bodies from files on tmpfs (page cache, never the disk) through sendfile.
 mkdir -p "$OUT/backend/logs"
+BODIES=$(mktemp -d /dev/shm/ringfront-loadtest.XXXXXX)
+head -c 65536 /dev/zero | tr '\0' 'a' >"$BODIES/64k"
+head -c 1048576 /dev/zero | tr '\0' 'b' >"$BODIES/1m"
 cat >"$OUT/backend/nginx.conf" <<EOF
 daemon off;
 master_process off;
 worker_processes 1;
+worker_rlimit_nofile 65536;
 pid $OUT/backend/nginx.pid;
 error_log $OUT/backend/logs/error.log warn;
-events { worker_connections 4096; }
+events { worker_connections 30000; }
 http {
     access_log off;
     keepalive_requests 1000000;
+    keepalive_timeout 600s;
+    sendfile on;
+    open_file_cache max=16;
+    default_type application/octet-stream;
     server {
-        listen 127.0.0.1:$BACKEND_PORT;
+        listen 127.0.0.1:$BACKEND_PORT backlog=16384;
         location / { return 200 "hello from backend\n"; }
+        location /64k { root $BODIES; rewrite ^ /64k break; }
+        location /1m { root $BODIES; rewrite ^ /1m break; }
     }
 }
 EOF
 taskset -c "$CLIENT_CPU" "$NGINX" -p "$OUT/backend/" -c "$OUT/backend/nginx.conf" \
     -e "$OUT/backend/logs/error.log" >"$OUT/backend/stderr.log" 2>&1 &
 BACKEND_PID=$!
+PID[backend]=$BACKEND_PID
 wait_http "$BACKEND_PORT" "$BACKEND_PID" || {
     cat "$OUT/backend/stderr.log" "$OUT/backend/logs/error.log" >&2 2>/dev/null || true
     die "backend did not start"
@@ -162,19 +222,22 @@ log "backend nginx pid $BACKEND_PID on 127.0.0.1:$BACKEND_PORT (core $CLIENT_CPU
 
 # ---------------------------------------------------------------- proxies
 # Same settings everywhere: one worker, upstream keepalive (64 idle connections), no access
-# log, and keepalive_requests raised so neither side recycles connections mid-run (haproxy
-# has no such limit).
+# log, keepalive_requests raised so neither side recycles connections mid-run (haproxy has
+# no such limit), and client keep-alive long enough for idle10k's connections to last all
+# its rounds.
 start_ringfront() {
     local d="$OUT/ringfront"
     mkdir -p "$d"
     cat >"$d/ringfront.conf" <<EOF
 worker_processes 1;
-events { worker_connections 1024; }
+worker_rlimit_nofile 65536;
+events { worker_connections 30000; }
 http {
     keepalive_requests 1000000;
+    keepalive_timeout 600s;
     upstream b { server 127.0.0.1:$BACKEND_PORT; keepalive 64; keepalive_requests 1000000; }
     server {
-        listen 127.0.0.1:${PORT[ringfront]};
+        listen 127.0.0.1:${PORT[ringfront]} backlog=16384;
         location / { proxy_pass http://b; }
     }
 }
@@ -197,15 +260,17 @@ start_nginx() {
 daemon off;
 master_process off;
 worker_processes 1;
+worker_rlimit_nofile 65536;
 pid $d/nginx.pid;
 error_log $d/logs/error.log warn;
-events { worker_connections 1024; }
+events { worker_connections 30000; }
 http {
     access_log off;
     keepalive_requests 1000000;
+    keepalive_timeout 600s;
     upstream b { server 127.0.0.1:$BACKEND_PORT; keepalive 64; keepalive_requests 1000000; }
     server {
-        listen 127.0.0.1:${PORT[nginx]};
+        listen 127.0.0.1:${PORT[nginx]} backlog=16384;
         location / {
             proxy_pass http://b;
             proxy_http_version 1.1;
@@ -225,16 +290,18 @@ start_haproxy() {
     cat >"$d/haproxy.cfg" <<EOF
 global
     nbthread 1
-    maxconn 4096
+    maxconn $HAPROXY_MAXCONN
 defaults
     mode http
     option http-keep-alive
     http-reuse always
     timeout connect 5s
-    timeout client 30s
+    timeout client 600s
     timeout server 30s
+    timeout http-keep-alive 600s
 frontend f
     bind 127.0.0.1:${PORT[haproxy]}
+    backlog 16384
     default_backend b
 backend b
     server s1 127.0.0.1:$BACKEND_PORT
@@ -244,8 +311,15 @@ EOF
     PID[haproxy]=$!
 }
 
+start_relay() {
+    mkdir -p "$OUT/relay"
+    taskset -c "$PROXY_CPU" "$RELAY_BIN" "127.0.0.1:${PORT[relay]}" "127.0.0.1:$BACKEND_PORT" \
+        >"$OUT/relay/stdout.log" 2>"$OUT/relay/stderr.log" &
+    PID[relay]=$!
+}
+
 started=
-for p in $PROXIES; do
+for p in $PROXIES $(sed 's/\bbackend\b//' <<<"$FLOORS"); do
     "start_$p"
     if wait_http "${PORT[$p]}" "${PID[$p]}"; then
         log "$p pid ${PID[$p]} on 127.0.0.1:${PORT[$p]} (core $PROXY_CPU)"
@@ -263,36 +337,83 @@ for p in $PROXIES; do
         fi
     fi
 done
-PROXIES=$started
-[[ -n ${PROXIES// /} ]] || die "no proxy started"
+[[ " $FLOORS " == *" backend "* ]] && started+=" backend"
+RUNNERS=$started
+[[ -n ${RUNNERS// /} ]] || die "no proxy started"
 
 # ---------------------------------------------------------------- runs
-run_wrk() { # proxy seconds report-file
-    taskset -c "$CLIENT_CPU" "$WRK" -t1 -c"$CONNS" -d"${2}s" --latency \
-        "http://127.0.0.1:${PORT[$1]}/" >"$3" 2>&1
+# shape -> wrk connections, extra wrk arguments, path
+declare -A SHAPE_CONNS=([keepalive]=$CONNS [close]=16 [body64k]=16 [body1m]=16 [idle10k]=100)
+declare -A SHAPE_PATH=([keepalive]=/ [close]=/ [body64k]=/64k [body1m]=/1m [idle10k]=/)
+run_wrk() { # runner shape seconds report-file
+    local hdr=()
+    [[ $2 == close ]] && hdr=(-H "Connection: close")
+    taskset -c "$CLIENT_CPU" "$WRK" -t1 -c"${SHAPE_CONNS[$2]}" -d"${3}s" --latency "${hdr[@]}" \
+        "http://127.0.0.1:${PORT[$1]}${SHAPE_PATH[$2]}" >"$4" 2>&1
 }
 
+# idle10k: IDLE keep-alive connections to PORT that made one request each, held open
+# until stdin closes. Prints "open N" once they are all up.
+IDLE_HOLDER='
+import socket, sys
+port, n = int(sys.argv[1]), int(sys.argv[2])
+conns = []
+req = b"GET / HTTP/1.1\r\nHost: idle\r\n\r\n"
+for _ in range(n):
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(req)
+    conns.append(s)
+for s in conns:
+    got = b""
+    while b"hello from backend" not in got:
+        chunk = s.recv(4096)
+        if not chunk:
+            sys.exit("an idle connection was closed")
+        got += chunk
+print("open", len(conns), flush=True)
+sys.stdin.read()
+'
+IDLE_PID=
+open_idle() { # runner
+    coproc HOLDER { taskset -c "$CLIENT_CPU" python3 -c "$IDLE_HOLDER" "${PORT[$1]}" "$IDLE"; }
+    local line
+    read -r line <&"${HOLDER[0]}" || die "could not open $IDLE idle connections to $1"
+    [[ $line == "open $IDLE" ]] || die "idle holder: $line"
+}
+close_idle() {
+    local fd=${HOLDER[1]}
+    exec {fd}>&-
+    wait "$HOLDER_PID" 2>/dev/null || true
+}
+rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+
 if ((WARMUP > 0)); then
-    for p in $PROXIES; do
+    for p in $RUNNERS; do
         log "warm-up $p (${WARMUP}s)"
-        run_wrk "$p" "$WARMUP" "$OUT/wrk-$p-warmup.txt"
+        run_wrk "$p" keepalive "$WARMUP" "$OUT/wrk-$p-warmup.txt"
     done
 fi
 
-echo "round,proxy,requests,seconds,rps,p50_us,p99_us,errors,non2xx,proxy_ticks,backend_ticks,clk_tck" >"$OUT/raw.csv"
-for ((r = 1; r <= ROUNDS; r++)); do
-    for p in $PROXIES; do
-        report="$OUT/wrk-$p-r$r.txt"
-        log "round $r/$ROUNDS: $p (${DURATION}s, $CONNS connections)"
-        c0=$(cpu_ticks "${PID[$p]}")
-        b0=$(cpu_ticks "$BACKEND_PID")
-        run_wrk "$p" "$DURATION" "$report"
-        c1=$(cpu_ticks "${PID[$p]}")
-        b1=$(cpu_ticks "$BACKEND_PID")
-        kill -0 "${PID[$p]}" 2>/dev/null || die "$p died during round $r"
-        python3 - "$report" "$r" "$p" $((c1 - c0)) $((b1 - b0)) "$CLK_TCK" >>"$OUT/raw.csv" <<'PY'
+echo "shape,round,proxy,requests,seconds,rps,p50_us,p99_us,transfer_bps,errors,non2xx,proxy_ticks,proxy_uticks,backend_ticks,rss_kb,clk_tck" >"$OUT/raw.csv"
+for shape in $SHAPES; do
+    for ((r = 1; r <= ROUNDS; r++)); do
+        for p in $RUNNERS; do
+            report="$OUT/wrk-$shape-$p-r$r.txt"
+            [[ $shape == idle10k ]] && open_idle "$p"
+            log "$shape round $r/$ROUNDS: $p (${DURATION}s, ${SHAPE_CONNS[$shape]} connections)"
+            c0=$(cpu_ticks "${PID[$p]}")
+            u0=$(user_ticks "${PID[$p]}")
+            b0=$(cpu_ticks "$BACKEND_PID")
+            run_wrk "$p" "$shape" "$DURATION" "$report"
+            c1=$(cpu_ticks "${PID[$p]}")
+            u1=$(user_ticks "${PID[$p]}")
+            b1=$(cpu_ticks "$BACKEND_PID")
+            rss=$(rss_kb "${PID[$p]}")
+            [[ $shape == idle10k ]] && close_idle
+            kill -0 "${PID[$p]}" 2>/dev/null || die "$p died during $shape round $r"
+            python3 - "$report" "$shape" "$r" "$p" $((c1 - c0)) $((u1 - u0)) $((b1 - b0)) "$rss" "$CLK_TCK" >>"$OUT/raw.csv" <<'PY'
 import re, sys
-path, rnd, proxy, ticks, bticks, clk = sys.argv[1:]
+path, shape, rnd, proxy, ticks, uticks, bticks, rss, clk = sys.argv[1:]
 text = open(path).read()
 def dur_us(v):
     m = re.fullmatch(r"([\d.]+)(us|ms|s|m|h)", v)
@@ -306,12 +427,15 @@ secs = dur_us(m.group(2) + m.group(3)) / 1e6
 rps = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
 p50 = dur_us(re.search(r"^\s+50%\s+(\S+)", text, re.M).group(1))
 p99 = dur_us(re.search(r"^\s+99%\s+(\S+)", text, re.M).group(1))
+t = re.search(r"Transfer/sec:\s+([\d.]+)(B|KB|MB|GB)", text)
+bps = float(t.group(1)) * {"B": 1, "KB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30}[t.group(2)] if t else 0
 e = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", text)
 errors = sum(int(x) for x in e.groups()) if e else 0
 n = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
 non2xx = int(n.group(1)) if n else 0
-print(f"{rnd},{proxy},{reqs},{secs:.3f},{rps:.2f},{p50:.1f},{p99:.1f},{errors},{non2xx},{ticks},{bticks},{clk}")
+print(f"{shape},{rnd},{proxy},{reqs},{secs:.3f},{rps:.2f},{p50:.1f},{p99:.1f},{bps:.0f},{errors},{non2xx},{ticks},{uticks},{bticks},{rss},{clk}")
 PY
+        done
     done
 done
 
@@ -320,40 +444,54 @@ done
     echo "# ringfront load test results"
     echo
     echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
-    echo "- command: \`DURATION=$DURATION ROUNDS=$ROUNDS CONNS=$CONNS PROXIES=\"${PROXIES# }\" loadtest/run.sh\`"
-    echo "- wrk: \`taskset -c $CLIENT_CPU wrk -t1 -c$CONNS -d${DURATION}s --latency http://127.0.0.1:PORT/\`"
+    echo "- command: \`SHAPES=\"$SHAPES\" IDLE=$IDLE DURATION=$DURATION ROUNDS=$ROUNDS CONNS=$CONNS PROXIES=\"${PROXIES# }\" FLOORS=\"$FLOORS\" loadtest/run.sh\`"
+    echo "- wrk: \`taskset -c $CLIENT_CPU wrk -t1 -cN -d${DURATION}s --latency [-H 'Connection: close'] http://127.0.0.1:PORT/PATH\`"
     echo "- machine: $(nproc) CPUs, $(lscpu | sed -n 's/^Model name: *//p'), kernel $(uname -r)"
     echo "- load average at start: $LOADAVG_START; at end: $(cut -d' ' -f1-3 /proc/loadavg)"
-    echo "- proxies pinned to core $PROXY_CPU (one worker each); backend nginx and wrk on core $CLIENT_CPU"
+    echo "- proxies and the relay pinned to core $PROXY_CPU (one worker each); backend nginx and wrk on core $CLIENT_CPU"
+    echo "- floor lines: \`backend\` is wrk straight at the backend (CPU: the backend's), \`relay\` is loadtest/relay"
     echo "- versions: $("$NGINX" -v 2>&1 | sed 's/^nginx version: //'), $("$HAPROXY" -v 2>/dev/null | head -1 | awk '{print "haproxy " $3}'), ringfront $(cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null || echo '?')"
     echo
-    python3 - "$OUT/raw.csv" <<'PY'
+    python3 - "$OUT/raw.csv" "$IDLE" <<'PY'
 import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
-order = []
-for r in rows:
-    if r["proxy"] not in order:
-        order.append(r["proxy"])
-def med(proxy, f):
-    return statistics.median(f(r) for r in rows if r["proxy"] == proxy)
-cpu = {p: med(p, lambda r: int(r["proxy_ticks"]) / int(r["clk_tck"]) * 1e6 / max(int(r["requests"]), 1)) for p in order}
-base = cpu.get("nginx")
-n = len({r["round"] for r in rows})
-print(f"Medians over {n} round(s).\n")
-# Share of one core the proxy used during the run: near 100 % means the proxy was the
-# bottleneck; clearly lower means the client core was (or something else ran on core 0).
-busy = {p: med(p, lambda r: int(r["proxy_ticks"]) / int(r["clk_tck"]) / float(r["seconds"]) * 100) for p in order}
-print("| proxy | requests/s | p50 latency | p99 latency | CPU µs/request | CPU/request vs nginx | proxy CPU % | errors |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|")
+idle = int(sys.argv[2])
+shapes = list(dict.fromkeys(r["shape"] for r in rows))
+about = {
+    "keepalive": "keep-alive, small responses",
+    "close": "a new connection per request (Connection: close, 16 connections)",
+    "body64k": "64 KiB responses, 16 connections",
+    "body1m": "1 MiB responses, 16 connections",
+    "idle10k": f"{idle + 100:,} open client connections, 100 of them active",
+}
 def lat(us):
     return f"{us:.0f} µs" if us < 1000 else f"{us / 1000:.2f} ms"
-for p in order:
-    rps = med(p, lambda r: float(r["rps"]))
-    p50 = med(p, lambda r: float(r["p50_us"]))
-    p99 = med(p, lambda r: float(r["p99_us"]))
-    err = sum(int(r["errors"]) + int(r["non2xx"]) for r in rows if r["proxy"] == p)
-    ratio = f"{cpu[p] / base:.2f}×" if base else "n/a"
-    print(f"| {p} | {rps:,.0f} | {lat(p50)} | {lat(p99)} | {cpu[p]:.2f} | {ratio} | {busy[p]:.0f} | {err} |")
+for shape in shapes:
+    srows = [r for r in rows if r["shape"] == shape]
+    order = list(dict.fromkeys(r["proxy"] for r in srows))
+    def med(p, f):
+        return statistics.median(f(r) for r in srows if r["proxy"] == p)
+    def ticks(r, field):
+        # the backend floor's own CPU is the backend's
+        t = r["backend_ticks"] if r["proxy"] == "backend" and field == "proxy_ticks" else r[field]
+        return int(t) / int(r["clk_tck"]) * 1e6 / max(int(r["requests"]), 1)
+    cpu = {p: med(p, lambda r: ticks(r, "proxy_ticks")) for p in order}
+    n = len({r["round"] for r in srows})
+    print(f"## {shape}: {about.get(shape, shape)}\n")
+    print(f"Medians over {n} round(s).\n")
+    print("| proxy | requests/s | MB/s | p50 | p99 | CPU µs/req | user µs/req | vs nginx | vs haproxy | vs relay | RSS | errors |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for p in order:
+        rps = med(p, lambda r: float(r["rps"]))
+        mbs = med(p, lambda r: float(r["transfer_bps"]) / 1e6)
+        p50 = med(p, lambda r: float(r["p50_us"]))
+        p99 = med(p, lambda r: float(r["p99_us"]))
+        user = "" if p == "backend" else f"{med(p, lambda r: ticks(r, 'proxy_uticks')):.2f}"
+        rss = "" if p == "backend" else f"{med(p, lambda r: int(r['rss_kb'])) / 1024:.1f} MiB"
+        err = sum(int(r["errors"]) + int(r["non2xx"]) for r in srows if r["proxy"] == p)
+        rel = lambda b: f"{cpu[p] / cpu[b]:.2f}×" if b in cpu and b != p else ""
+        print(f"| {p} | {rps:,.0f} | {mbs:,.1f} | {lat(p50)} | {lat(p99)} | {cpu[p]:.2f} | {user} | {rel('nginx')} | {rel('haproxy')} | {rel('relay')} | {rss} | {err} |")
+    print()
 PY
 } >"$OUT/results.md"
 

@@ -331,6 +331,10 @@ pub struct UpstreamServer {
     pub fail_timeout: Duration,
     pub backup: bool,
     pub down: bool,
+    /// `drain` (nginx 1.29.6, nginx Plus): the balancer skips the server, but a `sticky`
+    /// session bound to it still goes there. `down` and `drain` exclude each other (the
+    /// last one written wins, as nginx stores both in `peer->down`).
+    pub drain: bool,
     /// `max_conns=N`: most connections open to each of this server's peers at once, counted
     /// across all workers; 0 = unlimited (the default). Values above `u32::MAX` are stored
     /// as `u32::MAX`.

@@ -310,9 +310,6 @@ fn zone_line(d: &Directive, zones: &mut Vec<Zone>) -> Result<String, ConfigError
     Ok(name.to_string())
 }
 
-/// nginx Plus and later-issue parameters: refused until implemented.
-const NOT_YET: &[&str] = &["drain"];
-
 /// nginx's `NGX_HTTP_UPSTREAM_SID_LEN`: a route is at most an MD5 in hex long.
 const MAX_ROUTE: usize = 32;
 
@@ -331,6 +328,7 @@ pub(crate) fn default_server(
         fail_timeout: DEFAULT_FAIL_TIMEOUT,
         backup: false,
         down: false,
+        drain: false,
         max_conns: 0,
         slow_start: Duration::ZERO,
         route: None,
@@ -417,7 +415,8 @@ fn server(
                 ));
             }
             ("backup", None) => s.backup = true,
-            ("down", None) => s.down = true,
+            ("down", None) => (s.down, s.drain) = (true, false),
+            ("drain", None) => (s.down, s.drain) = (false, true),
             ("slow_start", _) if !allows_slow_start(balancer) => {
                 return Err(no_slow_start(d, param));
             }
@@ -437,9 +436,6 @@ fn server(
             }
             ("resolve", None) => {}
             ("service", Some(_)) => {}
-            (k, _) if NOT_YET.contains(&k) => {
-                return Err(err(d, format!("\"{k}\" parameter is not supported yet")));
-            }
             _ => return Err(invalid()),
         }
     }

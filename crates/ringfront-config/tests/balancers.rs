@@ -161,6 +161,24 @@ fn server_parameters_with_every_method() {
 }
 
 #[test]
+fn drain_with_every_method_and_the_last_of_down_and_drain_wins() {
+    // nginx 1.29.6 keeps both in `peer->down`: the last word written is the server's state.
+    for method in ["", "ip_hash;", "hash $uri;", "random;", "least_conn;"] {
+        let u = group(&format!(
+            "{method}\nserver 127.0.0.1 drain;\nserver 127.0.0.2 down drain;\n\
+             server 127.0.0.3 drain down;"
+        ));
+        let s = &u.servers;
+        let flags: Vec<(bool, bool)> = s.iter().map(|s| (s.down, s.drain)).collect();
+        assert_eq!(
+            flags,
+            [(false, true), (false, true), (true, false)],
+            "{method}"
+        );
+    }
+}
+
+#[test]
 fn max_conns() {
     let u = group(
         "server 127.0.0.1 max_conns=0;

@@ -191,8 +191,8 @@ fn upstream_servers() {
         "invalid port in upstream \"127.0.0.1:99999\" in F:4"
     );
     assert_eq!(
-        h("upstream u {\n server 127.0.0.1 drain;\n}"),
-        "\"drain\" parameter is not supported yet in F:4"
+        h("upstream u {\n server 127.0.0.1 drain=1;\n}"),
+        "invalid parameter \"drain=1\" in F:4"
     );
     // `resolve` (nginx 1.27.3): a zone and a resolver are required.
     assert_eq!(

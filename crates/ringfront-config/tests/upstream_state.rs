@@ -25,15 +25,17 @@ fn parse(body: &str, state: Option<&str>) -> Result<ringfront_config::Config, St
 #[test]
 fn the_servers_come_from_the_state_file() {
     let text = "server 127.0.0.1:81 weight=3 max_fails=2 fail_timeout=5s;\n\
-                server 127.0.0.1:82 backup down;\n";
+                server 127.0.0.1:82 backup down;\n\
+                server 127.0.0.1:83 drain;\n";
     let cfg = parse("zone u 64k;\nstate /t/u.state;", Some(text)).unwrap();
     let up = cfg.upstream("u").unwrap();
     assert_eq!(up.state, Some(PathBuf::from(STATE)));
-    assert_eq!(up.servers.len(), 2);
+    assert_eq!(up.servers.len(), 3);
     assert_eq!(up.servers[0].weight, 3);
     assert_eq!(up.servers[0].max_fails, 2);
     assert_eq!(up.servers[0].fail_timeout.as_secs(), 5);
-    assert!(up.servers[1].backup && up.servers[1].down);
+    assert!(up.servers[1].backup && up.servers[1].down && !up.servers[1].drain);
+    assert!(up.servers[2].drain && !up.servers[2].down);
     assert_eq!(up.servers[1].origin.file, PathBuf::from(STATE));
     assert_eq!(up.servers[1].origin.line, 2);
 }

@@ -303,7 +303,7 @@ impl Engine {
     pub fn reload(&self, snap: Snapshot) -> std::io::Result<()> {
         self.shared.unix.sync(&snap)?;
         let mut snap = Some(snap);
-        let generation = loop {
+        let (generation, old) = loop {
             let cur = self.shared.snapshot.load_full();
             let Some(mut next) = snap.take() else {
                 return Ok(());
@@ -324,7 +324,7 @@ impl Engine {
             let next = Arc::new(next);
             let prev = self.shared.snapshot.compare_and_swap(&cur, next.clone());
             if Arc::ptr_eq(&prev, &cur) {
-                break generation;
+                break (generation, cur.generation);
             }
             // A membership change published meanwhile: start over from it.
             snap = Arc::try_unwrap(next).ok();
@@ -333,6 +333,19 @@ impl Engine {
         self.shared
             .applied
             .wait(generation, std::time::Duration::from_secs(1));
+        // nginx's master says "worker process PID exited with code 0" when an old worker is
+        // done; nginx's test suite waits for those words after a reload.
+        let now = self.shared.snapshot.load_full();
+        logger::error_line(
+            &self.shared.logger,
+            &now,
+            ringfront_config::LogLevel::Notice,
+            0,
+            0,
+            format_args!(
+                "reload: generation {old} exited with code 0, the workers serve generation {generation}"
+            ),
+        );
         Ok(())
     }
 

@@ -217,7 +217,8 @@ impl Shared {
 
 /// The peers of group `name` that `snap` did not carry over enter through their slow start
 /// (in a group of more than one peer), as a peer coming back does; the health checker moves
-/// the ramp on.
+/// the ramp on. A peer a `mandatory` check holds out (the snapshot starts it `CHECKING`)
+/// gets its ramp again from the checker when its first probe lets it in.
 fn slow_start_new(snap: &Snapshot, name: &str) {
     let (Some(carried), Some(gid)) = (&snap.carried, snap.topology.find(name)) else {
         return;
@@ -246,9 +247,14 @@ mod tests {
     use std::net::SocketAddr;
 
     fn cfg(servers: &str) -> Config {
+        cfg_with(servers, "")
+    }
+
+    /// `location` is added to the location that proxies to `u`.
+    fn cfg_with(servers: &str, location: &str) -> Config {
         let text = format!(
             "events {{}}\nhttp {{\nresolver 127.0.0.1;\nupstream u {{\nzone u 64k;\n{servers}\n}}\n\
-             server {{ listen 127.0.0.1:1; location / {{ proxy_pass http://u; }} }}\n}}\n"
+             server {{ listen 127.0.0.1:1; location / {{ proxy_pass http://u; {location} }} }}\n}}\n"
         );
         let host = ringfront_config::MemoryHost::default();
         let path = std::path::Path::new("/t/m.conf");
@@ -337,6 +343,50 @@ mod tests {
         assert_eq!(
             names(&snap),
             ["127.0.0.1:83", "127.0.0.1:84", "127.0.0.1:82"]
+        );
+    }
+
+    /// With a `mandatory` check a membership change holds out only the new peer; a reload
+    /// of the same configuration holds out every peer until its next probe.
+    #[test]
+    fn a_membership_change_holds_out_only_its_new_peers() {
+        use ringfront_upstream::{CHECKING, UP};
+        let c = Arc::new(cfg_with(
+            "server b.test:82 resolve;",
+            "health_check uri=/h mandatory;",
+        ));
+        let (key, line, _) = templates(&c).remove(0);
+        let with = |addrs: &[&str]| {
+            let mut m = Members::default();
+            m.insert(
+                key.clone(),
+                addrs.iter().map(|a| member(&line, a)).collect(),
+            );
+            Arc::new(m)
+        };
+        let old = Snapshot::build_with(c.clone(), with(&["127.0.0.1:82"]), 1).unwrap();
+        let id = |snap: &Snapshot, name: &str| {
+            let up = &snap.topology.upstreams[0];
+            up.ids()
+                .find(|&i| up.peer(i).is_some_and(|p| p.name == name))
+                .unwrap()
+        };
+        let state = |snap: &Snapshot, name: &str| snap.board.get(id(snap, name)).unwrap().state();
+        assert_eq!(state(&old, "127.0.0.1:82"), CHECKING, "held until probed");
+        let h = old.board.get(id(&old, "127.0.0.1:82")).unwrap();
+        h.state.store(UP, std::sync::atomic::Ordering::Relaxed);
+        let two = with(&["127.0.0.1:82", "127.0.0.2:82"]);
+        let mut grown = Snapshot::build_with(c.clone(), two.clone(), 2).unwrap();
+        grown.membership_only = true;
+        grown.adopt(&old);
+        assert_eq!(state(&grown, "127.0.0.1:82"), UP, "the one that stays");
+        assert_eq!(state(&grown, "127.0.0.2:82"), CHECKING, "the new one");
+        let mut reloaded = Snapshot::build_with(c, two, 3).unwrap();
+        reloaded.adopt(&grown);
+        assert_eq!(
+            state(&reloaded, "127.0.0.1:82"),
+            CHECKING,
+            "re-checked by a reload"
         );
     }
 }

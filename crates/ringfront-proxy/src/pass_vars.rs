@@ -154,6 +154,7 @@ fn one_peer(name: String, addr: SocketAddr) -> UpstreamSpec {
             fail_timeout: 10,
             max_conns: 0,
             down: false,
+            drain: false,
             slow_start_ms: 0,
         }],
         ..UpstreamSpec::default()

@@ -454,7 +454,8 @@ impl Snapshot {
                         fail_timeout: s.fail_timeout.as_secs(),
                         max_conns: s.max_conns,
                         server: s.text.clone(),
-                        down: s.down,
+                        down: s.down || s.drain,
+                        drain: s.drain,
                         slow_start_ms: u64::try_from(s.slow_start.as_millis()).unwrap_or(u64::MAX),
                     };
                     if s.backup {
@@ -689,8 +690,10 @@ impl Snapshot {
     /// address): failure counts, health state, slow-start progress and counters, by sharing
     /// the very same board entries (requests still running on `old` keep updating them).
     /// Records which old peer each new one continues, so workers can keep their keepalive
-    /// pools. A surviving peer of a group with a `mandatory` check that is not `persistent`
-    /// (or was not up) is held out until its next probe passes, as nginx Plus does.
+    /// pools. After a reload, a surviving peer of a group with a `mandatory` check that is
+    /// not `persistent` (or was not up) is held out until its next probe passes, as nginx
+    /// Plus does; a membership change (`membership_only`) holds out only its new peers
+    /// (which [`Snapshot::build_with`] starts in `CHECKING`).
     pub fn adopt(&mut self, old: &Snapshot) {
         let mut index: HashMap<(&str, &str), usize> = HashMap::new();
         for up in &old.topology.upstreams {
@@ -704,8 +707,9 @@ impl Snapshot {
         let mut from = vec![None; self.topology.peer_count];
         for (gi, up) in self.topology.upstreams.iter().enumerate() {
             let checks = self.groups.get(gi).map_or(&[][..], |g| &g.checks[..]);
-            let recheck = checks.iter().any(|c| c.mandatory && !c.persistent);
-            let persistent = checks.iter().any(|c| c.mandatory && c.persistent);
+            let reload = !self.membership_only;
+            let recheck = reload && checks.iter().any(|c| c.mandatory && !c.persistent);
+            let persistent = reload && checks.iter().any(|c| c.mandatory && c.persistent);
             for id in up.ids() {
                 let mine = self.board.arc(id).cloned().unwrap_or_default();
                 let carried = up

@@ -70,7 +70,11 @@ pub fn render<'a>(servers: impl Iterator<Item = &'a UpstreamServer>) -> String {
         if let Some(r) = &s.route {
             let _ = write!(out, " route={r}");
         }
-        for (on, word) in [(s.backup, " backup"), (s.down, " down")] {
+        for (on, word) in [
+            (s.backup, " backup"),
+            (s.down, " down"),
+            (s.drain, " drain"),
+        ] {
             if on {
                 out.push_str(word);
             }
@@ -103,11 +107,13 @@ mod tests {
         let a = apply(&fresh(), br#"{"server":"127.0.0.1:81","weight":2}"#, true).unwrap();
         let body = br#"{"server":"[::1]:82","backup":true,"down":true,"slow_start":"30s","max_conns":5,"route":"r1"}"#;
         let b = apply(&fresh(), body, true).unwrap();
+        let c = apply(&fresh(), br#"{"server":"127.0.0.1:83","drain":true}"#, true).unwrap();
         assert_eq!(
-            render([&a, &b].into_iter()),
+            render([&a, &b, &c].into_iter()),
             "server 127.0.0.1:81 weight=2 max_fails=1 fail_timeout=10s;\n\
              server [::1]:82 weight=1 max_fails=1 fail_timeout=10s max_conns=5 slow_start=30s \
-             route=r1 backup down;\n"
+             route=r1 backup down;\n\
+             server 127.0.0.1:83 weight=1 max_fails=1 fail_timeout=10s drain;\n"
         );
     }
 

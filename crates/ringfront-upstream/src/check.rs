@@ -25,6 +25,12 @@ pub(crate) fn usable(spec: &PeerSpec, h: &PeerHealth, now: u64) -> bool {
     !spec.down && h.is_up() && !failed_out(spec, h, now) && !at_max_conns(spec, h)
 }
 
+/// What a `sticky` pin needs of its peer: [`usable`], except that a draining peer
+/// (`drain`) is taken, as nginx's `peer->down & ~NGX_HTTP_UPSTREAM_DRAINING`.
+pub(crate) fn pinnable(spec: &PeerSpec, h: &PeerHealth, now: u64) -> bool {
+    (!spec.down || spec.drain) && h.is_up() && !failed_out(spec, h, now) && !at_max_conns(spec, h)
+}
+
 /// nginx's `if (now - peer->checked > peer->fail_timeout) peer->checked = now;` on the chosen
 /// peer. After a quiet period the first request that selects a failed peer is the probe;
 /// moving `checked` keeps every other request off it until it answers. Compare-and-swap, so

@@ -155,7 +155,7 @@ pub(crate) fn pick(
         return least(&up.backup, ws, board, &mut at.tried, now, score);
     }
     let primary = if up.single {
-        rr::single(up, board)
+        rr::single(up, board, at.pin, now)
     } else {
         least(&up.primary, ws, board, &mut at.tried, now, score)
     };

@@ -4,7 +4,7 @@
 
 use crate::attempt::Attempt;
 use crate::board::Board;
-use crate::check::{at_max_conns, touch, usable};
+use crate::check::{at_max_conns, pinnable, touch, usable};
 use crate::topology::{full_weight, ramped_weight, PeerId, PeerList, Upstream};
 use crate::tried::Tried;
 use crate::worker::WorkerPeers;
@@ -20,7 +20,7 @@ fn pinned_index(
 ) -> Option<usize> {
     let i = pin?.checked_sub(list.base).filter(|&i| i < list.len())?;
     let (spec, h) = (list.peers.get(i)?, board.get(list.base + i)?);
-    (!tried.contains(i) && usable(spec, h, now)).then_some(i)
+    (!tried.contains(i) && pinnable(spec, h, now)).then_some(i)
 }
 
 /// Smooth weighted round robin over one list (`ngx_http_upstream_get_peer`). A `sticky`
@@ -70,10 +70,13 @@ pub(crate) fn get_peer(
             best = Some((i, current));
         }
     }
-    let (mut i, _) = best?;
-    if let Some(s) = st {
-        i = s;
-    }
+    // The pin wins over the round's best; a draining pin is chosen even when nothing
+    // else could be.
+    let i = match (st, best) {
+        (Some(s), _) => s,
+        (None, Some((b, _))) => b,
+        (None, None) => return None,
+    };
     let id = list.base + i;
     tried.insert(i);
     ws.take(id, total);
@@ -85,11 +88,18 @@ pub(crate) fn get_peer(
 
 /// nginx's `peers->single` path: the one peer unless `down` or at `max_conns`; never failed
 /// out, and no tried bit (a single peer is never retried). Active health checks still take
-/// it out (`state` not `UP`), as nginx Plus does.
-pub(crate) fn single(up: &Upstream, board: &Board) -> Option<PeerId> {
+/// it out (`state` not `UP`), as nginx Plus does. A `sticky` pin to it that could be taken
+/// as a pin is taken (so a draining single peer still serves its sessions).
+pub(crate) fn single(
+    up: &Upstream,
+    board: &Board,
+    pin: Option<PeerId>,
+    now: u64,
+) -> Option<PeerId> {
     let spec = up.primary.peers.first()?;
     let h = board.get(up.primary.base)?;
-    (!spec.down && h.is_up() && !at_max_conns(spec, h)).then_some(up.primary.base)
+    let pinned = pin == Some(up.primary.base) && pinnable(spec, h, now);
+    (pinned || (!spec.down && h.is_up() && !at_max_conns(spec, h))).then_some(up.primary.base)
 }
 
 /// `ngx_http_upstream_get_round_robin_peer` on the list the request is on, moving to the
@@ -107,7 +117,7 @@ pub(crate) fn pick(
         return get_peer(&up.backup, ws, board, &mut at.tried, pin, now);
     }
     let primary = if up.single {
-        single(up, board)
+        single(up, board, at.pin, now)
     } else {
         get_peer(&up.primary, ws, board, &mut at.tried, at.pin, now)
     };

@@ -1,12 +1,13 @@
 //! Session persistence (`sticky`): a request that names a server — by the cookie ringfront
 //! set, by a route, by a learned session — goes to that peer if the peer could be selected
 //! at all (nginx's `ngx_http_upstream_get_rr_peer_by_sid` hint): on the list the request is
-//! on, not yet tried, not `down`, up, not failed out, not at `max_conns`. Otherwise the
+//! on, not yet tried, not `down` (a `drain` peer is taken), up, not failed out, not at
+//! `max_conns`. Otherwise the
 //! group's own balancer chooses, whichever it is, and the response names the new peer.
 
 use crate::attempt::Attempt;
 use crate::board::Board;
-use crate::check::{touch, usable};
+use crate::check::{pinnable, touch};
 use crate::topology::{PeerId, Upstream};
 
 /// The pinned peer of this try, taken (tried bit set, `checked` moved as any pick does), or
@@ -23,7 +24,7 @@ pub(crate) fn pinned(up: &Upstream, board: &Board, at: &mut Attempt, now: u64) -
     let i = id.checked_sub(list.base).filter(|&i| i < list.len())?;
     let spec = list.peers.get(i)?;
     let h = board.get(id)?;
-    if at.tried.contains(i) || !usable(spec, h, now) {
+    if at.tried.contains(i) || !pinnable(spec, h, now) {
         return None;
     }
     at.tried.insert(i);

@@ -12,6 +12,7 @@ pub(crate) fn peer(port: u16, weight: u32) -> PeerSpec {
         fail_timeout: 10,
         max_conns: 0,
         down: false,
+        drain: false,
         slow_start_ms: 0,
     }
 }

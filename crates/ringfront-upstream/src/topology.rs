@@ -31,7 +31,11 @@ pub struct PeerSpec {
     pub fail_timeout: u64,
     /// Active requests allowed at once across all workers; 0 = unlimited.
     pub max_conns: u32,
+    /// `down` or `drain`: no balancer selects the peer.
     pub down: bool,
+    /// `drain` (with `down` set): a `sticky` pin still selects the peer while it is
+    /// otherwise usable (nginx 1.29.6's `NGX_HTTP_UPSTREAM_DRAINING`).
+    pub drain: bool,
     /// `slow_start`: after the peer comes back its weight ramps from 0 to `weight` over
     /// this many milliseconds; 0 = off. Ignored in a single-peer group.
     pub slow_start_ms: u64,

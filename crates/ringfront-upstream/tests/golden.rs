@@ -33,6 +33,7 @@ fn server(line: &str, file: &str) -> PeerSpec {
         fail_timeout: 10,
         max_conns: 0,
         down: false,
+        drain: false,
         slow_start_ms: 0,
     };
     for w in words {

@@ -83,6 +83,7 @@ fn topology(balancer: Balancer, n: usize, revive: bool) -> Topology {
             fail_timeout: 10,
             max_conns: u32::from(i.is_multiple_of(5)),
             down: i % 7 == 3,
+            drain: false,
             slow_start_ms: 0,
         }
     };

@@ -72,6 +72,7 @@ fn spec(i: usize, c: &PeerCfg) -> PeerSpec {
         fail_timeout: c.fail_timeout,
         max_conns: c.max_conns,
         down: c.down,
+        drain: false,
         slow_start_ms: 0,
     }
 }

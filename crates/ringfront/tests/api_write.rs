@@ -225,7 +225,7 @@ fn refused_writes_answer_with_nginx_plus_errors() {
         code(
             "PATCH",
             &format!("{}/0", servers_of("backend")),
-            Some(&json!({"drain": true}))
+            Some(&json!({"drain": "yes"}))
         ),
         (400, "UpstreamConfFormatError".into())
     );
@@ -383,6 +383,230 @@ fn the_state_file_keeps_api_changes_across_a_restart_and_a_reload() {
     assert_eq!(spread(p, 3), vec![b1.port(); 3]);
     drop(rf);
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+const DRAIN_CONFIG: &str = "worker_processes 1;
+error_log stderr info;
+events { worker_connections 256; }
+http {
+    upstream backend {
+        zone backend 64k;
+        state {STATE};
+        sticky route $arg_s;
+    }
+    server {
+        listen 127.0.0.1:{PORT};
+        location / { proxy_pass http://backend; }
+        location /api/ { api write=on; }
+    }
+}
+";
+
+/// The backends of `n` requests to `path`, each on its own connection.
+fn served_path(p: u16, path: &str, n: usize) -> Vec<u16> {
+    (0..n)
+        .map(|_| {
+            let r = http::get(("127.0.0.1", p), path);
+            assert_eq!(r.status, 200, "{path}");
+            served_by(&r)
+        })
+        .collect()
+}
+
+/// The `state` the API's peers document gives the peer with server id `id`.
+fn peer_state(p: u16, id: u64) -> String {
+    let (_, v) = curl(p, "GET", "/api/9/http/upstreams/backend", None);
+    let peers = v["peers"].as_array().expect("peers");
+    let peer = peers.iter().find(|q| q["id"] == id).expect("peer by id");
+    peer["state"].as_str().unwrap_or_default().to_string()
+}
+
+/// Requests that do not name a session (one worker, so round robin is exact): none reach
+/// `drained`, and its own counter does not move.
+fn none_reach(p: u16, drained: &Backend, others: usize) {
+    let hits = drained.hits();
+    let got = served_path(p, "/", 2 * others);
+    assert!(!got.contains(&drained.port()), "{got:?}");
+    assert_eq!(drained.hits(), hits);
+}
+
+#[test]
+fn a_patch_drains_a_server_and_the_state_file_keeps_it() {
+    let (b1, b2, b3) = (Backend::start(), Backend::start(), Backend::start());
+    let p = port();
+    let dir = std::env::temp_dir().join(format!("rf-api-drain-{}-{p}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let state = dir.join("backend.state");
+    let cfg = fill(
+        DRAIN_CONFIG,
+        &[
+            ("PORT", p.to_string()),
+            ("STATE", state.display().to_string()),
+        ],
+    );
+    let rf = Ringfront::start(&cfg);
+    for (b, route) in [(&b1, "a"), (&b2, "b"), (&b3, "c")] {
+        post(p, b, json!({"route": route}));
+    }
+    assert_eq!(served_path(p, "/?s=a", 2), vec![b1.port(); 2]);
+
+    // A session request held on b1 while the PATCH drains it.
+    b1.set_mode(ringfront_testkit::Mode::Hold);
+    let before = b1.hits();
+    let in_flight = std::thread::spawn(move || http::get(("127.0.0.1", p), "/?s=a"));
+    assert!(
+        b1.wait_hits(before + 1, std::time::Duration::from_secs(10)),
+        "the session request reached b1"
+    );
+    let (s, v) = curl(
+        p,
+        "PATCH",
+        "/api/9/http/upstreams/backend/servers/0",
+        Some(&json!({"drain": true})),
+    );
+    assert_eq!(
+        (s, &v["drain"], &v["down"]),
+        (200, &json!(true), &json!(false))
+    );
+    assert_eq!(servers(p)[0]["drain"], true);
+    assert_eq!(
+        servers(p)[1].get("drain"),
+        None,
+        "written only when draining"
+    );
+    assert_eq!(peer_state(p, 0), "draining");
+    b1.set_mode(ringfront_testkit::Mode::Ok);
+    let r = in_flight.join().expect("in-flight client");
+    assert_eq!(
+        (r.status, served_by(&r)),
+        (200, b1.port()),
+        "in flight finished"
+    );
+    none_reach(p, &b1, 2);
+    assert_eq!(served_path(p, "/?s=a", 3), vec![b1.port(); 3]);
+    assert_eq!(served_path(p, "/?s=c", 2), vec![b3.port(); 2]);
+
+    // Kept as nginx Plus writes it, and read back by a new process.
+    let text = std::fs::read_to_string(&state).expect("state file written");
+    let first = text.lines().next().unwrap_or_default().to_string();
+    assert_eq!(
+        first,
+        format!(
+            "server {} weight=1 max_fails=1 fail_timeout=10s route=a drain;",
+            addr(&b1)
+        )
+    );
+    drop(rf);
+    let rf = Ringfront::start(&cfg);
+    assert_eq!(peer_state(p, 0), "draining");
+    none_reach(p, &b1, 2);
+    assert_eq!(served_path(p, "/?s=a", 2), vec![b1.port(); 2]);
+
+    // Undrained: back in rotation, and the file says so.
+    let (s, v) = curl(
+        p,
+        "PATCH",
+        "/api/9/http/upstreams/backend/servers/0",
+        Some(&json!({"drain": false})),
+    );
+    assert_eq!((s, v.get("drain")), (200, None), "{v}");
+    assert_eq!(peer_state(p, 0), "up");
+    let got = served_path(p, "/", 6);
+    assert_eq!(
+        got.iter().filter(|&&b| b == b1.port()).count(),
+        2,
+        "{got:?}"
+    );
+    let text = std::fs::read_to_string(&state).unwrap();
+    assert!(!text.contains("drain"), "{text}");
+    drop(rf);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+const CHECKED_CONFIG: &str = "worker_processes 2;
+error_log stderr notice;
+events { worker_connections 256; }
+http {
+    upstream backend {
+        zone backend 64k;
+        server {B1};
+    }
+    server {
+        listen 127.0.0.1:{PORT};
+        location / {
+            proxy_pass http://backend;
+            health_check interval=200ms fails=1 passes=1 uri=/health mandatory;
+        }
+        location /api/ { api write=on; }
+    }
+}
+";
+
+/// Requests `b` served that were not probes.
+fn user_requests(b: &Backend) -> usize {
+    b.requests()
+        .iter()
+        .filter(|r| !r.target.starts_with("/health"))
+        .count()
+}
+
+/// With a `mandatory` check, a server the API adds is held out (`checking`, then
+/// `unhealthy`) until its first probe passes, while the server that was there keeps
+/// serving, not checked again by the change (nor by a PATCH of its weight).
+#[test]
+fn a_posted_server_waits_for_its_mandatory_check() {
+    let (b1, b2) = (Backend::start(), Backend::start());
+    b2.set_route(
+        "/health",
+        ringfront_testkit::Canned::status(503, "warming up"),
+    );
+    let p = port();
+    let cfg = fill(
+        CHECKED_CONFIG,
+        &[("PORT", p.to_string()), ("B1", addr(&b1))],
+    );
+    let rf = Ringfront::start(&cfg);
+    let up = format!("upstream server {} of \"backend\" marked up", addr(&b1));
+    assert!(rf.wait_for_stderr(&up, std::time::Duration::from_secs(10)));
+    let v = post(p, &b2, json!({}));
+    assert_eq!(v["id"], 1);
+    // At once: b1 serves every request, b2 none (held out before any probe).
+    let got = served_path(p, "/", 6);
+    assert_eq!(got, vec![b1.port(); 6]);
+    let down = format!("upstream server {} of \"backend\" marked down", addr(&b2));
+    assert!(rf.wait_for_stderr(&down, std::time::Duration::from_secs(10)));
+    assert_eq!(peer_state(p, 1), "unhealthy");
+    let (s, _) = curl(
+        p,
+        "PATCH",
+        "/api/9/http/upstreams/backend/servers/0",
+        Some(&json!({"weight": 2})),
+    );
+    assert_eq!(s, 200);
+    assert_eq!(served_path(p, "/", 6), vec![b1.port(); 6]);
+    assert_eq!(user_requests(&b2), 0);
+    let b1_lines = |what: &str| {
+        let line = format!("upstream server {} of \"backend\" {what}", addr(&b1));
+        rf.stderr_lines()
+            .iter()
+            .filter(|l| l.contains(&line))
+            .count()
+    };
+    assert_eq!((b1_lines("marked up"), b1_lines("held out")), (1, 0));
+    // b2's probe passes: it takes requests.
+    b2.clear_route("/health");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while peer_state(p, 1) != "up" {
+        assert!(std::time::Instant::now() < deadline, "b2 never came up");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let got = served_path(p, "/", 9);
+    assert!(got.contains(&b2.port()), "{got:?}");
+    assert!(
+        got.iter().all(|&b| b == b1.port() || b == b2.port()),
+        "{got:?}"
+    );
+    drop(rf);
 }
 
 /// Keep-alive clients in threads, each sending GETs until told to stop; every answer that

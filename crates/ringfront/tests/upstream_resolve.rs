@@ -17,11 +17,16 @@ use std::time::{Duration, Instant};
 
 use common::{fill, served_by};
 use ringfront_testkit::dns::{Answer, SRV};
-use ringfront_testkit::{http, Backend, DnsServer, Mode, Ringfront};
+use ringfront_testkit::{http, Backend, Canned, DnsServer, Mode, Ringfront};
 
 const WAIT: Duration = Duration::from_secs(15);
 
 fn config(p: u16, dns: &DnsServer, server: &str) -> String {
+    config_with(p, dns, server, "")
+}
+
+/// [`config`] with `location` added to the proxying location (a `health_check`).
+fn config_with(p: u16, dns: &DnsServer, server: &str, location: &str) -> String {
     fill(
         r#"worker_processes 2;
 error_log stderr notice;
@@ -39,6 +44,7 @@ http {
         location / {
             proxy_pass http://u;
             proxy_next_upstream error timeout;
+            {LOC}
         }
     }
 }
@@ -47,6 +53,7 @@ http {
             ("PORT", p.to_string()),
             ("DNS", dns.addr()),
             ("SERVER", server.to_string()),
+            ("LOC", location.to_string()),
         ],
     )
 }
@@ -79,6 +86,29 @@ fn served(p: u16, n: usize) -> Vec<u16> {
 
 fn ports(bs: &[&Backend]) -> BTreeSet<u16> {
     bs.iter().map(|b| b.port()).collect()
+}
+
+/// The checker's line for `b`'s peer of group `u` saying `what`, once it is there.
+fn wait_state(rf: &Ringfront, b: &Backend, what: &str) -> bool {
+    let line = format!("upstream server 127.0.0.1:{} of \"u\" {what}", b.port());
+    rf.wait_for_stderr(&line, WAIT)
+}
+
+/// How many checker lines say `what` of `b`'s peer.
+fn state_count(rf: &Ringfront, b: &Backend, what: &str) -> usize {
+    let line = format!("upstream server 127.0.0.1:{} of \"u\" {what}", b.port());
+    rf.stderr_lines()
+        .iter()
+        .filter(|l| l.contains(&line))
+        .count()
+}
+
+/// Requests `b` served that were not probes.
+fn user_requests(b: &Backend) -> usize {
+    b.requests()
+        .iter()
+        .filter(|r| !r.target.starts_with("/health"))
+        .count()
 }
 
 fn start(server: &str, dns: &DnsServer) -> (Ringfront, u16) {
@@ -197,6 +227,153 @@ fn a_new_address_enters_through_slow_start() {
     // At full weight b3 would take a third; ramping from 0 over 60 s it takes almost none.
     assert!(to_b3 <= 2, "b3 took {to_b3} of 30: {got:?}");
     assert!(got.iter().all(|&s| s != 0), "{got:?}");
+}
+
+/// With a `mandatory` check, an address the resolver adds is held out until its first probe
+/// passes (as a new peer on a reload), while the addresses that stay are not checked again:
+/// they serve through the change.
+#[test]
+fn a_new_address_waits_for_its_mandatory_check() {
+    let (b1, b2, b3) = (Backend::start(), Backend::start(), Backend::start());
+    b3.set_route("/health", Canned::status(500, "not yet"));
+    let dns = DnsServer::start();
+    dns.set("t.test", Answer::a(&[Ipv4Addr::LOCALHOST], 60));
+    dns.set("_http._tcp.backends.test", srv_of(&[&b1, &b2]));
+    let p = common::port();
+    let check = "health_check interval=200ms fails=1 passes=1 uri=/health mandatory;";
+    let rf = Ringfront::start(&config_with(
+        p,
+        &dns,
+        "backends.test service=http resolve",
+        check,
+    ));
+    for b in [&b1, &b2] {
+        assert!(wait_state(&rf, b, "marked up: first active check passed"));
+    }
+    dns.set("_http._tcp.backends.test", srv_of(&[&b1, &b2, &b3]));
+    assert!(
+        rf.wait_for_stderr(&changed_to(&[&b1, &b2, &b3]), WAIT),
+        "grown"
+    );
+    // From the change on: b1 and b2 keep serving (not held out again), b3 gets nothing
+    // while its probe fails.
+    let mut got = served(p, 10);
+    assert!(wait_state(
+        &rf,
+        &b3,
+        "marked down: first active check failed"
+    ));
+    let probes = b3.requests().len();
+    let deadline = Instant::now() + WAIT;
+    while b3.requests().len() < probes + 2 {
+        got.extend(served(p, 2));
+        assert!(Instant::now() < deadline, "b3 probed again");
+    }
+    assert!(
+        got.iter().all(|&s| s == b1.port() || s == b2.port()),
+        "{got:?}"
+    );
+    assert_eq!(user_requests(&b3), 0);
+    for b in [&b1, &b2] {
+        assert_eq!(
+            state_count(&rf, b, "marked up"),
+            1,
+            "{:?}",
+            rf.stderr_lines()
+        );
+        assert_eq!(state_count(&rf, b, "held out"), 0);
+    }
+    // Its probe passes: b3 takes its share.
+    b3.clear_route("/health");
+    assert!(wait_state(&rf, &b3, "marked up"));
+    let got = served(p, 9);
+    assert!(got.contains(&b3.port()), "{got:?}");
+    assert!(got.iter().all(|&s| s != 0), "{got:?}");
+}
+
+/// With `slow_start` too, the new address's ramp begins when its first probe lets it in
+/// (CHECKING -> UP), not when it entered the group: the held-out time does not count
+/// toward the ramp. (A probe that fails first takes it DOWN; from there every return
+/// ramps.)
+#[test]
+fn a_new_address_held_by_its_check_ramps_from_its_first_pass() {
+    let (b1, b2) = (Backend::start(), Backend::start());
+    let dns = DnsServer::start();
+    dns.set("t.test", Answer::a(&[Ipv4Addr::LOCALHOST], 60));
+    dns.set("_http._tcp.backends.test", srv_of(&[&b1]));
+    let p = common::port();
+    let check = "health_check interval=200ms fails=1 passes=1 uri=/health mandatory;";
+    let rf = Ringfront::start(&config_with(
+        p,
+        &dns,
+        "backends.test service=http resolve slow_start=60s",
+        check,
+    ));
+    assert!(wait_state(&rf, &b1, "marked up"));
+    dns.set("_http._tcp.backends.test", srv_of(&[&b1, &b2]));
+    assert!(rf.wait_for_stderr(&changed_to(&[&b1, &b2]), WAIT), "grown");
+    assert!(wait_state(&rf, &b2, "marked up: first active check passed"));
+    let line = rf
+        .stderr_lines()
+        .into_iter()
+        .find(|l| l.contains(&format!("127.0.0.1:{} of \"u\" marked up", b2.port())))
+        .unwrap_or_default();
+    assert!(line.contains("slow start over 60000ms"), "{line}");
+    let got = served(p, 20);
+    let to_b2 = got.iter().filter(|&&s| s == b2.port()).count();
+    assert!(to_b2 <= 2, "b2 took {to_b2} of 20: {got:?}");
+    assert!(got.iter().all(|&s| s != 0), "{got:?}");
+    // The first answer's only server came up alone: a single peer does not ramp.
+    let first = rf
+        .stderr_lines()
+        .into_iter()
+        .find(|l| l.contains(&format!("127.0.0.1:{} of \"u\" marked up", b1.port())))
+        .unwrap_or_default();
+    assert!(!first.contains("slow start"), "{first}");
+}
+
+/// Without a mandatory check nothing waits: a new address takes requests at once.
+#[test]
+fn without_mandatory_a_new_address_serves_at_once() {
+    let (b1, b2) = (Backend::start(), Backend::start());
+    let dns = DnsServer::start();
+    dns.set("t.test", Answer::a(&[Ipv4Addr::LOCALHOST], 60));
+    dns.set("_http._tcp.backends.test", srv_of(&[&b1]));
+    let p = common::port();
+    // Each probe takes 5 s to answer: b2 has no verdict during the requests below.
+    let check = "health_check interval=30s uri=/health?sleep=5;";
+    let rf = Ringfront::start(&config_with(
+        p,
+        &dns,
+        "backends.test service=http resolve",
+        check,
+    ));
+    assert!(rf.wait_for_stderr(&changed_to(&[&b1]), WAIT), "first set");
+    dns.set("_http._tcp.backends.test", srv_of(&[&b1, &b2]));
+    assert!(rf.wait_for_stderr(&changed_to(&[&b1, &b2]), WAIT), "grown");
+    let got = served(p, 4);
+    assert!(got.contains(&b2.port()), "{got:?}");
+    assert!(got.iter().all(|&s| s != 0), "{got:?}");
+    assert_eq!(state_count(&rf, &b2, "marked up"), 0, "no verdict yet");
+    // The new address is probed at once; the one that stayed keeps its schedule (its next
+    // probe 30 s after its first), not probed again by the change.
+    let probes = |b: &Backend| {
+        b.requests()
+            .iter()
+            .filter(|r| r.target.starts_with("/health"))
+            .count()
+    };
+    let deadline = Instant::now() + WAIT;
+    while probes(&b2) == 0 {
+        assert!(Instant::now() < deadline, "b2 probed");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Well past the 100 ms a fresh schedule spreads first probes over: the resolver's next
+    // question (TTL 1 s). b1's probe from the first set is still in flight (it answers
+    // after 5 s) and counts as its last.
+    let asked = dns.queries("_http._tcp.backends.test", SRV);
+    assert!(dns.wait_queries("_http._tcp.backends.test", SRV, asked + 1, WAIT));
+    assert_eq!(probes(&b1), 1);
 }
 
 #[test]

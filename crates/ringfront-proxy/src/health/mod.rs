@@ -63,6 +63,8 @@ struct CheckState {
     verdict: Verdict,
     passes: u32,
     fails: u32,
+    /// When the last probe was sent (checker clock; 0: never probed).
+    probed_ms: u64,
 }
 
 /// The checker's view of one peer.
@@ -87,6 +89,9 @@ struct Machine {
     /// The state last written and logged: a change is logged against this, not against the
     /// board (which a reload or a worker may have changed first).
     logged: u8,
+    /// A peer a membership change added while a `mandatory` check holds it out: its
+    /// slow-start ramp begins when its first probe lets it in.
+    ramp_when_up: bool,
 }
 
 impl Machine {
@@ -144,6 +149,9 @@ struct Checker {
     machines: Vec<Machine>,
     /// Bumped at every reconfiguration; probe loops of an older epoch end.
     epoch: u64,
+    /// The last reconfiguration was a membership change: the peers that stayed keep their
+    /// probe schedule (their next probe one interval after their last).
+    membership: bool,
     rng: u64,
     /// Wakes the checker's loop (a ramp started from a probe's verdict).
     wake: Rc<Signal>,
@@ -168,8 +176,11 @@ impl Checker {
 
     /// Machines for a new configuration: surviving peers (same group name and address)
     /// keep their verdicts when the group's checks did not change in number; `mandatory`
-    /// checks without `persistent` start over as unknown after a reload, as in nginx Plus.
+    /// checks without `persistent` start over as unknown after a reload, as in nginx Plus,
+    /// but not after a membership change (DNS, the API: the same configuration as read),
+    /// where only the new peers start unknown.
     fn reconfigure(&mut self, snap: Arc<Snapshot>, first: bool) {
+        let membership = !first && same_config(&self.snap, &snap);
         let mut old: Vec<Machine> = std::mem::take(&mut self.machines);
         let mut machines = Vec::with_capacity(snap.topology.peer_count);
         for (gi, up) in snap.topology.upstreams.iter().enumerate() {
@@ -192,13 +203,15 @@ impl Checker {
                     },
                     passes: 0,
                     fails: 0,
+                    probed_ms: 0,
                 };
                 let states = match &prev {
                     Some(p) if p.checks.len() == checks.len() && !first => checks
                         .iter()
                         .zip(&p.checks)
                         .map(|(c, s)| {
-                            if c.mandatory && !(c.persistent && s.verdict == Verdict::Up) {
+                            let keep = membership || (c.persistent && s.verdict == Verdict::Up);
+                            if c.mandatory && !keep {
                                 fresh(c)
                             } else {
                                 s.clone()
@@ -214,16 +227,25 @@ impl Checker {
                     health: health.clone(),
                     slow_start_ms: spec.slow_start_ms,
                     single: up.single,
-                    off: spec.down,
+                    // A draining peer still serves its sticky sessions: it is checked.
+                    off: spec.down && !spec.drain,
                     max_fails: spec.max_fails,
                     fail_timeout: spec.fail_timeout,
                     confirm,
-                    checks: if spec.down { Vec::new() } else { states },
+                    checks: if spec.down && !spec.drain {
+                        Vec::new()
+                    } else {
+                        states
+                    },
                     suspect: prev.as_ref().is_some_and(|p| p.suspect),
                     confirm_down: prev.as_ref().is_some_and(|p| p.confirm_down) && confirm,
                     passive_out: prev.as_ref().is_some_and(|p| p.passive_out),
                     not_up_since_ms: prev.as_ref().and_then(|p| p.not_up_since_ms),
                     logged: prev.as_ref().map_or(health.state(), |p| p.logged),
+                    ramp_when_up: match &prev {
+                        Some(p) => p.ramp_when_up,
+                        None => membership && checks.iter().any(|c| c.mandatory),
+                    },
                 };
                 machines.push((id, m));
             }
@@ -232,8 +254,11 @@ impl Checker {
         self.machines = machines.into_iter().map(|(_, m)| m).collect();
         self.snap = snap;
         self.epoch += 1;
+        self.membership = membership;
         let cause = if first {
             "configuration loaded"
+        } else if membership {
+            "servers changed"
         } else {
             "configuration reloaded"
         };
@@ -265,9 +290,13 @@ impl Checker {
             self.shared.wake_workers();
         }
         let mut cause = cause;
-        if want == UP && was == DOWN {
+        let entering = want == UP && was == CHECKING && m.ramp_when_up;
+        if want == UP && (was == DOWN || entering) {
             cause.push_str(&start_ramp(m, now));
             self.wake.raise();
+        }
+        if want == UP {
+            m.ramp_when_up = false;
         }
         let word = match want {
             UP => "marked up",
@@ -281,6 +310,40 @@ impl Checker {
             LogLevel::Warn
         };
         self.log(level, format_args!("{line}"));
+    }
+
+    /// Milliseconds until the first probe of peer `i`'s check `check` in this epoch: soon,
+    /// spread over 100 ms (mandatory peers wait for it), except for a peer that stayed
+    /// through a membership change, which keeps its schedule: one interval after its last
+    /// probe.
+    fn first_probe_in(&mut self, i: usize, check: usize) -> u64 {
+        let last = self
+            .machines
+            .get(i)
+            .and_then(|m| m.checks.get(check))
+            .map_or(0, |cs| cs.probed_ms);
+        let interval = self
+            .snap
+            .topology
+            .group_of(i)
+            .and_then(|g| self.snap.groups.get(g))
+            .and_then(|g| g.checks.get(check))
+            .map(|k| u64::try_from(k.interval.as_millis()).unwrap_or(u64::MAX));
+        match (self.membership, last, interval) {
+            (true, 1.., Some(every)) => last.saturating_add(every).saturating_sub(now_ms()),
+            _ => self.random(100),
+        }
+    }
+
+    /// Peer `i`'s check `check` sends a probe now.
+    fn probing(&mut self, i: usize, check: usize) {
+        let cs = self
+            .machines
+            .get_mut(i)
+            .and_then(|m| m.checks.get_mut(check));
+        if let Some(cs) = cs {
+            cs.probed_ms = now_ms();
+        }
     }
 
     fn on_probe(&mut self, i: usize, check: usize, outcome: outcome::Outcome) {
@@ -454,6 +517,16 @@ fn ramp_at(done: u64, total: u64) -> (u32, Option<u64>) {
     (r.max(1), Some(to_next.min(total - done)))
 }
 
+/// `next` is a membership change of `prev` (DNS, the API): both were built from the very
+/// same configuration as read. A reload reads a new one, and the changes after it carry
+/// that one, so a reload the checker did not see on its own is not taken for a change.
+fn same_config(prev: &Snapshot, next: &Snapshot) -> bool {
+    match (&prev.config, &next.config) {
+        (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+        _ => false,
+    }
+}
+
 /// Starts a slow-start ramp when the peer has one; returns the text for the log line.
 fn start_ramp(m: &Machine, now: u64) -> String {
     if m.slow_start_ms == 0 || m.single {
@@ -473,8 +546,7 @@ fn alive(c: &Ctx, epoch: u64) -> bool {
 
 /// Probes one peer with one active check, forever (until the configuration changes).
 async fn probe_loop(c: Ctx, epoch: u64, i: usize, check: usize) {
-    // First probe soon (mandatory peers wait for it), spread over 100 ms.
-    let first = c.borrow_mut().random(100);
+    let first = c.borrow_mut().first_probe_in(i, check);
     monoio::time::sleep(Duration::from_millis(first)).await;
     loop {
         if !alive(&c, epoch) {
@@ -491,6 +563,7 @@ async fn probe_loop(c: Ctx, epoch: u64, i: usize, check: usize) {
         let Some(k) = snap.groups.get(gi).and_then(|g| g.checks.get(check)) else {
             return;
         };
+        c.borrow_mut().probing(i, check);
         let outcome = probe::probe(addr, k).await;
         if !alive(&c, epoch) {
             return;
@@ -668,6 +741,7 @@ async fn run(shared: Arc<Shared>, rx: Receiver<Event>) {
         snap: snap.clone(),
         machines: Vec::new(),
         epoch: 0,
+        membership: false,
         rng: seed,
         wake: wake.clone(),
     }));

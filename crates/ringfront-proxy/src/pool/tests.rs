@@ -205,6 +205,7 @@ fn topology(groups: &[usize]) -> Topology {
             fail_timeout: 10,
             max_conns: 0,
             down: false,
+            drain: false,
             slow_start_ms: 0,
         }
     };

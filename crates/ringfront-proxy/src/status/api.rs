@@ -353,6 +353,9 @@ fn server_conf(out: &mut String, p: &PeerView) {
     o.str("route", "");
     o.bool("backup", p.backup);
     o.bool("down", p.down_configured);
+    if p.drain_configured {
+        o.bool("drain", true);
+    }
     o.end();
 }
 

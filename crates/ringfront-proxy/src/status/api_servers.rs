@@ -45,6 +45,7 @@ pub fn fresh() -> UpstreamServer {
         fail_timeout: Duration::from_secs(10),
         backup: false,
         down: false,
+        drain: false,
         max_conns: 0,
         slow_start: Duration::ZERO,
         route: None,
@@ -93,7 +94,16 @@ fn field(s: &mut UpstreamServer, k: &str, v: &Value) -> Result<(), Refused> {
         "fail_timeout" => s.fail_timeout = time(k, v)?,
         "slow_start" => s.slow_start = time(k, v)?,
         "backup" => s.backup = v.as_bool().ok_or_else(|| invalid(k))?,
-        "down" => s.down = v.as_bool().ok_or_else(|| invalid(k))?,
+        // `down` and `drain` exclude each other: setting one clears the other, as the
+        // configuration's last word wins.
+        "down" => {
+            s.down = v.as_bool().ok_or_else(|| invalid(k))?;
+            s.drain &= !s.down;
+        }
+        "drain" => {
+            s.drain = v.as_bool().ok_or_else(|| invalid(k))?;
+            s.down &= !s.drain;
+        }
         "route" => {
             let r = v
                 .as_str()
@@ -101,14 +111,6 @@ fn field(s: &mut UpstreamServer, k: &str, v: &Value) -> Result<(), Refused> {
                 .ok_or_else(|| invalid(k))?;
             s.route = (!r.is_empty()).then(|| r.to_string());
         }
-        // A server that takes only sticky-bound requests is not implemented.
-        "drain" => match v {
-            Value::Bool(false) => {}
-            Value::Bool(true) => {
-                return Err(format_error("\"drain\" is not supported by ringfront"))
-            }
-            _ => return Err(invalid(k)),
-        },
         // The id is the path's; nginx Plus accepts it in the body and ignores it.
         "id" => {}
         _ => return Err(format_error(format!("unknown parameter \"{k}\""))),
@@ -157,6 +159,10 @@ pub fn conf(out: &mut String, id: usize, s: &UpstreamServer) {
     o.str("route", s.route.as_deref().unwrap_or(""));
     o.bool("backup", s.backup);
     o.bool("down", s.down);
+    // nginx Plus writes `drain` only for a draining server.
+    if s.drain {
+        o.bool("drain", true);
+    }
     o.end();
 }
 
@@ -239,9 +245,23 @@ mod tests {
             code(r#"{"server":"backend.example:80"}"#, true).1,
             "UpstreamBadAddress"
         );
+        assert_eq!(code(r#"{"drain":1}"#, false).1, fmt);
+    }
+
+    #[test]
+    fn drain_and_down_exclude_each_other() {
+        let up = apply(&fresh(), br#"{"server":"127.0.0.1:81"}"#, true).unwrap();
+        let drained = apply(&up, br#"{"drain":true}"#, false).unwrap();
+        assert!(drained.drain && !drained.down);
+        assert_eq!(conf_of(&drained)["drain"], json!(true));
         assert_eq!(
-            code(r#"{"drain":true}"#, false),
-            (400, fmt, "\"drain\" is not supported by ringfront".into())
+            conf_of(&up).get("drain"),
+            None,
+            "written only when draining"
         );
+        let down = apply(&drained, br#"{"down":true}"#, false).unwrap();
+        assert!(down.down && !down.drain);
+        let back = apply(&drained, br#"{"drain":false}"#, false).unwrap();
+        assert!(!back.drain && !back.down);
     }
 }

@@ -13,13 +13,14 @@ use crate::snapshot::Snapshot;
 use crate::Shared;
 
 fn state(spec: &PeerSpec, h: &PeerHealth, now_s: u64) -> PeerState {
-    if spec.down {
+    if spec.down && !spec.drain {
         return PeerState::Disabled;
     }
     match h.state() {
         DOWN => PeerState::Down,
         CHECKING => PeerState::Checking,
         _ if failed_out(spec, h, now_s) => PeerState::Unavail,
+        _ if spec.drain => PeerState::Draining,
         _ => PeerState::Up,
     }
 }
@@ -64,7 +65,8 @@ fn peer(
         name: spec.name.clone(),
         server: spec.server_text().to_string(),
         backup,
-        down_configured: spec.down,
+        down_configured: spec.down && !spec.drain,
+        drain_configured: spec.drain,
         state: st,
         active: match h.last_probe.load(Ordering::Relaxed) {
             1 => Verdict::Pass,

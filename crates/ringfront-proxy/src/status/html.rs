@@ -43,6 +43,7 @@ tr.state-down td.state{background:#f7c6c6;color:#900}\
 tr.state-unavail td.state{background:#fbd9b0;color:#840}\
 tr.state-checking td.state{background:#fff2a8;color:#660}\
 tr.state-disabled td.state{background:#ddd;color:#555}\
+tr.state-draining td.state{background:#dde8f7;color:#246}\
 td.v-fail{color:#b00}td.v-pass{color:#070}td.v-unknown{color:#888}\
 .empty{color:#777;font-style:italic}";
 

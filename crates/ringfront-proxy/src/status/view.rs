@@ -61,16 +61,19 @@ pub enum PeerState {
     Unavail,
     /// Marked `down` in the configuration.
     Disabled,
+    /// `drain`: only requests a `sticky` session binds to it.
+    Draining,
 }
 
 impl PeerState {
     /// Every state, in the order the Prometheus `state` series are written.
-    pub const ALL: [PeerState; 5] = [
+    pub const ALL: [PeerState; 6] = [
         PeerState::Up,
         PeerState::Down,
         PeerState::Checking,
         PeerState::Unavail,
         PeerState::Disabled,
+        PeerState::Draining,
     ];
 
     /// The name used by the page, CSV, JSON and Prometheus output.
@@ -81,6 +84,7 @@ impl PeerState {
             PeerState::Checking => "checking",
             PeerState::Unavail => "unavail",
             PeerState::Disabled => "disabled",
+            PeerState::Draining => "draining",
         }
     }
 
@@ -93,6 +97,7 @@ impl PeerState {
             PeerState::Checking => "checking",
             PeerState::Unavail => "unavail",
             PeerState::Disabled => "down",
+            PeerState::Draining => "draining",
         }
     }
 
@@ -135,6 +140,8 @@ pub struct PeerView {
     pub backup: bool,
     /// Marked `down` in the configuration.
     pub down_configured: bool,
+    /// Marked `drain` (in the configuration or by the API).
+    pub drain_configured: bool,
     /// The current state.
     pub state: PeerState,
     /// The last active-check verdict.

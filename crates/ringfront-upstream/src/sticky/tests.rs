@@ -174,3 +174,55 @@ fn round_robin_weighs_the_pin_in_as_nginx() {
     }
     assert_eq!(g.ws.current_weight(0), -3);
 }
+
+fn draining(balancer: Balancer, n: u16, drained: usize) -> Bench {
+    let mut specs: Vec<PeerSpec> = (0..n).map(|i| peer(9001 + i, 1)).collect();
+    specs[drained].down = true;
+    specs[drained].drain = true;
+    Bench::new(Topology::new(vec![UpstreamSpec {
+        name: "b".into(),
+        primary: specs,
+        backup: Vec::new(),
+        balancer,
+        revive: false,
+    }]))
+}
+
+#[test]
+fn a_draining_peer_takes_only_its_pins() {
+    for bal in all() {
+        let mut g = draining(bal, 3, 0);
+        for now in 5..35 {
+            assert_ne!(g.pick_pinned(None, now), Some(0), "{bal:?}: unpinned");
+            assert_ne!(
+                g.pick_pinned(Some(1), now),
+                Some(0),
+                "{bal:?}: pinned elsewhere"
+            );
+            assert_eq!(g.pick_pinned(Some(0), now), Some(0), "{bal:?}: pinned");
+        }
+        // Otherwise unusable (failed out): the pin falls back to the balancer.
+        g.fail(0, 40);
+        let picked = g.pick_pinned(Some(0), 41);
+        assert!(picked.is_some() && picked != Some(0), "{bal:?}");
+    }
+}
+
+#[test]
+fn a_draining_pin_is_taken_when_nothing_else_is_selectable() {
+    // A single draining peer (nginx's `peers->single`), and a group whose other peer is down.
+    for bal in all() {
+        let mut g = draining(bal, 1, 0);
+        assert_eq!(g.pick_pinned(Some(0), 5), Some(0), "{bal:?}: single");
+        assert_eq!(g.pick_pinned(None, 5), None, "{bal:?}: single, unpinned");
+    }
+    {
+        let mut specs: Vec<PeerSpec> = (0..2).map(|i| peer(9001 + i, 1)).collect();
+        specs[0].down = true;
+        specs[0].drain = true;
+        specs[1].down = true;
+        let mut g = Bench::new(testutil_topo(specs));
+        assert_eq!(g.pick_pinned(Some(0), 5), Some(0), "other down");
+        assert_eq!(g.pick_pinned(None, 5), None, "other down, unpinned");
+    }
+}
