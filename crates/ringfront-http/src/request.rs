@@ -71,9 +71,9 @@ pub struct RequestHead {
     /// An `Upgrade` header and the `upgrade` token in `Connection`.
     pub upgrade: bool,
     /// A `Host` value `ngx_http_validate_host` refuses: where its line ends. nginx stops
-    /// reading the fields there and answers 400 from the listen's default server, through
-    /// its `error_page`; `headers` end with that line, `host` is `None`, there is no body
-    /// and no keepalive.
+    /// reading the fields there and answers 400 from the listen's default server (the one
+    /// an absolute target names), through its `error_page`; `headers` end with that line,
+    /// `host` is `None` (an absolute target's), there is no body and no keepalive.
     pub invalid_host: Option<usize>,
 }
 
@@ -231,6 +231,10 @@ impl RequestHead {
                 .map_or(rest.len(), |n| n + 1);
             self.headers.truncate(i + 1);
             self.invalid_host = Some(end + line_end);
+            // An absolute target's host was read (and chose the server) before the fields.
+            if let TargetForm::Absolute { authority, .. } = form {
+                self.host = Span::within(buf, authority);
+            }
             return Ok(());
         }
         let http11 = self.minor_version >= 1;

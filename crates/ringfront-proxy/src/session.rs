@@ -388,9 +388,10 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         rw.args = Some(Vec::new());
         rw.refused_uri = true;
     }
-    // A `Host` nginx refuses: its 400 from the default server too, the URI kept.
+    // A `Host` nginx refuses: its 400 from the default server too (unless an absolute
+    // target chose one), the URI kept.
     let bad_host = head.invalid_host.is_some();
-    let mut chosen = match bad_uri || bad_host {
+    let mut chosen = match bad_uri || (bad_host && head.host.is_none()) {
         true => (default, None),
         false => crate::dispatch::server(&snap, candidates, &buf, &head)?,
     };
@@ -488,8 +489,10 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         );
     }
     if let Some(h) = head.headers.last().filter(|_| bad_host) {
-        // nginx names the refused value as the request's `host`.
-        let ctx = log_context(&buf, &head, client, server_name, None);
+        // nginx names the refused value as the request's `host` (not an absolute target's).
+        let mut shown = head.clone();
+        shown.host = None;
+        let ctx = log_context(&buf, &shown, client, server_name, None);
         let host = String::from_utf8_lossy(h.value.get(&buf));
         let msg = format_args!(
             "client sent invalid host header while reading client request headers{ctx}, host: \"{host}\""

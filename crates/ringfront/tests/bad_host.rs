@@ -1,6 +1,7 @@
 //! A `Host` value nginx's `ngx_http_validate_host` refuses (`.`, `a..b`): nginx stops
 //! reading the fields at that line and answers 400 from the listen's default server (not
-//! the one the name would choose), through its `error_page`, then closes. Against real
+//! the one the name would choose; an absolute target's host still chooses), through its
+//! `error_page`, then closes. Against real
 //! nginx: statuses, bodies, the access-log line (`$request_length` ends with the `Host`
 //! line, a field after it is not seen) and the error-log line.
 
@@ -36,14 +37,21 @@ http {
     )
 }
 
-const HOSTS: &[&str] = &["other", ".", "a..other", "other"];
+/// (target, Host).
+const HOSTS: &[(&str, &str)] = &[
+    ("/x", "other"),
+    ("/x", "."),
+    ("/x", "a..other"),
+    ("/x", "other"),
+    ("http://other/x", "."),
+];
 
 fn observed(p: u16, dir: &std::path::Path) -> Vec<String> {
     let mut lines: Vec<String> = HOSTS
         .iter()
-        .map(|h| {
+        .map(|(t, h)| {
             let mut c = Client::connect(("127.0.0.1", p));
-            let head = format!("GET /x HTTP/1.1\r\nBefore: 1\r\nHost: {h}\r\nAfter: 2\r\n\r\n");
+            let head = format!("GET {t} HTTP/1.1\r\nBefore: 1\r\nHost: {h}\r\nAfter: 2\r\n\r\n");
             c.send_raw(head.as_bytes());
             let r = c.read_response();
             let closed = r.header("Connection").unwrap_or("-").to_string();
@@ -74,6 +82,8 @@ fn a_refused_host_is_the_default_servers_400_through_its_error_page_as_nginx() {
     };
     common::assert_same("bad host", &n, &r);
     assert_eq!(n[1], ". -> 400 default's page close", "{n:?}");
-    assert_eq!(n[5], "default|/e400|400|37|1|-|default", "{n:?}");
-    assert_eq!(n.len(), HOSTS.len() * 2 + 2, "two error-log lines: {n:?}");
+    assert_eq!(n[6], "default|/e400|400|37|1|-|default", "{n:?}");
+    // An absolute target's host chose the server before the fields were read.
+    assert_eq!(n[4], ". -> 400 other's page close", "{n:?}");
+    assert_eq!(n.len(), HOSTS.len() * 2 + 3, "three error-log lines: {n:?}");
 }
