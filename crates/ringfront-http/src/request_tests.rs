@@ -158,6 +158,11 @@ fn absolute_form_authority_is_the_host() {
         ok(b"GET / HTTP/1.1\r\nHost: a.b\r\n\r\n").invalid_host,
         None
     );
+    // An absolute target's host stays the request's host.
+    let raw = b"GET http://a.b/ HTTP/1.1\r\nHost: .\r\n\r\n";
+    let head = ok(raw);
+    assert!(head.invalid_host.is_some());
+    assert_eq!(head.host.map(|h| h.get(raw)), Some(&b"a.b"[..]));
     // TRACE and CONNECT: 405 once the head is read; CONNECT's authority-form target is a
     // 400 first, as nginx's request-line parser refuses it.
     assert_eq!(

@@ -1,9 +1,9 @@
 //! A `Host` value nginx's `ngx_http_validate_host` refuses (`.`, `a..b`): nginx stops
 //! reading the fields at that line and answers 400 from the listen's default server (not
 //! the one the name would choose; an absolute target's host still chooses), through its
-//! `error_page`, then closes. Against real
-//! nginx: statuses, bodies, the access-log line (`$request_length` ends with the `Host`
-//! line, a field after it is not seen) and the error-log line.
+//! `error_page`, then closes. Against real nginx: statuses, bodies, the access-log line
+//! (`$request_length` ends with the `Host` line, a field after it is not seen) and the
+//! error-log line.
 
 mod common;
 
