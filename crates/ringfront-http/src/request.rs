@@ -70,6 +70,11 @@ pub struct RequestHead {
     pub expect_continue: bool,
     /// An `Upgrade` header and the `upgrade` token in `Connection`.
     pub upgrade: bool,
+    /// A `Host` value `ngx_http_validate_host` refuses: where its line ends. nginx stops
+    /// reading the fields there and answers 400 from the listen's default server (the one
+    /// an absolute target names), through its `error_page`; `headers` end with that line,
+    /// `host` is `None` (an absolute target's), there is no body and no keepalive.
+    pub invalid_host: Option<usize>,
 }
 
 impl RequestHead {
@@ -169,7 +174,8 @@ impl RequestHead {
         let mut upgrade_header = false;
         let mut expect_continue = false;
         let mut unique_seen = 0u16;
-        for h in &self.headers {
+        let mut invalid_host = None;
+        for (i, h) in self.headers.iter().enumerate() {
             let name = h.name.get(buf);
             let value = h.value.get(buf);
             let bit = unique_bit(name);
@@ -204,7 +210,8 @@ impl RequestHead {
                     return Err(BadRequest("duplicate Host header"));
                 }
                 if !is_valid_host(value) {
-                    return Err(BadRequest("invalid Host header"));
+                    invalid_host = Some(i);
+                    break;
                 }
                 self.host = Some(h.value);
             } else if name.eq_ignore_ascii_case(b"connection") {
@@ -214,6 +221,21 @@ impl RequestHead {
             } else if name.eq_ignore_ascii_case(b"upgrade") {
                 upgrade_header = true;
             }
+        }
+        if let Some(i) = invalid_host {
+            let end = self.headers[i].value.end as usize;
+            let rest = buf.get(end..).unwrap_or_default();
+            let line_end = rest
+                .iter()
+                .position(|&b| b == b'\n')
+                .map_or(rest.len(), |n| n + 1);
+            self.headers.truncate(i + 1);
+            self.invalid_host = Some(end + line_end);
+            // An absolute target's host was read (and chose the server) before the fields.
+            if let TargetForm::Absolute { authority, .. } = form {
+                self.host = Span::within(buf, authority);
+            }
+            return Ok(());
         }
         let http11 = self.minor_version >= 1;
         if http11 && self.host.is_none() && need_host {

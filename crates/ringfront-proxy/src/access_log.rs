@@ -30,6 +30,7 @@ pub fn write(cx: &Cx<'_>, reply: &Reply) {
         cx.w.shared
             .logger
             .write(&log.sink, String::from_utf8_lossy(&line).into_owned());
+        cx.w.logged.set(cx.w.logged.get() + 1);
     }
 }
 

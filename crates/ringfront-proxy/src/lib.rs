@@ -41,6 +41,7 @@ pub mod listen;
 mod listener;
 mod local;
 mod location_url;
+mod log_wait;
 pub mod logger;
 mod map;
 pub mod members;

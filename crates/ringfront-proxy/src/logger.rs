@@ -1,7 +1,9 @@
 //! The log writer thread: workers format a line and hand it over a crossbeam channel, so no
 //! worker ever blocks on file I/O. Files are opened by the writer, appended to, and flushed
 //! whenever the channel runs dry. `reopen` (SIGUSR1) closes and reopens every file, as
-//! nginx does for log rotation.
+//! nginx does for log rotation. A mark (`log_wait`) is acked once every line sent before it
+//! is flushed: after the batch it came in, or after [`ACK_WITHIN`] more messages when lines
+//! keep coming.
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -9,7 +11,11 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 use std::thread::JoinHandle;
 
+use std::sync::Arc;
+
 use crossbeam_channel::{unbounded, Receiver, Sender};
+
+use crate::log_wait::Acks;
 
 /// Where a line goes.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -22,7 +28,12 @@ enum Msg {
     Line(Sink, String),
     Flush(Sender<()>),
     Reopen(Sender<()>),
+    Mark(Arc<Acks>, u64),
 }
+
+/// A mark waits at most this many further messages for its flush, so that a channel that
+/// never runs dry does not hold closing connections.
+const ACK_WITHIN: usize = 64;
 
 /// Cheap to clone; one per worker.
 #[derive(Clone)]
@@ -43,6 +54,11 @@ impl Logger {
 
     pub fn write(&self, sink: &Sink, line: String) {
         let _ = self.tx.send(Msg::Line(sink.clone(), line));
+    }
+
+    /// Asks for `acks.ack(seq)` once every line sent before is written (never blocks).
+    pub(crate) fn mark(&self, acks: Arc<Acks>, seq: u64) {
+        let _ = self.tx.send(Msg::Mark(acks, seq));
     }
 
     /// Blocks until every line sent before is written (used at exit).
@@ -66,7 +82,7 @@ impl Logger {
 
 /// One error-log line in nginx's layout: `YYYY/MM/DD HH:MM:SS [level] PID#TID: *CONN msg`
 /// (`TID` is the worker's index, or `hc` for the health checker), to every error log of
-/// the snapshot, when `level` passes its threshold.
+/// the snapshot, when `level` passes its threshold (then true).
 pub(crate) fn error_line(
     logger: &Logger,
     snap: &crate::Snapshot,
@@ -74,10 +90,10 @@ pub(crate) fn error_line(
     tid: impl std::fmt::Display,
     conn: u64,
     msg: std::fmt::Arguments<'_>,
-) {
+) -> bool {
     use ringfront_config::LogLevel;
     if level < snap.error_level {
-        return;
+        return false;
     }
     let name = match level {
         LogLevel::Debug => "debug",
@@ -102,6 +118,7 @@ pub(crate) fn error_line(
     for sink in &snap.error_logs {
         logger.write(sink, line.clone());
     }
+    !snap.error_logs.is_empty()
 }
 
 fn open(path: &PathBuf) -> io::Result<File> {
@@ -121,10 +138,28 @@ fn writer(rx: Receiver<Msg>) {
         }
         let _ = stderr.flush();
     };
+    let mut marks: Vec<(Arc<Acks>, u64)> = Vec::new();
+    let mut since_mark = 0;
+    let ack = |marks: &mut Vec<(Arc<Acks>, u64)>| {
+        marks.drain(..).for_each(|(acks, seq)| acks.ack(seq));
+    };
     while let Ok(msg) = rx.recv() {
         let mut next = Some(msg);
         while let Some(msg) = next.take() {
+            if !marks.is_empty() {
+                since_mark += 1;
+                if since_mark >= ACK_WITHIN {
+                    flush_all(&mut files, &mut stderr);
+                    ack(&mut marks);
+                }
+            }
             match msg {
+                Msg::Mark(acks, seq) => {
+                    if marks.is_empty() {
+                        since_mark = 0;
+                    }
+                    marks.push((acks, seq));
+                }
                 Msg::Line(Sink::Stderr, line) => {
                     let _ = stderr.write_all(line.as_bytes());
                 }
@@ -173,6 +208,7 @@ fn writer(rx: Receiver<Msg>) {
             next = rx.try_recv().ok();
         }
         flush_all(&mut files, &mut stderr);
+        ack(&mut marks);
     }
     flush_all(&mut files, &mut stderr);
 }

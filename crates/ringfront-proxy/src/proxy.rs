@@ -209,7 +209,8 @@ pub async fn run_in(
     }
     if let (Some(st), Some(u)) = (&group.sticky, g.topo.upstreams.get(up)) {
         let v = cx.req.vars(g.proxy_host, None, Some(cx.snap));
-        ex.pin(st.pinned(u, &v, crate::clock::now_ms()));
+        let (peer, backup) = st.pinned(u, &v, crate::clock::now_ms());
+        ex.pin(peer, backup);
     }
     let mut io = Io {
         tls,

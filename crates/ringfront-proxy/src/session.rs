@@ -364,10 +364,14 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
                 candidates,
                 line_limit: default.fallback.settings.large_client_header_buffers.1,
             };
+            let before = w.logged.get();
             crate::head_refusal::log(w, &snap, &c, &buf, ended);
+            w.logs_written_since(before).await;
             return None;
         }
     };
+    // Lines handed to the log thread before this request: a close waits for any after.
+    let logged = w.logged.get();
     let mut _busy = busy.unwrap_or_else(|| Busy::new(w));
     _busy.head_read();
     requests += 1;
@@ -384,12 +388,15 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         rw.args = Some(Vec::new());
         rw.refused_uri = true;
     }
-    let mut chosen = match bad_uri {
+    // A `Host` nginx refuses: its 400 from the default server too (unless an absolute
+    // target chose one), the URI kept.
+    let bad_host = head.invalid_host.is_some();
+    let mut chosen = match bad_uri || (bad_host && head.host.is_none()) {
         true => (default, None),
         false => crate::dispatch::server(&snap, candidates, &buf, &head)?,
     };
     let sni = tls.as_deref().and_then(|t| t.server_name.as_deref());
-    let misdirected = match bad_uri {
+    let misdirected = match bad_uri || bad_host {
         true => None,
         false => crate::misdirected::check(&snap, candidates, sni, (&buf, &head), chosen.0),
     };
@@ -399,6 +406,8 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
     let server_name = chosen.0.primary_name.as_str();
     let refusal = match misdirected {
         Some(_) => Some(421),
+        // nginx reads the fields (and refuses a bad `Host`) before its 497, 495, 496.
+        None if bad_host => Some(400),
         None => refuse.or(bad_uri.then_some(400)),
     };
     let pp = proxy_protocol.as_deref();
@@ -478,6 +487,17 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
             ),
             &buf,
         );
+    }
+    if let Some(h) = head.headers.last().filter(|_| bad_host) {
+        // nginx names the refused value as the request's `host` (not an absolute target's).
+        let mut shown = head.clone();
+        shown.host = None;
+        let ctx = log_context(&buf, &shown, client, server_name, None);
+        let host = String::from_utf8_lossy(h.value.get(&buf));
+        let msg = format_args!(
+            "client sent invalid host header while reading client request headers{ctx}, host: \"{host}\""
+        );
+        w.log(&snap, LogLevel::Info, conn_id, msg);
     }
     let denied = refusal.is_none()
         && matches!(outcome, Outcome::Continue)
@@ -578,7 +598,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         // A sized body was read into its own buffer; a chunked one where the head was.
         length: match head.framing {
             ringfront_http::BodyFraming::Length(n) if refused.is_none() => head_len as u64 + n,
-            _ => consumed as u64,
+            _ => head.invalid_host.unwrap_or(consumed) as u64,
         },
         tries: &[],
         id: request_id,
@@ -636,6 +656,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         .as_ref()
         .is_some_and(|c| !c.borrow().as_ref().is_some_and(BodyStream::done));
     if !reply.reusable || unfinished {
+        w.logs_written_since(logged).await;
         close_notify(&mut stream, s.send_timeout).await;
         return None;
     }

@@ -28,11 +28,12 @@ pub fn map(root: &Path, alias: Option<Option<usize>>, uri: &[u8]) -> Vec<u8> {
     path
 }
 
-/// nginx's `NGX_ESCAPE_URI` (for the `Location` of a directory's redirect): space, `#`,
-/// `%`, `?`, controls and bytes from 0x7f.
+/// nginx's `NGX_ESCAPE_URI` (the `Location` of a directory's or a location's auto redirect,
+/// a decoded URI passed upstream): what RFC 3986 does not allow unescaped — controls,
+/// space, `"<>\^`{|}`, DEL and bytes from 0x80 — and `#`, `%`, `?`.
 pub fn escape_uri(out: &mut Vec<u8>, uri: &[u8]) {
     for &b in uri {
-        if matches!(b, b' ' | b'#' | b'%' | b'?') || !(0x20..0x7f).contains(&b) {
+        if b"\" #%<>?\\^`{|}".contains(&b) || !(0x20..0x7f).contains(&b) {
             out.extend_from_slice(format!("%{b:02X}").as_bytes());
         } else {
             out.push(b);
@@ -87,6 +88,9 @@ mod tests {
         let mut o = Vec::new();
         escape_uri(&mut o, b"/a b/%\xff");
         assert_eq!(o, b"/a%20b/%25%FF");
+        let mut o = Vec::new();
+        escape_uri(&mut o, b"/\"#<>?\\^`{|}&+;=:@!$'()*,~");
+        assert_eq!(o, b"/%22%23%3C%3E%3F%5C%5E%60%7B%7C%7D&+;=:@!$'()*,~");
         let mut o = Vec::new();
         escape_args(&mut o, b"a=b&c d/%+~");
         assert_eq!(o, b"a=b%26c%20d/%25%2B~");

@@ -104,16 +104,26 @@ pub fn first_value(templates: &[Template], v: &Vars<'_>) -> Option<Vec<u8>> {
 
 impl StickyRt {
     /// The peer this request names, if it names one of the group's (`now_ms` for learn's
-    /// session expiry).
-    pub fn pinned(&self, up: &Upstream, v: &Vars<'_>, now_ms: u64) -> Option<PeerId> {
-        let id = first_value(&self.conf.lookup, v)?;
-        match &self.learned {
-            Some(s) => {
-                let i = s.lookup(&id, now_ms)?;
-                self.ids.get(i).map(|_| up.primary.base + i)
-            }
-            None => ringfront_upstream::sticky::find(up, &self.ids, &id),
-        }
+    /// session expiry), and the first backup with that server id: nginx looks the id (a
+    /// learned session's, its peer's) up on the list the request is on.
+    pub fn pinned(
+        &self,
+        up: &Upstream,
+        v: &Vars<'_>,
+        now_ms: u64,
+    ) -> (Option<PeerId>, Option<PeerId>) {
+        let Some(id) = first_value(&self.conf.lookup, v) else {
+            return (None, None);
+        };
+        let sid = match &self.learned {
+            Some(s) => match s.lookup(&id, now_ms).and_then(|i| self.ids.get(i)) {
+                Some(sid) => sid.as_bytes(),
+                None => return (None, None),
+            },
+            None => &id[..],
+        };
+        use ringfront_upstream::sticky::{find, find_backup};
+        (find(up, &self.ids, sid), find_backup(up, &self.ids, sid))
     }
 
     /// The server id of peer `peer` of group `up`.

@@ -57,6 +57,10 @@ pub struct Worker {
     pub retire: crate::retire::Retire,
     /// The resolver's cache and counters (`proxy_pass` with variables).
     pub dns: crate::dns::WorkerDns,
+    /// Log lines this worker handed to the log thread.
+    pub(crate) logged: Cell<u64>,
+    /// Waiting for the log thread (`log_wait`), made on first use; `None` if it cannot be.
+    log_wait: std::cell::OnceCell<Option<crate::log_wait::LogWait>>,
 }
 
 /// Adds `by` to a counter only this worker writes (a load and a store, no locked
@@ -85,6 +89,8 @@ impl Worker {
             watch: Cell::new(false),
             retire: Default::default(),
             dns: Default::default(),
+            logged: Cell::new(0),
+            log_wait: Default::default(),
         }
     }
 
@@ -227,7 +233,24 @@ impl Worker {
 
     /// One error-log line in nginx's layout: `YYYY/MM/DD HH:MM:SS [level] PID#TID: *CONN msg`.
     pub fn log(&self, snap: &Snapshot, level: LogLevel, conn: u64, msg: std::fmt::Arguments<'_>) {
-        crate::logger::error_line(&self.shared.logger, snap, level, self.index, conn, msg);
+        if crate::logger::error_line(&self.shared.logger, snap, level, self.index, conn, msg) {
+            self.logged.set(self.logged.get() + 1);
+        }
+    }
+
+    /// Waits (without blocking the worker, at most `log_wait::MAX_WAIT`) until the lines
+    /// this worker handed over are in their files, if any were since `logged` was read as
+    /// `since`: a connection about to close waits, as nginx writes before it closes.
+    pub(crate) async fn logs_written_since(&self, since: u64) {
+        if self.logged.get() == since {
+            return;
+        }
+        let Some(lw) = self.log_wait.get_or_init(crate::log_wait::LogWait::install) else {
+            return;
+        };
+        let (acks, seq) = lw.next_mark();
+        self.shared.logger.mark(acks, seq);
+        let _ = monoio::time::timeout(crate::log_wait::MAX_WAIT, lw.written(seq)).await;
     }
 }
 

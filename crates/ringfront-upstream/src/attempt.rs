@@ -36,6 +36,9 @@ pub struct Attempt {
     pub(crate) inflight_since: Option<u64>,
     /// `sticky`: the peer the request names, preferred while it can be selected.
     pub(crate) pin: Option<PeerId>,
+    /// `sticky`: the first backup with the server id the request names, preferred on the
+    /// backup list (nginx looks the id up on the list the request is on).
+    pub(crate) backup_pin: Option<PeerId>,
 }
 
 impl Attempt {
@@ -51,6 +54,7 @@ impl Attempt {
             bal: BalancerState::default(),
             inflight_since: None,
             pin: None,
+            backup_pin: None,
         };
         at.reset(topo, upstream, cap);
         at
@@ -77,11 +81,26 @@ impl Attempt {
         }
         self.inflight_since = None;
         self.pin = None;
+        self.backup_pin = None;
     }
 
     /// `sticky`: prefer peer `id` (of this group) on every try it can be selected on.
     pub fn pin(&mut self, id: Option<PeerId>) {
         self.pin = id;
+    }
+
+    /// `sticky`: on the backup list prefer backup `id` (one with the server id of the
+    /// pinned peer, when that is a primary).
+    pub fn pin_backup(&mut self, id: Option<PeerId>) {
+        self.backup_pin = id;
+    }
+
+    /// The pin on the list the request is on.
+    pub(crate) fn pin_here(&self) -> Option<PeerId> {
+        match self.in_backup {
+            true => self.backup_pin.or(self.pin),
+            false => self.pin,
+        }
     }
 
     /// The peer of the try in progress (selected and not yet freed).

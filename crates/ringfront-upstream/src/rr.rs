@@ -113,7 +113,8 @@ pub(crate) fn pick(
     now: u64,
 ) -> Option<PeerId> {
     if at.in_backup {
-        return get_peer(&up.backup, ws, board, &mut at.tried, at.pin, now);
+        let pin = at.pin_here();
+        return get_peer(&up.backup, ws, board, &mut at.tried, pin, now);
     }
     let primary = if up.single {
         single(up, board, at.pin, now)
@@ -125,7 +126,8 @@ pub(crate) fn pick(
     }
     at.in_backup = true;
     at.tried.clear();
-    get_peer(&up.backup, ws, board, &mut at.tried, at.pin, now)
+    let pin = at.pin_here();
+    get_peer(&up.backup, ws, board, &mut at.tried, pin, now)
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use crate::topology::{PeerId, Upstream};
 /// round robin takes the pin this way, leaving its own state alone, as nginx's do; round
 /// robin weighs it in (`rr::get_peer`).
 pub(crate) fn pinned(up: &Upstream, board: &Board, at: &mut Attempt, now: u64) -> Option<PeerId> {
-    let id = at.pin?;
+    let id = at.pin_here()?;
     let list = if at.in_backup {
         &up.backup
     } else {
@@ -42,6 +42,19 @@ pub fn find(up: &Upstream, ids: &[impl AsRef<[u8]>], id: &[u8]) -> Option<PeerId
         .position(|s| s.as_ref() == id)
         .map(|i| up.primary.base + i)
         .filter(|p| up.ids().contains(p))
+}
+
+/// The first backup of the group whose server id is `id` (`ids` as for [`find`]): where a
+/// request pinned to a primary goes once it is on the backup list, as nginx's hint is
+/// looked up again there.
+pub fn find_backup(up: &Upstream, ids: &[impl AsRef<[u8]>], id: &[u8]) -> Option<PeerId> {
+    let from = up.backup.base.checked_sub(up.primary.base)?;
+    let backups = ids.get(from..)?;
+    let i = backups
+        .iter()
+        .take(up.backup.len())
+        .position(|s| s.as_ref() == id)?;
+    (!id.is_empty()).then_some(up.backup.base + i)
 }
 
 #[cfg(test)]

@@ -6,7 +6,8 @@
 //! `return`, `deny`, a dead upstream, a folder's and a rewrite's redirects; a body too
 //! large and a denied request with a body (answered, then closed); an `if` block's own
 //! `error_page`; `recursive_error_pages` off and on, the redirection cycle;
-//! `proxy_intercept_errors` (which statuses are intercepted, which backend answered); and
+//! `proxy_intercept_errors` (which statuses are intercepted, which backend answered, only
+//! the first of several `WWW-Authenticate` kept, as nginx 1.22); and
 //! `error_page 497` on a TLS port.
 
 mod common;
@@ -234,6 +235,7 @@ const REQUESTS: &[(&str, &str)] = &[
     ("GET", "/icpt/x?code=403"),
     ("GET", "/icpt/x"),
     ("GET", "/icpt/auth"),
+    ("GET", "/icpt/auth-multi"),
     ("GET", "/to204/x"),
     ("GET", "/tointernal/x?q=1"),
     ("GET", "/ifep/a?x=1"),
@@ -276,7 +278,13 @@ fn answers(p: u16, b: &Backend) -> Vec<String> {
             let location = r.header("Location").unwrap_or("-");
             let location = location.replace(&format!(":{p}"), ":PORT");
             let conn = r.header("Connection").unwrap_or("-");
-            let auth = r.header("WWW-Authenticate").unwrap_or("-");
+            // nginx 1.22 keeps only the first of several (1.23 keeps them all).
+            let auth = r.header_all("WWW-Authenticate").join(",");
+            let auth = if auth.is_empty() {
+                "-".to_string()
+            } else {
+                auth
+            };
             // Built-in pages are longer by "ringfront" in their footer.
             let builtin = r.text().contains("<hr><center>");
             let length = match builtin {
@@ -301,6 +309,10 @@ fn error_pages_match_nginx() {
     let b = Backend::start();
     let auth = ringfront_testkit::Canned::status(401, "no").header("WWW-Authenticate", "Basic x");
     b.set_route("/icpt/auth", auth);
+    let multi = ringfront_testkit::Canned::status(401, "no")
+        .header("WWW-Authenticate", "Basic x")
+        .header("WWW-Authenticate", "Bearer y");
+    b.set_route("/icpt/auth-multi", multi);
     let dead = common::port();
     let root = files("diff");
     let (n, r, np, rp) = common::nginx_and_ringfront(|p| config(p, b.port(), dead, &root));
@@ -319,6 +331,7 @@ fn error_pages_match_nginx() {
         "302 http://example.com/missing",
         "upstream GET /px/page",
         "401 - keep-alive Basic x 13 | upstream GET /icpt/auth | upstream 401",
+        "401 - keep-alive Basic x 13 | upstream GET /icpt/auth-multi | upstream 401",
         "405 - keep-alive - 0 |",
         "| runs=++ uri=/runs",
         "| named runs=+ uri=/torunsnamed/x",

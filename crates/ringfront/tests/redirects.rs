@@ -3,7 +3,9 @@
 //! the `Host` name (lower-cased, without its port) or else the local address; for
 //! `return`, `rewrite`, a folder's 301 (also under `alias`, with arguments and escaped
 //! names) and nginx's auto redirect to a proxying location named with a final `/` (not for
-//! a location of the URI's own name), also reached from an `error_page`.
+//! a location of the URI's own name), also reached from an `error_page`; the escaping of
+//! a location's name (every byte RFC 3986 forbids), and a `Host` nginx refuses: its 400
+//! through the default server's `error_page`, made absolute with the local address.
 
 mod common;
 
@@ -19,7 +21,7 @@ fn files() -> std::path::PathBuf {
 
 fn config(p: u16, backend: u16, root: &std::path::Path) -> String {
     fill(
-        r#"worker_processes 1;
+        r##"worker_processes 1;
 events { worker_connections 64; }
 http {
     access_log off;
@@ -30,6 +32,7 @@ http {
         listen 127.0.0.1:{PORT};
         server_name on;
         absolute_redirect on;
+        error_page 400 /return301;
 
         location / { }
         location /auto/ {
@@ -85,9 +88,12 @@ http {
         location /i/ {
             alias {ROOT}/;
         }
+        location '/auto "#%<>?\^`{|}/' {
+            proxy_pass http://127.0.0.1:{BACKEND};
+        }
     }
 }
-"#,
+"##,
         &[
             ("PORT", p.to_string()),
             ("BACKEND", backend.to_string()),
@@ -121,6 +127,8 @@ const REQUESTS: &[(&str, &str)] = &[
     ("off", "/auto"),
     ("off", "/auto?a=b"),
     ("off", "/return301"),
+    (".", "/return301"),
+    ("off", "/auto%20%22%23%25%3C%3E%3F%5C%5E%60%7B%7C%7D"),
 ];
 
 fn answers(p: u16, b: &Backend) -> Vec<String> {
@@ -159,8 +167,12 @@ fn locations_are_made_as_nginx_makes_them() {
         "301 /auto/ proxied=0",
         "301 http://host/redirect",
         "301 http://127.0.0.1:PORT/redirect",
+        "301 /auto%20%22%23%25%3C%3E%3F%5C%5E%60%7B%7C%7D/ proxied=0",
     ] {
         assert!(has(want), "{want}: {nginx:?}");
     }
+    // `Host: .`: the 400's error_page, no `Host` name to use.
+    let bad_host = &nginx[REQUESTS.len() - 2];
+    assert_eq!(bad_host, "301 http://127.0.0.1:PORT/redirect proxied=0");
     let _ = std::fs::remove_dir_all(&root);
 }

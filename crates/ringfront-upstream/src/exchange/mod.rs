@@ -183,9 +183,10 @@ impl<'a> Exchange<'a> {
         ok
     }
 
-    /// `sticky`: the peer the request names (call before `start`).
-    pub fn pin(&mut self, id: Option<PeerId>) {
-        self.pick.pin(id);
+    /// `sticky`: the peer the request names, and the backup with its server id (call
+    /// before `start`).
+    pub fn pin(&mut self, id: Option<PeerId>, backup: Option<PeerId>) {
+        self.pick.pin(id, backup);
     }
 
     /// The first action: select a peer.

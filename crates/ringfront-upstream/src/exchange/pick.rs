@@ -44,9 +44,11 @@ impl<'a> Pick<'a> {
         self.at.upstream
     }
 
-    /// `sticky`: prefer this peer of the group while it can be selected.
-    pub fn pin(&mut self, id: Option<PeerId>) {
+    /// `sticky`: prefer this peer of the group while it can be selected (`backup`: the
+    /// backup with its server id, on the backup list).
+    pub fn pin(&mut self, id: Option<PeerId>, backup: Option<PeerId>) {
         self.at.pin(id);
+        self.at.pin_backup(backup);
     }
 
     /// Tries left, the current one included.

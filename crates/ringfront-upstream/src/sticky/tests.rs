@@ -119,6 +119,40 @@ fn find_maps_an_id_to_the_groups_peer() {
     assert_eq!(sticky::find(up, &["a", "b", "c", "d"], b"d"), None);
 }
 
+/// nginx looks a server id up again on the backup list: a request pinned to a primary
+/// whose id a backup shares goes to that backup once every primary is out, with every
+/// balancer; a backup's id is found only among the backups.
+#[test]
+fn a_pinned_primary_leads_to_the_backup_with_its_id() {
+    let ids = ["a", "b", "a", "b"];
+    for bal in all() {
+        let mut g = group(bal, 2, 2);
+        let up = &g.t.upstreams[0];
+        assert_eq!(sticky::find(up, &ids, b"b"), Some(1));
+        assert_eq!(sticky::find_backup(up, &ids, b"b"), Some(3));
+        assert_eq!(sticky::find_backup(up, &ids, b"c"), None);
+        assert_eq!(sticky::find_backup(up, &ids, b""), None);
+        g.fail(0, 5);
+        g.fail(1, 5);
+        for _ in 0..6 {
+            let mut at = g.attempt();
+            at.pin(Some(1));
+            at.pin_backup(Some(3));
+            assert_eq!(g.select(&mut at, &NO_KEY, 6), Selection::Peer(3), "{bal:?}");
+            g.free(&mut at, false, 6);
+        }
+        // Without the backup pin the backups are balanced as usual.
+        let unpinned: Vec<_> = (0..4).map(|_| g.pick_pinned(Some(1), 6).unwrap()).collect();
+        assert!(unpinned.contains(&2), "{bal:?}: {unpinned:?}");
+    }
+    // A table of primaries only finds no backup.
+    let g = group(Balancer::RoundRobin, 2, 0);
+    assert_eq!(
+        sticky::find_backup(&g.t.upstreams[0], &["a", "b"], b"a"),
+        None
+    );
+}
+
 /// nginx 1.29.6's round robin with a sticky peer: the pin takes its turn in the weights
 /// until it is a whole round behind, then the weights are left alone; the requests without
 /// a pin then see the weights it left (here 1 first, where plain round robin starts with 0).
