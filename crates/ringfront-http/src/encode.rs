@@ -62,6 +62,11 @@ impl<'a> HeadWriter<'a> {
         HeadWriter { out }
     }
 
+    /// The buffer so far, this head's fields included (`$sent_http_*` reads them).
+    pub fn written(&self) -> &[u8] {
+        self.out
+    }
+
     pub fn header(&mut self, name: &[u8], value: &[u8]) -> &mut Self {
         self.out.extend_from_slice(name);
         self.out.extend_from_slice(b": ");

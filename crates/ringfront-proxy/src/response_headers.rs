@@ -295,10 +295,14 @@ impl<'a> Decor<'a> {
                 Expires::Var { value, modified } => {
                     let mut text = Vec::new();
                     if let Some(r) = self.req {
+                        // `$sent_http_*`, directly or through a `map` (the common
+                        // `map $sent_http_content_type $expires`): the fields so far.
+                        let mut v = r.vars(self.proxy_host, None, self.snap);
+                        v.status = status;
                         crate::vars::render(
                             &mut text,
                             value,
-                            &r.vars(self.proxy_host, None, self.snap),
+                            &v.with_sent_head(h.written()),
                             false,
                         );
                     }
