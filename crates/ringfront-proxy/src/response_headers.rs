@@ -520,6 +520,28 @@ mod tests {
     }
 
     #[test]
+    fn expires_from_a_variable_sees_the_fields_sent_before_it() {
+        let mut settings = ringfront_config::LocationSettings::default();
+        settings.files.expires = Expires::Var {
+            value: ringfront_config::parse_template("$sent_http_x_policy").unwrap(),
+            modified: false,
+        };
+        let (buf, head) = crate::testutil::request_head(b"GET / HTTP/1.1\r\nHost: h\r\n\r\n");
+        let req = crate::testutil::req(&buf, &head);
+        let mut out = Vec::new();
+        let mut h = HeadWriter::relayed(&mut out, 200, b"OK");
+        h.header(b"X-Policy", b"max");
+        Decor::new(&settings, Some(&req)).last(&mut h, 200);
+        h.finish();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains("Expires: Thu, 31 Dec 2037 23:55:55 GMT\r\n")
+                && text.contains("Cache-Control: max-age=315360000\r\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn safe_statuses() {
         let safe: Vec<u16> = (100..600).filter(|&s| safe_status(s)).collect();
         assert_eq!(safe, [200, 201, 204, 206, 301, 302, 303, 304, 307, 308]);

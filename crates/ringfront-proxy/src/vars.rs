@@ -84,11 +84,18 @@ impl<'a> Vars<'a> {
     }
 }
 
-/// Whether a template reads `$sent_http_*` (so `add_header` shows it the fields so far).
+/// Whether a template may read `$sent_http_*` (so `add_header` shows it the fields so
+/// far): directly, or through a `map`, `geo` or `split_clients` whose key may (the widely
+/// copied `map $sent_http_content_type $v`).
 pub fn reads_sent_fields(t: &Template) -> bool {
-    t.parts
-        .iter()
-        .any(|p| matches!(p, TemplatePart::Var(Variable::SentHttp(_))))
+    t.parts.iter().any(|p| {
+        matches!(
+            p,
+            TemplatePart::Var(
+                Variable::SentHttp(_) | Variable::Map(_) | Variable::Geo(_) | Variable::Split(_)
+            )
+        )
+    })
 }
 
 /// `$uri` and `$args` as the rewrite directives left them.

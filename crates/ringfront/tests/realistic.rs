@@ -638,6 +638,9 @@ fn header_rewriting() {
             ("GET", "/portal/plain", &[]),
             ("GET", "/session", &[]),
             ("GET", "/internal/page.html", &[]),
+            ("GET", "/media/a.jpg", &[]),
+            ("GET", "/media/b.mp4", &[]),
+            ("GET", "/media/c.txt", &[]),
         ],
         |run| {
             let b = &run.backends[0];
@@ -665,6 +668,9 @@ fn header_rewriting() {
             b.set_route("/internal/style.css", typed("text/css"));
             b.set_route("/internal/logo.png", typed("image/png"));
             b.set_route("/internal/data", typed("application/json"));
+            b.set_route("/media/a.jpg", typed("image/jpeg"));
+            b.set_route("/media/b.mp4", typed("video/mp4"));
+            b.set_route("/media/c.txt", typed("text/plain"));
             b.set_route(
                 "/session",
                 Canned::status(200, "hi")
