@@ -126,6 +126,7 @@ pub const NOOP_DIRECTIVES: &[&str] = &[
     "scgi_temp_path", "proxy_max_temp_file_size", "proxy_temp_file_write_size",
     "connection_pool_size", "request_pool_size", "client_body_in_single_buffer",
     "uninitialized_variable_warn", "proxy_cache_bypass", "proxy_no_cache",
+    "postpone_output",
 ];
 
 #[rustfmt::skip]
@@ -355,6 +356,9 @@ pub(crate) static TABLE: &[Spec] = &[
     // WebSocket snippet `proxy_cache_bypass $http_upgrade;` is a no-op in nginx too.
     noop("proxy_cache_bypass", HSL, 1, MANY, Check::Templates),
     noop("proxy_no_cache", HSL, 1, MANY, Check::Templates),
+    // nginx holds small writes back until this many bytes are pending; ringfront writes
+    // what a step produced (heads and body chunks coalesced per write).
+    noop("postpone_output", HSL, 1, 1, Check::Size),
     // nginx directives not implemented yet: an error, so no configuration is half-understood
     d("internal", LOCATION, 0, 0),
     unsupported("proxy_cache", HSL, 1, 1),
