@@ -6,6 +6,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use ringfront_testkit::{Backend, Canned, Client, Nginx, Recorded, Response, Ringfront, TempDir};
 
@@ -41,6 +42,10 @@ const UPSTREAM_FIELDS: &[&str] = &[
     "x-client",
     "connection",
     "upgrade",
+    "content-type",
+    "content-length",
+    "x-trace",
+    "x-original-uri",
 ];
 
 /// nginx's built-in pages name it; ringfront's name ringfront (docs: local responses).
@@ -192,7 +197,11 @@ fn record(run: &Run, port: u16, req: &Req) -> String {
                 // `epoch` and `max` are fixed dates.
                 "expires" if !v.contains("1970") && !v.contains("2037") => "DATE".to_string(),
                 // Each names itself; a backend's own (`proxy_pass_header`) is compared.
-                "server" if v.starts_with("nginx") || v.starts_with("ringfront/") => {
+                "server"
+                    if v.starts_with("nginx")
+                        || v == "ringfront"
+                        || v.starts_with("ringfront/") =>
+                {
                     "SERVER".to_string()
                 }
                 _ => v.replace(&port.to_string(), "PORT"),
@@ -210,6 +219,10 @@ fn record(run: &Run, port: u16, req: &Req) -> String {
                 let v = v.replace(&port.to_string(), "PORT");
                 line.push_str(&format!(" | >{f}: {v}"));
             }
+        }
+        if !up.body.is_empty() {
+            let body = String::from_utf8_lossy(&up.body).replace(&port.to_string(), "PORT");
+            line.push_str(&format!(" | >body: {body}"));
         }
     }
     line
@@ -248,6 +261,12 @@ fn differential_collect(
     let rp = common::port();
     let ringfront = Ringfront::start(&run.config(name, rp));
     let mut r = replay(&run, rp, reqs);
+    // Stopped as nginx is (SIGQUIT, a graceful stop), so that what it logged is written.
+    ringfront.signal(libc::SIGQUIT);
+    assert!(
+        ringfront.wait_exit(Duration::from_secs(5)).is_some(),
+        "{name}: ringfront did not stop on SIGQUIT"
+    );
     drop(ringfront);
     r.extend(collect(&run));
     for (a, b) in n.iter().zip(&r) {
@@ -690,6 +709,56 @@ fn header_rewriting() {
     );
     assert!(
         n.iter().any(|l| l.contains("server: ringfront-testkit")),
+        "{n:?}"
+    );
+}
+
+#[test]
+fn redirects_and_request_shaping() {
+    let trace: &[(&str, &str)] = &[("X-Trace", "t-1"), ("User-Agent", "curl/8")];
+    let n = differential_with(
+        "redirects-body.conf",
+        &[
+            ("GET", "/download/report?id=7", trace),
+            ("GET", "/download/gone", trace),
+            ("GET", "/protected/report.txt", &[]),
+            ("GET", "/notify?event=deploy", trace),
+            ("GET", "/raw/report", trace),
+            ("GET", "/raw/moved", &[]),
+            ("GET", "/about", &[]),
+            ("GET", "/about", &[("Host", "www.app.example.com")]),
+            ("GET", "/site/about", &[("Host", "www.app.example.com")]),
+            ("GET", "/rel/about?x=1", &[]),
+            ("GET", "/rel/about/", &[]),
+            ("GET", "/nowhere", &[]),
+        ],
+        |run| {
+            let files = run.root.path().join("files");
+            std::fs::create_dir_all(&files).unwrap();
+            std::fs::write(files.join("report.txt"), "quarterly numbers\n").unwrap();
+            let b = &run.backends[0];
+            let accel = |to: &str| {
+                Canned::status(200, "from the app")
+                    .header("X-Accel-Redirect", to)
+                    .header("X-Accel-Expires", "60")
+            };
+            b.set_route("/download/report", accel("/protected/report.txt"));
+            b.set_route("/download/gone", accel("/protected/missing.txt"));
+            b.set_route("/raw/report", accel("/protected/report.txt"));
+            b.set_route(
+                "/raw/moved",
+                Canned::status(302, "").header("Location", "http://app/raw/elsewhere"),
+            );
+        },
+    );
+    some_proxied(&n);
+    assert!(n.iter().any(|l| l.contains("quarterly numbers")), "{n:?}");
+    assert!(
+        n.iter().any(|l| l.contains(">body: {\"event\":\"deploy\"")),
+        "{n:?}"
+    );
+    assert!(
+        n.iter().any(|l| l.contains("location: /rel/about/?x=1")),
         "{n:?}"
     );
 }
