@@ -524,6 +524,22 @@ fn maps_geo_split() {
         ("GET", "/whoami", &[("X-Client-IP", "198.51.100.10")]),
         ("GET", "/whoami", &[("X-Client-IP", "198.51.100.11")]),
         ("GET", "/whoami", &[("X-Client-IP", "not-an-address")]),
+        ("GET", "/whoami", &[("X-Forwarded-For", "203.0.113.5")]),
+        (
+            "GET",
+            "/whoami",
+            &[("X-Forwarded-For", "203.0.113.5, 10.1.1.1")],
+        ),
+        (
+            "GET",
+            "/whoami",
+            &[("X-Forwarded-For", "203.0.113.5, 198.51.100.1")],
+        ),
+        (
+            "GET",
+            "/whoami",
+            &[("X-Forwarded-For", "198.51.100.1, 203.0.113.9")],
+        ),
         ("GET", "/api/v3/items", &[("Host", "shop.example.org")]),
         ("GET", "/api/items", &[("X-Client-IP", "10.0.0.1")]),
         ("GET", "/API/Legacy/x", &[]),
@@ -548,6 +564,8 @@ fn maps_geo_split() {
         std::fs::write(root.join("maps/tenants.map"), map).unwrap();
     });
     some_proxied(&n);
+    let offices = n.iter().filter(|l| l.contains("office=yes")).count();
+    assert_eq!(offices, 3, "{n:?}");
     for b in 1..=3 {
         let mark = format!("backend {b}");
         assert!(n.iter().any(|l| l.contains(&mark)), "{mark}: {n:?}");
