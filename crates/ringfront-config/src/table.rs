@@ -126,7 +126,9 @@ pub const NOOP_DIRECTIVES: &[&str] = &[
     "scgi_temp_path", "proxy_max_temp_file_size", "proxy_temp_file_write_size",
     "connection_pool_size", "request_pool_size", "client_body_in_single_buffer",
     "uninitialized_variable_warn", "proxy_cache_bypass", "proxy_no_cache",
-    "postpone_output",
+    "postpone_output", "open_file_cache", "open_file_cache_valid", "open_file_cache_min_uses",
+    "open_file_cache_errors", "output_buffers", "aio", "directio", "directio_alignment",
+    "read_ahead",
 ];
 
 #[rustfmt::skip]
@@ -359,6 +361,18 @@ pub(crate) static TABLE: &[Spec] = &[
     // nginx holds small writes back until this many bytes are pending; ringfront writes
     // what a step produced (heads and body chunks coalesced per write).
     noop("postpone_output", HSL, 1, 1, Check::Size),
+    // How nginx reads static files (descriptor cache, buffers, thread or direct I/O): ringfront
+    // opens every file afresh and reads it through the ring, so none of these change what a
+    // client gets. Common in tuned `http` blocks.
+    noop("open_file_cache", HSL, 1, 2, Check::Any),
+    noop("open_file_cache_valid", HSL, 1, 1, Check::Any),
+    noop("open_file_cache_min_uses", HSL, 1, 1, Check::Number),
+    noop("open_file_cache_errors", HSL, 1, 1, Check::Flag),
+    noop("output_buffers", HSL, 2, 2, Check::Any),
+    noop("aio", HSL, 1, 1, Check::Any),
+    noop("directio", HSL, 1, 1, Check::Any),
+    noop("directio_alignment", HSL, 1, 1, Check::Size),
+    noop("read_ahead", HSL, 1, 1, Check::Size),
     // nginx directives not implemented yet: an error, so no configuration is half-understood
     d("internal", LOCATION, 0, 0),
     unsupported("proxy_cache", HSL, 1, 1),
