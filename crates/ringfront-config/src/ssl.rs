@@ -9,7 +9,7 @@ use crate::error::ConfigError;
 use crate::model::{Origin, Template, TemplatePart};
 use crate::ssl_model::{
     CertKey, CertKeyTemplate, ProxySsl, ServerSsl, SessionCache, SslFile, SslProtocols,
-    VerifyClient,
+    Stapling, VerifyClient,
 };
 use crate::tree::Directive;
 use crate::units::{parse_number, parse_size};
@@ -54,6 +54,10 @@ pub(crate) struct SslLevel {
     crl: Option<SslFile>,
     password_file: Option<SslFile>,
     reject_handshake: Option<bool>,
+    stapling: Option<bool>,
+    stapling_file: Option<SslFile>,
+    stapling_responder: Option<String>,
+    stapling_verify: Option<bool>,
 }
 
 /// `proxy_ssl_*` as one level wrote them.
@@ -238,6 +242,10 @@ impl SslLevel {
             "ssl_crl" => set_once(&mut self.crl, file(prefix, d), d)?,
             "ssl_password_file" => set_once(&mut self.password_file, file(prefix, d), d)?,
             "ssl_reject_handshake" => set_once(&mut self.reject_handshake, flag(d)?, d)?,
+            "ssl_stapling" => set_once(&mut self.stapling, flag(d)?, d)?,
+            "ssl_stapling_file" => set_once(&mut self.stapling_file, file(prefix, d), d)?,
+            "ssl_stapling_responder" => set_once(&mut self.stapling_responder, arg.into(), d)?,
+            "ssl_stapling_verify" => set_once(&mut self.stapling_verify, flag(d)?, d)?,
             _ => return Ok(false),
         }
         Ok(true)
@@ -264,6 +272,10 @@ impl SslLevel {
             crl: pick(&self.crl, &outer.crl),
             password_file: pick(&self.password_file, &outer.password_file),
             reject_handshake: pick(&self.reject_handshake, &outer.reject_handshake),
+            stapling: pick(&self.stapling, &outer.stapling),
+            stapling_file: pick(&self.stapling_file, &outer.stapling_file),
+            stapling_responder: pick(&self.stapling_responder, &outer.stapling_responder),
+            stapling_verify: pick(&self.stapling_verify, &outer.stapling_verify),
         }
     }
 
@@ -323,6 +335,14 @@ impl SslLevel {
             trusted_certificate: self.trusted_certificate,
             crl: self.crl,
             reject_handshake: self.reject_handshake.unwrap_or(false),
+            stapling: match self.stapling {
+                Some(true) => Some(Stapling {
+                    file: self.stapling_file,
+                    responder: self.stapling_responder,
+                    verify: self.stapling_verify.unwrap_or(false),
+                }),
+                _ => None,
+            },
         })
     }
 }

@@ -110,6 +110,19 @@ pub struct ServerSsl {
     /// against (OpenSSL's `X509_V_FLAG_CRL_CHECK_ALL`, as nginx sets it).
     pub crl: Option<SslFile>,
     pub reject_handshake: bool,
+    /// `ssl_stapling on` with its `ssl_stapling_*` settings; `None` when off.
+    pub stapling: Option<Stapling>,
+}
+
+/// `ssl_stapling on`: an OCSP response stapled to each certificate's handshakes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stapling {
+    /// `ssl_stapling_file`: a DER response stapled as it is, never fetched.
+    pub file: Option<SslFile>,
+    /// `ssl_stapling_responder`: the URL used instead of the certificate's AIA one.
+    pub responder: Option<String>,
+    /// `ssl_stapling_verify`: a fetched response's signature is checked.
+    pub verify: bool,
 }
 
 impl Default for ServerSsl {
@@ -133,6 +146,7 @@ impl Default for ServerSsl {
             trusted_certificate: None,
             crl: None,
             reject_handshake: false,
+            stapling: None,
         }
     }
 }
