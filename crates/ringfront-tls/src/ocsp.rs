@@ -285,3 +285,98 @@ pub(crate) fn well_formed(bytes: &[u8]) -> bool {
         && der::expect(outer.body, der::ENUMERATED)
             .is_some_and(|(_, rest)| rest.is_empty() || der::expect(rest, 0xa0).is_some())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id() -> CertId {
+        CertId {
+            name_hash: vec![1; 20],
+            key_hash: vec![2; 20],
+            serial: vec![0x10, 0x02],
+        }
+    }
+
+    /// A response for `id` with `status` (a tag and body), signed by nobody.
+    fn response(id: &CertId, status: &[u8], this: &str, next: Option<&str>) -> Vec<u8> {
+        let mut single = id.encode();
+        single.extend_from_slice(status);
+        single.extend(der::write(der::GENERALIZED_TIME, this.as_bytes()));
+        if let Some(n) = next {
+            single.extend(der::write(0xa0, &der::write(der::GENERALIZED_TIME, n.as_bytes())));
+        }
+        let single = der::write(der::SEQUENCE, &single);
+        let mut data = der::write(0xa2, &der::write(der::OCTET_STRING, &[3; 20]));
+        data.extend(der::write(der::GENERALIZED_TIME, this.as_bytes()));
+        data.extend(der::write(der::SEQUENCE, &single));
+        let mut basic = der::write(der::SEQUENCE, &data);
+        basic.extend(der::write(der::SEQUENCE, &der::write(der::OID, &[0x2a, 3])));
+        basic.extend(der::write(der::BIT_STRING, &[0, 9, 9]));
+        let basic = der::write(der::SEQUENCE, &basic);
+        let mut bytes = der::write(der::OID, BASIC);
+        bytes.extend(der::write(der::OCTET_STRING, &basic));
+        let mut outer = der::write(der::ENUMERATED, &[0]);
+        outer.extend(der::write(0xa0, &der::write(der::SEQUENCE, &bytes)));
+        der::write(der::SEQUENCE, &outer)
+    }
+
+    // 2024-01-01T00:00:00Z and a day later
+    const THIS: &str = "20240101000000Z";
+    const NEXT: &str = "20240102000000Z";
+    const T0: i64 = 1704067200;
+
+    #[test]
+    fn statuses_times_and_the_cert_id() {
+        let good = response(&id(), &[0x80, 0], THIS, Some(NEXT));
+        let c = check(&good, &id(), &[], false, T0 + 10).unwrap();
+        assert_eq!(c, Checked { status: Status::Good, next_update: Some(T0 + 86400) });
+        let revoked = response(&id(), &der::write(0xa1, &der::write(der::GENERALIZED_TIME, THIS.as_bytes())), THIS, None);
+        assert_eq!(check(&revoked, &id(), &[], false, T0).unwrap().status, Status::Revoked);
+        // 300 s of slack either side, as OpenSSL's check
+        assert!(check(&good, &id(), &[], false, T0 - 299).is_ok());
+        assert_eq!(check(&good, &id(), &[], false, T0 - 301).unwrap_err(), "OCSP_check_validity() failed");
+        assert!(check(&good, &id(), &[], false, T0 + 86400 + 299).is_ok());
+        assert!(check(&good, &id(), &[], false, T0 + 86400 + 301).is_err());
+        let other = CertId { serial: vec![7], ..id() };
+        assert_eq!(
+            check(&good, &other, &[], false, T0).unwrap_err(),
+            "certificate status not found in the OCSP response"
+        );
+        let mut trylater = der::write(der::ENUMERATED, &[3]);
+        trylater = der::write(der::SEQUENCE, &trylater);
+        assert_eq!(check(&trylater, &id(), &[], false, T0).unwrap_err(), "OCSP response not successful (3: trylater)");
+        // an unsigned response never passes verification
+        assert_eq!(check(&good, &id(), &[], true, T0).unwrap_err(), "OCSP_basic_verify() failed");
+    }
+
+    #[test]
+    fn requests_nest_the_cert_id() {
+        let r = id().request();
+        let (outer, rest) = der::expect(&r, der::SEQUENCE).unwrap();
+        assert!(rest.is_empty());
+        let (tbs, _) = der::expect(outer.body, der::SEQUENCE).unwrap();
+        let (list, _) = der::expect(tbs.body, der::SEQUENCE).unwrap();
+        let (req, _) = der::expect(list.body, der::SEQUENCE).unwrap();
+        let (cid, _) = der::expect(req.body, der::SEQUENCE).unwrap();
+        assert!(id().matches(cid.body));
+    }
+
+    #[test]
+    fn damaged_responses_never_panic() {
+        let good = response(&id(), &[0x80, 0], THIS, Some(NEXT));
+        for cut in 0..good.len() {
+            let _ = check(&good[..cut], &id(), &[], false, T0);
+            assert!(!well_formed(&good[..cut]) || cut == good.len());
+        }
+        let mut x: u32 = 12345;
+        for _ in 0..20_000 {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            let mut b = good.clone();
+            let i = (x as usize >> 8) % b.len();
+            b[i] ^= (x >> 24) as u8 | 1;
+            let _ = check(&b, &id(), &[], true, T0);
+        }
+        assert!(well_formed(&good));
+    }
+}
