@@ -8,8 +8,8 @@ use std::path::Path;
 use crate::error::ConfigError;
 use crate::model::{Origin, Template, TemplatePart};
 use crate::ssl_model::{
-    CertKey, CertKeyTemplate, ProxySsl, ServerSsl, SessionCache, SslFile, SslProtocols,
-    Stapling, VerifyClient,
+    CertKey, CertKeyTemplate, ProxySsl, ServerSsl, SessionCache, SslFile, SslProtocols, Stapling,
+    VerifyClient,
 };
 use crate::tree::Directive;
 use crate::units::{parse_number, parse_size};

@@ -82,7 +82,9 @@ pub(crate) fn write(tag: u8, body: &[u8]) -> Vec<u8> {
 pub(crate) fn generalized_time(body: &[u8]) -> Option<i64> {
     let digits = |r: std::ops::Range<usize>| -> Option<i64> {
         let s = std::str::from_utf8(body.get(r)?).ok()?;
-        s.bytes().all(|b| b.is_ascii_digit()).then(|| s.parse().ok())?
+        s.bytes()
+            .all(|b| b.is_ascii_digit())
+            .then(|| s.parse().ok())?
     };
     if body.last() != Some(&b'Z') {
         return None;

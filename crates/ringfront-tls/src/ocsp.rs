@@ -115,8 +115,7 @@ pub(crate) fn check(
 ) -> Result<Checked, String> {
     let basic = basic(response)?;
     if verify {
-        verify_signature(&basic, issuer)
-            .ok_or_else(|| "OCSP_basic_verify() failed".to_string())?;
+        verify_signature(&basic, issuer).ok_or_else(|| "OCSP_basic_verify() failed".to_string())?;
     }
     let single = find(&basic, id)
         .ok_or_else(|| "certificate status not found in the OCSP response".to_string())?;
@@ -218,8 +217,8 @@ fn single_status(single: &[u8], now: i64) -> Result<Checked, String> {
         None => None,
     };
     // OpenSSL's OCSP_check_validity(this, next, 300 seconds of slack, no age limit)
-    let valid = this_update <= now + 300
-        && next_update.is_none_or(|n| n >= now - 300 && n >= this_update);
+    let valid =
+        this_update <= now + 300 && next_update.is_none_or(|n| n >= now - 300 && n >= this_update);
     if !valid {
         return Err("OCSP_check_validity() failed".to_string());
     }
@@ -253,7 +252,12 @@ fn verify_signature(basic: &Basic, issuer_der: &[u8]) -> Option<()> {
             return None;
         }
         let alg = signer.signature_algorithm.algorithm.as_bytes();
-        by(issuer_key, alg, signer.tbs_certificate.as_ref(), &signer.signature_value.data)?;
+        by(
+            issuer_key,
+            alg,
+            signer.tbs_certificate.as_ref(),
+            &signer.signature_value.data,
+        )?;
         let key = &signer.public_key().subject_public_key.data;
         by(key, basic.sig_alg, basic.tbs.whole, basic.signature)
     })
@@ -304,7 +308,10 @@ mod tests {
         single.extend_from_slice(status);
         single.extend(der::write(der::GENERALIZED_TIME, this.as_bytes()));
         if let Some(n) = next {
-            single.extend(der::write(0xa0, &der::write(der::GENERALIZED_TIME, n.as_bytes())));
+            single.extend(der::write(
+                0xa0,
+                &der::write(der::GENERALIZED_TIME, n.as_bytes()),
+            ));
         }
         let single = der::write(der::SEQUENCE, &single);
         let mut data = der::write(0xa2, &der::write(der::OCTET_STRING, &[3; 20]));
@@ -330,24 +337,50 @@ mod tests {
     fn statuses_times_and_the_cert_id() {
         let good = response(&id(), &[0x80, 0], THIS, Some(NEXT));
         let c = check(&good, &id(), &[], false, T0 + 10).unwrap();
-        assert_eq!(c, Checked { status: Status::Good, next_update: Some(T0 + 86400) });
-        let revoked = response(&id(), &der::write(0xa1, &der::write(der::GENERALIZED_TIME, THIS.as_bytes())), THIS, None);
-        assert_eq!(check(&revoked, &id(), &[], false, T0).unwrap().status, Status::Revoked);
+        assert_eq!(
+            c,
+            Checked {
+                status: Status::Good,
+                next_update: Some(T0 + 86400)
+            }
+        );
+        let revoked = response(
+            &id(),
+            &der::write(0xa1, &der::write(der::GENERALIZED_TIME, THIS.as_bytes())),
+            THIS,
+            None,
+        );
+        assert_eq!(
+            check(&revoked, &id(), &[], false, T0).unwrap().status,
+            Status::Revoked
+        );
         // 300 s of slack either side, as OpenSSL's check
         assert!(check(&good, &id(), &[], false, T0 - 299).is_ok());
-        assert_eq!(check(&good, &id(), &[], false, T0 - 301).unwrap_err(), "OCSP_check_validity() failed");
+        assert_eq!(
+            check(&good, &id(), &[], false, T0 - 301).unwrap_err(),
+            "OCSP_check_validity() failed"
+        );
         assert!(check(&good, &id(), &[], false, T0 + 86400 + 299).is_ok());
         assert!(check(&good, &id(), &[], false, T0 + 86400 + 301).is_err());
-        let other = CertId { serial: vec![7], ..id() };
+        let other = CertId {
+            serial: vec![7],
+            ..id()
+        };
         assert_eq!(
             check(&good, &other, &[], false, T0).unwrap_err(),
             "certificate status not found in the OCSP response"
         );
         let mut trylater = der::write(der::ENUMERATED, &[3]);
         trylater = der::write(der::SEQUENCE, &trylater);
-        assert_eq!(check(&trylater, &id(), &[], false, T0).unwrap_err(), "OCSP response not successful (3: trylater)");
+        assert_eq!(
+            check(&trylater, &id(), &[], false, T0).unwrap_err(),
+            "OCSP response not successful (3: trylater)"
+        );
         // an unsigned response never passes verification
-        assert_eq!(check(&good, &id(), &[], true, T0).unwrap_err(), "OCSP_basic_verify() failed");
+        assert_eq!(
+            check(&good, &id(), &[], true, T0).unwrap_err(),
+            "OCSP_basic_verify() failed"
+        );
     }
 
     #[test]

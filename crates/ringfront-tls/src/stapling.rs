@@ -84,7 +84,12 @@ pub(crate) fn slot(
     files: &CertKey,
     ssl: &ServerSsl,
 ) -> Result<Slot, TlsError> {
-    let plain = |ck| Ok(Slot { plain: ck, fetch: None });
+    let plain = |ck| {
+        Ok(Slot {
+            plain: ck,
+            fetch: None,
+        })
+    };
     let Some(st) = &ssl.stapling else {
         return plain(ck);
     };
@@ -132,15 +137,11 @@ fn warn(line: &str) {
 fn read_file(f: &SslFile) -> Result<Vec<u8>, TlsError> {
     let p = f.path.display();
     let bytes = std::fs::read(&f.path).map_err(|e| {
+        let text = crate::error_text(&e);
+        let why = text.split_once(": ").map_or("", |(_, t)| t);
         TlsError::at(
             f,
-            format!(
-                "BIO_new_file(\"{p}\") failed (SSL: error:80000002:system library::{})",
-                crate::error_text(&e)
-                    .split_once(": ")
-                    .map_or("", |(_, t)| t)
-                    .to_string()
-            ),
+            format!("BIO_new_file(\"{p}\") failed (SSL: error:80000002:system library::{why})"),
         )
     })?;
     if !ocsp::well_formed(&bytes) {
@@ -162,12 +163,16 @@ fn issuer(ck: &CertifiedKey, ssl: &ServerSsl) -> Result<Option<CertificateDer<'s
         return Ok(None);
     };
     let issued = |c: &CertificateDer| {
-        X509Certificate::from_der(c).is_ok_and(|(_, c)| c.subject().as_raw() == leaf.issuer().as_raw())
+        X509Certificate::from_der(c)
+            .is_ok_and(|(_, c)| c.subject().as_raw() == leaf.issuer().as_raw())
     };
     if let Some(c) = ck.cert.iter().skip(1).find(|c| issued(c)) {
         return Ok(Some(c.clone()));
     }
-    for f in [&ssl.trusted_certificate, &ssl.client_certificate].into_iter().flatten() {
+    for f in [&ssl.trusted_certificate, &ssl.client_certificate]
+        .into_iter()
+        .flatten()
+    {
         if let Some(c) = crate::pem::certificates(f)?.into_iter().find(|c| issued(c)) {
             return Ok(Some(c));
         }
@@ -191,7 +196,9 @@ fn responder(ck: &CertifiedKey, st: &Stapling, name: &str) -> Option<Responder> 
     };
     let parsed = parse_url(&url);
     if parsed.is_none() {
-        let rest = url.get(7..).filter(|_| url.len() > 7 && url[..7].eq_ignore_ascii_case("http://"));
+        let rest = url
+            .get(7..)
+            .filter(|_| url.len() > 7 && url[..7].eq_ignore_ascii_case("http://"));
         match rest {
             None => warn(&format!(
                 "\"ssl_stapling\" ignored, invalid URL prefix in OCSP responder \"{url}\" in the certificate \"{name}\""
@@ -207,16 +214,18 @@ fn responder(ck: &CertifiedKey, st: &Stapling, name: &str) -> Option<Responder> 
 /// The first OCSP URL of the certificate's Authority Information Access.
 fn aia_ocsp(cert: &CertificateDer) -> Option<String> {
     let (_, c) = X509Certificate::from_der(cert).ok()?;
-    c.extensions().iter().find_map(|e| match e.parsed_extension() {
-        ParsedExtension::AuthorityInfoAccess(aia) => aia.accessdescs.iter().find_map(|d| {
-            let ocsp = d.access_method.to_id_string() == "1.3.6.1.5.5.7.48.1";
-            match &d.access_location {
-                GeneralName::URI(u) if ocsp => Some(u.to_string()),
-                _ => None,
-            }
-        }),
-        _ => None,
-    })
+    c.extensions()
+        .iter()
+        .find_map(|e| match e.parsed_extension() {
+            ParsedExtension::AuthorityInfoAccess(aia) => aia.accessdescs.iter().find_map(|d| {
+                let ocsp = d.access_method.to_id_string() == "1.3.6.1.5.5.7.48.1";
+                match &d.access_location {
+                    GeneralName::URI(u) if ocsp => Some(u.to_string()),
+                    _ => None,
+                }
+            }),
+            _ => None,
+        })
 }
 
 fn parse_url(url: &str) -> Option<Responder> {
@@ -312,7 +321,10 @@ fn http_get(r: &Responder, request: &[u8]) -> Result<Vec<u8>, String> {
     s.set_write_timeout(timeout).ok();
     let slash = if r.uri.ends_with('/') { "" } else { "/" };
     let path = escape(&base64(request));
-    let head = format!("GET {}{slash}{path} HTTP/1.0\r\nHost: {}\r\n\r\n", r.uri, r.host);
+    let head = format!(
+        "GET {}{slash}{path} HTTP/1.0\r\nHost: {}\r\n\r\n",
+        r.uri, r.host
+    );
     s.write_all(head.as_bytes())
         .map_err(|e| format!("send() failed ({})", crate::error_text(&e)))?;
     let mut all = Vec::new();
@@ -383,9 +395,15 @@ mod tests {
     #[test]
     fn urls_as_nginx_reads_them() {
         let r = parse_url("http://127.0.0.1:8081").unwrap();
-        assert_eq!((r.host.as_str(), r.port, r.uri.as_str()), ("127.0.0.1", 8081, "/"));
+        assert_eq!(
+            (r.host.as_str(), r.port, r.uri.as_str()),
+            ("127.0.0.1", 8081, "/")
+        );
         let r = parse_url("HTTP://ocsp.example/x/").unwrap();
-        assert_eq!((r.host.as_str(), r.port, r.uri.as_str()), ("ocsp.example", 80, "/x/"));
+        assert_eq!(
+            (r.host.as_str(), r.port, r.uri.as_str()),
+            ("ocsp.example", 80, "/x/")
+        );
         assert!(parse_url("https://a/").is_none());
         assert!(parse_url("http://a:x/").is_none());
     }

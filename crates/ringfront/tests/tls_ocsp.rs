@@ -15,7 +15,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-
 use common::fill;
 use ringfront_testkit::{Nginx, Ringfront, TempDir};
 
@@ -66,22 +65,40 @@ fn pki() -> Pki {
     std::fs::write(d.join("certindex"), "").unwrap();
     sh(&d, "openssl req -x509 -new -config openssl.conf -subj /CN=root/ -out root.crt -keyout root.key");
     for n in ["int", "end"] {
-        sh(&d, &format!("openssl req -new -config openssl.conf -subj /CN={n}/ -out {n}.csr -keyout {n}.key"));
+        sh(
+            &d,
+            &format!(
+                "openssl req -new -config openssl.conf -subj /CN={n}/ -out {n}.csr -keyout {n}.key"
+            ),
+        );
     }
-    sh(&d, "openssl ecparam -genkey -out ec-end.key -name prime256v1");
-    sh(&d, "openssl req -new -key ec-end.key -config openssl.conf -subj /CN=ec-end/ -out ec-end.csr");
+    sh(
+        &d,
+        "openssl ecparam -genkey -out ec-end.key -name prime256v1",
+    );
+    sh(
+        &d,
+        "openssl req -new -key ec-end.key -config openssl.conf -subj /CN=ec-end/ -out ec-end.csr",
+    );
     sh(&d, "openssl ca -batch -config ca.conf -keyfile root.key -cert root.crt -subj /CN=int/ -in int.csr -out int.crt");
     for n in ["end", "ec-end"] {
         sh(&d, &format!("openssl ca -batch -config ca.conf -keyfile int.key -cert int.crt -subj /CN={n}/ -in {n}.csr -out {n}.crt"));
     }
-    sh(&d, "openssl ca -config ca.conf -revoke end.crt -keyfile root.key -cert root.crt");
+    sh(
+        &d,
+        "openssl ca -config ca.conf -revoke end.crt -keyfile root.key -cert root.crt",
+    );
     for (req, cert) in [("req", "end"), ("ec-req", "ec-end")] {
-        sh(&d, &format!("openssl ocsp -issuer int.crt -cert {cert}.crt -reqout {req}.der"));
+        sh(
+            &d,
+            &format!("openssl ocsp -issuer int.crt -cert {cert}.crt -reqout {req}.der"),
+        );
         let resp = req.replace("req", "resp");
         sh(&d, &format!("openssl ocsp -index certindex -CA int.crt -rsigner root.crt -rkey root.key -reqin {req}.der -respout {resp}.der -ndays 1"));
     }
     for n in ["end", "ec-end"] {
-        let chain = [format!("{n}.crt"), "int.crt".into()].map(|f| std::fs::read(d.join(f)).unwrap());
+        let chain =
+            [format!("{n}.crt"), "int.crt".into()].map(|f| std::fs::read(d.join(f)).unwrap());
         std::fs::write(d.join(format!("{n}-int.crt")), chain.concat()).unwrap();
     }
     sh(&d, "openssl req -x509 -new -config openssl.conf -subj /CN=plain/ -out plain.crt -keyout plain.key");
@@ -94,8 +111,21 @@ struct Responder(Child);
 impl Responder {
     fn start(pki: &Pki, signer: &str) -> Responder {
         let mut child = Command::new("openssl")
-            .args(["ocsp", "-index", "certindex", "-CA", "int.crt", "-ndays", "1"])
-            .args(["-rsigner", &format!("{signer}.crt"), "-rkey", &format!("{signer}.key")])
+            .args([
+                "ocsp",
+                "-index",
+                "certindex",
+                "-CA",
+                "int.crt",
+                "-ndays",
+                "1",
+            ])
+            .args([
+                "-rsigner",
+                &format!("{signer}.crt"),
+                "-rkey",
+                &format!("{signer}.key"),
+            ])
             .args(["-port", &pki.ocsp_port.to_string()])
             .current_dir(pki.dir.path())
             .stdout(Stdio::piped())
@@ -179,7 +209,11 @@ fn config(servers: &[String]) -> String {
 }
 
 /// The same configuration under nginx and ringfront: what each port staples.
-fn both(conf: impl Fn(&[u16]) -> String, n: usize, look: impl Fn(u16) -> String) -> [Vec<String>; 2] {
+fn both(
+    conf: impl Fn(&[u16]) -> String,
+    n: usize,
+    look: impl Fn(u16) -> String,
+) -> [Vec<String>; 2] {
     let ports: Vec<u16> = (0..n).map(|_| common::port()).collect();
     let nginx = {
         let _n = Nginx::start(&conf(&ports), ports[0]);
@@ -198,8 +232,18 @@ fn stapling_files_are_sent_as_they_are() {
     let k = pki();
     let conf = |p: &[u16]| {
         config(&[
-            server(p[0], &k.path("end-int.crt"), &k.path("end.key"), &format!("ssl_stapling_file {};", k.path("resp.der"))),
-            server(p[1], &k.path("ec-end-int.crt"), &k.path("ec-end.key"), &format!("ssl_stapling_file {};", k.path("ec-resp.der"))),
+            server(
+                p[0],
+                &k.path("end-int.crt"),
+                &k.path("end.key"),
+                &format!("ssl_stapling_file {};", k.path("resp.der")),
+            ),
+            server(
+                p[1],
+                &k.path("ec-end-int.crt"),
+                &k.path("ec-end.key"),
+                &format!("ssl_stapling_file {};", k.path("ec-resp.der")),
+            ),
         ])
     };
     let [n, r] = both(conf, 2, staple);
@@ -216,16 +260,37 @@ fn responses_from_the_responder_are_stapled_when_good() {
         config(&[
             server(p[0], &k.path("ec-end-int.crt"), &k.path("ec-end.key"), ""),
             server(p[1], &k.path("end-int.crt"), &k.path("end.key"), ""),
-            server(p[2], &k.path("ec-end-int.crt"), &k.path("ec-end.key"), &format!("ssl_stapling_verify on; ssl_trusted_certificate {};", k.path("int.crt"))),
+            server(
+                p[2],
+                &k.path("ec-end-int.crt"),
+                &k.path("ec-end.key"),
+                &format!(
+                    "ssl_stapling_verify on; ssl_trusted_certificate {};",
+                    k.path("int.crt")
+                ),
+            ),
             // the issuer from the trusted certificates, not the chain
-            server(p[3], &k.path("ec-end.crt"), &k.path("ec-end.key"), &format!("ssl_trusted_certificate {};", k.path("int.crt"))),
+            server(
+                p[3],
+                &k.path("ec-end.crt"),
+                &k.path("ec-end.key"),
+                &format!("ssl_trusted_certificate {};", k.path("int.crt")),
+            ),
         ])
     };
     let look = |p: u16| staple_after_fetch(p, Duration::from_secs(2));
     let [n, r] = both(conf, 4, look);
     println!("nginx {n:?} ringfront {r:?}");
     assert_eq!(r, n);
-    assert_eq!(r, ["successful (0x0) good", "none", "none", "successful (0x0) good"]);
+    assert_eq!(
+        r,
+        [
+            "successful (0x0) good",
+            "none",
+            "none",
+            "successful (0x0) good"
+        ]
+    );
 }
 
 #[test]
@@ -234,7 +299,15 @@ fn a_delegated_signer_passes_verification() {
     // `int` signs for itself: the issuer's own signature.
     let _responder = Responder::start(&k, "int");
     let conf = |p: &[u16]| {
-        config(&[server(p[0], &k.path("ec-end-int.crt"), &k.path("ec-end.key"), &format!("ssl_stapling_verify on; ssl_trusted_certificate {};", k.path("int.crt")))])
+        config(&[server(
+            p[0],
+            &k.path("ec-end-int.crt"),
+            &k.path("ec-end.key"),
+            &format!(
+                "ssl_stapling_verify on; ssl_trusted_certificate {};",
+                k.path("int.crt")
+            ),
+        )])
     };
     let look = |p: u16| staple_after_fetch(p, Duration::from_secs(5));
     let [n, r] = both(conf, 1, look);
@@ -248,8 +321,21 @@ fn stapling_without_an_issuer_or_a_responder_url_is_a_warning() {
     let plain = k.path("plain.crt");
     let trusted = format!("ssl_trusted_certificate {plain};");
     let cases = [
-        (k.path("ec-end.crt"), k.path("ec-end.key"), "", format!("issuer certificate not found for certificate \"{}\"", k.path("ec-end.crt"))),
-        (plain.clone(), k.path("plain.key"), trusted.as_str(), format!("no OCSP responder URL in the certificate \"{plain}\"")),
+        (
+            k.path("ec-end.crt"),
+            k.path("ec-end.key"),
+            "",
+            format!(
+                "issuer certificate not found for certificate \"{}\"",
+                k.path("ec-end.crt")
+            ),
+        ),
+        (
+            plain.clone(),
+            k.path("plain.key"),
+            trusted.as_str(),
+            format!("no OCSP responder URL in the certificate \"{plain}\""),
+        ),
     ];
     for (cert, key, extra, why) in cases {
         let conf = config(&[server(common::port(), &cert, &key, extra)]);
@@ -257,7 +343,10 @@ fn stapling_without_an_issuer_or_a_responder_url_is_a_warning() {
         let (rs, r) = Ringfront::run_check(&conf);
         let line = format!("\"ssl_stapling\" ignored, {why}");
         assert!(ns.success() && rs.success(), "nginx {n} ringfront {r}");
-        let warned = |out: &str| out.lines().any(|l| l.contains("[warn]") && l.ends_with(&line));
+        let warned = |out: &str| {
+            out.lines()
+                .any(|l| l.contains("[warn]") && l.ends_with(&line))
+        };
         assert!(warned(&n), "nginx: {n}");
         assert!(warned(&r), "ringfront: {r}");
     }
@@ -268,7 +357,12 @@ fn a_stapling_file_that_is_not_a_response_is_refused() {
     let k = pki();
     let bad: PathBuf = k.dir.path().join("bad.der");
     std::fs::write(&bad, b"not DER").unwrap();
-    let conf = config(&[server(common::port(), &k.path("ec-end-int.crt"), &k.path("ec-end.key"), &format!("ssl_stapling_file {};", bad.display()))]);
+    let conf = config(&[server(
+        common::port(),
+        &k.path("ec-end-int.crt"),
+        &k.path("ec-end.key"),
+        &format!("ssl_stapling_file {};", bad.display()),
+    )]);
     let (ns, n) = Nginx::run_check(&conf);
     let (rs, r) = Ringfront::run_check(&conf);
     let want = format!("d2i_OCSP_RESPONSE_bio(\"{}\") failed", bad.display());
