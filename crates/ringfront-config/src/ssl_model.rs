@@ -112,6 +112,20 @@ pub struct ServerSsl {
     pub reject_handshake: bool,
     /// `ssl_stapling on` with its `ssl_stapling_*` settings; `None` when off.
     pub stapling: Option<Stapling>,
+    /// `ssl_ocsp on|leaf` with `ssl_ocsp_responder` and `ssl_ocsp_cache`; `None` when off.
+    pub ocsp: Option<ClientOcsp>,
+}
+
+/// `ssl_ocsp`: a verified client certificate's status asked of its OCSP responder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientOcsp {
+    /// `leaf`: only the client's own certificate; `on`: every one but the root.
+    pub leaf_only: bool,
+    /// `ssl_ocsp_responder`: instead of each certificate's AIA URL.
+    pub responder: Option<String>,
+    /// `ssl_ocsp_cache shared:NAME:SIZE`: the zone's name (responses kept until their
+    /// nextUpdate, shared by the servers naming the same zone).
+    pub cache: Option<String>,
 }
 
 /// `ssl_stapling on`: an OCSP response stapled to each certificate's handshakes.
@@ -147,6 +161,7 @@ impl Default for ServerSsl {
             crl: None,
             reject_handshake: false,
             stapling: None,
+            ocsp: None,
         }
     }
 }

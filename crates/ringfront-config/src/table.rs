@@ -292,6 +292,10 @@ pub(crate) static TABLE: &[Spec] = &[
     d("ssl_stapling_file", HS, 1, 1),
     d("ssl_stapling_responder", HS, 1, 1),
     d("ssl_stapling_verify", HS, 1, 1),
+    // client certificates' OCSP (ringfront-tls client_ocsp.rs)
+    d("ssl_ocsp", HS, 1, 1),
+    d("ssl_ocsp_responder", HS, 1, 1),
+    d("ssl_ocsp_cache", HS, 1, 1),
     d("ssl_password_file", HS, 1, 1),
     d("ssl_reject_handshake", HS, 1, 1),
     // TLS to upstreams

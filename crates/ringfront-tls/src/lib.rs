@@ -7,6 +7,7 @@ mod accept;
 mod chain;
 mod ciphers;
 mod client;
+mod client_ocsp;
 pub mod client_cert;
 mod client_verify;
 mod crl;

@@ -30,6 +30,8 @@ pub struct ServerTls {
     pub config: Arc<ServerConfig>,
     /// Judges the client's certificate after the handshake (`ssl_verify_client`).
     pub verdict: Option<Verdict>,
+    /// `ssl_ocsp`: asked after the handshake of a verified client certificate.
+    pub(crate) ocsp: Option<crate::client_ocsp::OcspCheck>,
 }
 
 /// The certificates of one server; the first the client can verify is used.
@@ -137,6 +139,10 @@ pub fn server_tls(ssl: &ServerSsl) -> Result<ServerHandshake, TlsError> {
         keys.push(crate::stapling::slot(key, ck, ssl)?);
     }
     let auth = client_auth(ssl, &provider)?;
+    let ocsp = match &ssl.ocsp {
+        Some(o) => Some(crate::client_ocsp::OcspCheck::new(o).map_err(TlsError)?),
+        None => None,
+    };
     let mut config = ServerConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(&versions(ssl.protocols))
         .map_err(|e| TlsError(format!("ssl_protocols: {e}")))?
@@ -163,5 +169,6 @@ pub fn server_tls(ssl: &ServerSsl) -> Result<ServerHandshake, TlsError> {
     Ok(ServerHandshake::Serve(Arc::new(ServerTls {
         config: Arc::new(config),
         verdict: auth.judge,
+        ocsp,
     })))
 }

@@ -45,13 +45,13 @@ struct Fetch {
 
 /// `http://host[:port][/uri]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Responder {
-    host: String,
-    port: u16,
-    uri: String,
+pub(crate) struct Responder {
+    pub host: String,
+    pub port: u16,
+    pub uri: String,
 }
 
-fn now() -> i64 {
+pub(crate) fn now() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64)
@@ -212,7 +212,7 @@ fn responder(ck: &CertifiedKey, st: &Stapling, name: &str) -> Option<Responder> 
 }
 
 /// The first OCSP URL of the certificate's Authority Information Access.
-fn aia_ocsp(cert: &CertificateDer) -> Option<String> {
+pub(crate) fn aia_ocsp(cert: &CertificateDer) -> Option<String> {
     let (_, c) = X509Certificate::from_der(cert).ok()?;
     c.extensions()
         .iter()
@@ -228,7 +228,7 @@ fn aia_ocsp(cert: &CertificateDer) -> Option<String> {
         })
 }
 
-fn parse_url(url: &str) -> Option<Responder> {
+pub(crate) fn parse_url(url: &str) -> Option<Responder> {
     if url.len() <= 7 || !url[..7].eq_ignore_ascii_case("http://") {
         return None;
     }
@@ -331,20 +331,12 @@ fn http_get(r: &Responder, request: &[u8]) -> Result<Vec<u8>, String> {
     s.take(1 << 20)
         .read_to_end(&mut all)
         .map_err(|e| format!("recv() failed ({})", crate::error_text(&e)))?;
-    let body = body_start(&all).ok_or("OCSP responder sent invalid response")?;
-    let status = all.split(|&b| b == b' ').nth(1).unwrap_or_default();
-    if status != b"200" {
-        return Err(format!(
-            "OCSP responder sent invalid status \"{}\"",
-            String::from_utf8_lossy(status)
-        ));
-    }
-    Ok(all[body..].to_vec())
+    ok_body(&all).map(<[u8]>::to_vec)
 }
 
 /// Where the body starts: after the first empty line (lines end with LF, a CR before it
 /// optional, as nginx reads them).
-fn body_start(all: &[u8]) -> Option<usize> {
+pub(crate) fn body_start(all: &[u8]) -> Option<usize> {
     let mut at = 0;
     loop {
         let end = at + all[at..].iter().position(|&b| b == b'\n')?;
@@ -354,6 +346,26 @@ fn body_start(all: &[u8]) -> Option<usize> {
         }
         at = end + 1;
     }
+}
+
+/// nginx's request line and header for `request` (DER).
+pub(crate) fn request_head(r: &Responder, request: &[u8]) -> String {
+    let slash = if r.uri.ends_with('/') { "" } else { "/" };
+    let path = escape(&base64(request));
+    format!("GET {}{slash}{path} HTTP/1.0\r\nHost: {}\r\n\r\n", r.uri, r.host)
+}
+
+/// The body of a 200 answer.
+pub(crate) fn ok_body(all: &[u8]) -> Result<&[u8], String> {
+    let body = body_start(all).ok_or("OCSP responder sent invalid response")?;
+    let status = all.split(|&b| b == b' ').nth(1).unwrap_or_default();
+    if status != b"200" {
+        return Err(format!(
+            "OCSP responder sent invalid status \"{}\"",
+            String::from_utf8_lossy(status)
+        ));
+    }
+    Ok(&all[body..])
 }
 
 fn base64(data: &[u8]) -> String {
