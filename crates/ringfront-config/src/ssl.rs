@@ -8,8 +8,8 @@ use std::path::Path;
 use crate::error::ConfigError;
 use crate::model::{Origin, Template, TemplatePart};
 use crate::ssl_model::{
-    CertKey, CertKeyTemplate, ClientOcsp, ProxySsl, ServerSsl, SessionCache, SslFile, SslProtocols, Stapling,
-    VerifyClient,
+    CertKey, CertKeyTemplate, ClientOcsp, ProxySsl, ServerSsl, SessionCache, SslFile, SslProtocols,
+    Stapling, VerifyClient,
 };
 use crate::tree::Directive;
 use crate::units::{parse_number, parse_size};
@@ -86,7 +86,10 @@ fn ocsp_cache(d: &Directive) -> Result<Option<String>, ConfigError> {
         return Ok(None);
     }
     let invalid = || err(d, format!("invalid OCSP cache \"{v}\""));
-    let rest = v.strip_prefix("shared:").filter(|r| !r.is_empty()).ok_or_else(invalid)?;
+    let rest = v
+        .strip_prefix("shared:")
+        .filter(|r| !r.is_empty())
+        .ok_or_else(invalid)?;
     let (name, size) = rest.split_once(':').unwrap_or((rest, ""));
     if name.is_empty() {
         return Err(invalid());

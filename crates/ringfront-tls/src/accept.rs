@@ -143,7 +143,11 @@ pub async fn accept(
     stream.handshake().await.map_err(io_error)?;
     let mut info = Info::of(stream.conn(), &tls, offered);
     if let (Some(check), Some(verdict), true) = (&tls.ocsp, &tls.verdict, info.verified()) {
-        let chain = stream.conn().peer_certificates().unwrap_or_default().to_vec();
+        let chain = stream
+            .conn()
+            .peer_certificates()
+            .unwrap_or_default()
+            .to_vec();
         if let Some(why) = check.validate(&verdict.path(&chain)).await {
             info.fail_client_verify(why, verdict.mode);
         }

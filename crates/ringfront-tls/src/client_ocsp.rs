@@ -43,8 +43,12 @@ impl OcspCheck {
             Some(url) => Some(stapling::parse_url(url).ok_or_else(|| {
                 let rest = url.get(7..).unwrap_or(url);
                 match url.len() > 7 && url[..7].eq_ignore_ascii_case("http://") {
-                    true => format!("invalid host in OCSP responder \"{rest}\" in \"ssl_ocsp_responder\""),
-                    false => format!("invalid URL prefix in OCSP responder \"{url}\" in \"ssl_ocsp_responder\""),
+                    true => format!(
+                        "invalid host in OCSP responder \"{rest}\" in \"ssl_ocsp_responder\""
+                    ),
+                    false => format!(
+                        "invalid URL prefix in OCSP responder \"{url}\" in \"ssl_ocsp_responder\""
+                    ),
                 }
             })?),
         };
@@ -72,7 +76,11 @@ impl OcspCheck {
         None
     }
 
-    async fn status(&self, cert: &CertificateDer<'_>, issuer: &CertificateDer<'_>) -> Option<Status> {
+    async fn status(
+        &self,
+        cert: &CertificateDer<'_>,
+        issuer: &CertificateDer<'_>,
+    ) -> Option<Status> {
         let id = CertId::new(cert, issuer)?;
         let request = id.request();
         let now = crate::stapling::now();
@@ -92,7 +100,11 @@ impl OcspCheck {
             let valid = checked.next_update.unwrap_or(i64::MAX);
             let key = (zone.clone(), request);
             CACHE.rcu(|c| {
-                let mut c = if c.len() >= MAX_ENTRIES { HashMap::new() } else { (**c).clone() };
+                let mut c = if c.len() >= MAX_ENTRIES {
+                    HashMap::new()
+                } else {
+                    (**c).clone()
+                };
                 c.insert(key.clone(), (checked.status, valid));
                 c
             });
@@ -104,7 +116,12 @@ impl OcspCheck {
 /// The responder's answer; `None` when it cannot be had. Names need `resolver`, which
 /// ringfront's OCSP does not use: as nginx without one, only addresses are asked.
 async fn fetch(r: &Responder, request: &[u8]) -> Option<Vec<u8>> {
-    let ip: std::net::IpAddr = r.host.trim_start_matches('[').trim_end_matches(']').parse().ok()?;
+    let ip: std::net::IpAddr = r
+        .host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse()
+        .ok()?;
     let mut s = TcpStream::connect((ip, r.port)).await.ok()?;
     let head = stapling::request_head(r, request).into_bytes();
     let (res, _) = s.write_all(head).await;

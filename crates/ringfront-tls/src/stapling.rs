@@ -352,7 +352,10 @@ pub(crate) fn body_start(all: &[u8]) -> Option<usize> {
 pub(crate) fn request_head(r: &Responder, request: &[u8]) -> String {
     let slash = if r.uri.ends_with('/') { "" } else { "/" };
     let path = escape(&base64(request));
-    format!("GET {}{slash}{path} HTTP/1.0\r\nHost: {}\r\n\r\n", r.uri, r.host)
+    format!(
+        "GET {}{slash}{path} HTTP/1.0\r\nHost: {}\r\n\r\n",
+        r.uri, r.host
+    )
 }
 
 /// The body of a 200 answer.

@@ -6,7 +6,9 @@
 //! the responder, a good status is stapled (after the first handshake asked for it), a
 //! revoked one never is, and with `ssl_stapling_verify on` a response signed by a root
 //! the issuer did not delegate to is not either; `ssl_stapling on` with no responder URL
-//! is nginx's warning at load.
+//! is nginx's warning at load. `ssl_ocsp`: a good client certificate is `SUCCESS`, a
+//! revoked one `FAILED:certificate revoked` (400), a responder that does not answer
+//! `FAILED:certificate status request failed`; `ssl_ocsp_cache` and the load-time checks.
 
 mod common;
 
@@ -369,4 +371,134 @@ fn a_stapling_file_that_is_not_a_response_is_refused() {
     assert!(!ns.success() && !rs.success());
     assert!(n.contains(&want), "nginx: {n}");
     assert!(r.contains(&want), "ringfront: {r}");
+}
+
+/// `ssl_ocsp`: the status and `$ssl_client_verify` of a request made with `client`'s
+/// certificate (and its chain) to a server that asks `responder` about it.
+fn client_verdict(k: &Pki, port: u16, client: &str) -> String {
+    let o = Command::new("curl")
+        .args(["-sSk", "--max-time", "10", "--cert"])
+        .arg(k.path(&format!("{client}-int.crt")))
+        .arg("--key")
+        .arg(k.path(&format!("{client}.key")))
+        .args(["-o", "/dev/null", "-D", "-"])
+        .arg(format!("https://127.0.0.1:{port}/"))
+        .stdin(Stdio::null())
+        .output()
+        .expect("curl runs");
+    let head = String::from_utf8_lossy(&o.stdout).into_owned();
+    let status = head.split_whitespace().nth(1).unwrap_or("-").to_string();
+    let verdict = head
+        .lines()
+        .find_map(|l| l.strip_prefix("X-Verify: "))
+        .unwrap_or("-")
+        .trim_end();
+    format!("{status} {verdict}")
+}
+
+fn ocsp_server(k: &Pki, port: u16, ocsp: &str) -> String {
+    fill(
+        "    server {
+        listen 127.0.0.1:{PORT} ssl;
+        ssl_certificate {CERT};
+        ssl_certificate_key {KEY};
+        ssl_verify_client on;
+        ssl_verify_depth 2;
+        ssl_client_certificate {CA};
+        {OCSP}
+        add_header X-Verify $ssl_client_verify always;
+        location / { return 200 ok; }
+    }
+",
+        &[
+            ("PORT", port.to_string()),
+            ("CERT", k.path("plain.crt")),
+            ("KEY", k.path("plain.key")),
+            ("CA", k.path("trusted.crt")),
+            ("OCSP", ocsp.into()),
+        ],
+    )
+}
+
+#[test]
+fn client_certificates_are_asked_about_as_nginx() {
+    let k = pki();
+    let chain = ["int.crt", "root.crt"].map(|f| std::fs::read(k.dir.path().join(f)).unwrap());
+    std::fs::write(k.dir.path().join("trusted.crt"), chain.concat()).unwrap();
+    let _responder = Responder::start(&k, "int");
+    let dead = common::port();
+    let conf = |p: &[u16]| {
+        let servers = [
+            ocsp_server(&k, p[0], "ssl_ocsp leaf;"),
+            ocsp_server(
+                &k,
+                p[1],
+                &format!("ssl_ocsp leaf; ssl_ocsp_responder http://127.0.0.1:{dead};"),
+            ),
+            // `on` asks about `int` too, which this responder (for `int`'s certificates) cannot answer well
+            ocsp_server(&k, p[2], "ssl_ocsp on;"),
+            ocsp_server(&k, p[3], "ssl_ocsp leaf; ssl_ocsp_cache shared:OCSP:1m;"),
+        ];
+        format!(
+            "worker_processes 1;\nevents {{}}\nhttp {{\n    access_log off;\n{}}}\n",
+            servers.concat()
+        )
+    };
+    let look = |p: u16| {
+        format!(
+            "{} / {}",
+            client_verdict(&k, p, "ec-end"),
+            client_verdict(&k, p, "end")
+        )
+    };
+    let [n, r] = both(conf, 4, look);
+    println!("nginx {n:?} ringfront {r:?}");
+    assert_eq!(r, n);
+    assert_eq!(r[0], "200 SUCCESS / 400 FAILED:certificate revoked");
+    assert_eq!(
+        r[1],
+        "400 FAILED:certificate status request failed / 400 FAILED:certificate status request failed"
+    );
+    assert!(r[2].starts_with("400 FAILED:"), "{}", r[2]);
+    assert_eq!(r[3], r[0]);
+}
+
+#[test]
+fn ssl_ocsp_settings_are_checked_as_nginx() {
+    let k = pki();
+    let cases = [
+        (
+            "ssl_ocsp leaf; ssl_verify_client optional_no_ca;",
+            "\"ssl_ocsp\" is incompatible with \"ssl_verify_client optional_no_ca\"",
+        ),
+        (
+            "ssl_ocsp_cache shared:X;",
+            "invalid OCSP cache \"shared:X\"",
+        ),
+        (
+            "ssl_ocsp_cache shared:X:1k;",
+            "OCSP cache \"shared:X:1k\" is too small",
+        ),
+        ("ssl_ocsp_cache builtin;", "invalid OCSP cache \"builtin\""),
+        ("ssl_ocsp maybe;", "invalid value \"maybe\""),
+    ];
+    for (extra, want) in cases {
+        let conf = format!(
+            "events {{}}\nhttp {{\n{}}}\n",
+            server(
+                common::port(),
+                &k.path("plain.crt"),
+                &k.path("plain.key"),
+                &format!("ssl_client_certificate {}; {extra}", k.path("int.crt"))
+            )
+        );
+        let (ns, n) = Nginx::run_check(&conf);
+        let (rs, r) = Ringfront::run_check(&conf);
+        assert!(
+            !ns.success() && !rs.success(),
+            "{extra}: nginx {n} ringfront {r}"
+        );
+        assert!(n.contains(want), "nginx: {n}");
+        assert!(r.contains(want), "ringfront: {r}");
+    }
 }
