@@ -8,8 +8,8 @@ use std::path::Path;
 use crate::error::ConfigError;
 use crate::model::{Origin, Template, TemplatePart};
 use crate::ssl_model::{
-    CertKey, CertKeyTemplate, ProxySsl, ServerSsl, SessionCache, SslFile, SslProtocols,
-    VerifyClient,
+    CertKey, CertKeyTemplate, ClientOcsp, ProxySsl, ServerSsl, SessionCache, SslFile, SslProtocols,
+    Stapling, VerifyClient,
 };
 use crate::tree::Directive;
 use crate::units::{parse_number, parse_size};
@@ -54,6 +54,51 @@ pub(crate) struct SslLevel {
     crl: Option<SslFile>,
     password_file: Option<SslFile>,
     reject_handshake: Option<bool>,
+    stapling: Option<bool>,
+    stapling_file: Option<SslFile>,
+    stapling_responder: Option<String>,
+    stapling_verify: Option<bool>,
+    ocsp: Option<(OcspMode, Origin)>,
+    ocsp_responder: Option<String>,
+    ocsp_cache: Option<Option<String>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OcspMode {
+    Off,
+    On,
+    Leaf,
+}
+
+fn ocsp_mode(d: &Directive) -> Result<OcspMode, ConfigError> {
+    Ok(match d.arg(0) {
+        "off" => OcspMode::Off,
+        "on" => OcspMode::On,
+        "leaf" => OcspMode::Leaf,
+        other => return Err(err(d, format!("invalid value \"{other}\""))),
+    })
+}
+
+/// `ssl_ocsp_cache off | shared:NAME:SIZE`: the zone's name, `None` for off.
+fn ocsp_cache(d: &Directive) -> Result<Option<String>, ConfigError> {
+    let v = d.arg(0);
+    if v == "off" {
+        return Ok(None);
+    }
+    let invalid = || err(d, format!("invalid OCSP cache \"{v}\""));
+    let rest = v
+        .strip_prefix("shared:")
+        .filter(|r| !r.is_empty())
+        .ok_or_else(invalid)?;
+    let (name, size) = rest.split_once(':').unwrap_or((rest, ""));
+    if name.is_empty() {
+        return Err(invalid());
+    }
+    let size = parse_size(size).ok_or_else(invalid)?;
+    if size < 8 * 4096 {
+        return Err(err(d, format!("OCSP cache \"{v}\" is too small")));
+    }
+    Ok(Some(name.to_string()))
 }
 
 /// `proxy_ssl_*` as one level wrote them.
@@ -238,6 +283,13 @@ impl SslLevel {
             "ssl_crl" => set_once(&mut self.crl, file(prefix, d), d)?,
             "ssl_password_file" => set_once(&mut self.password_file, file(prefix, d), d)?,
             "ssl_reject_handshake" => set_once(&mut self.reject_handshake, flag(d)?, d)?,
+            "ssl_stapling" => set_once(&mut self.stapling, flag(d)?, d)?,
+            "ssl_stapling_file" => set_once(&mut self.stapling_file, file(prefix, d), d)?,
+            "ssl_stapling_responder" => set_once(&mut self.stapling_responder, arg.into(), d)?,
+            "ssl_stapling_verify" => set_once(&mut self.stapling_verify, flag(d)?, d)?,
+            "ssl_ocsp" => set_once(&mut self.ocsp, (ocsp_mode(d)?, d.origin.clone()), d)?,
+            "ssl_ocsp_responder" => set_once(&mut self.ocsp_responder, arg.into(), d)?,
+            "ssl_ocsp_cache" => set_once(&mut self.ocsp_cache, ocsp_cache(d)?, d)?,
             _ => return Ok(false),
         }
         Ok(true)
@@ -264,6 +316,13 @@ impl SslLevel {
             crl: pick(&self.crl, &outer.crl),
             password_file: pick(&self.password_file, &outer.password_file),
             reject_handshake: pick(&self.reject_handshake, &outer.reject_handshake),
+            stapling: pick(&self.stapling, &outer.stapling),
+            stapling_file: pick(&self.stapling_file, &outer.stapling_file),
+            stapling_responder: pick(&self.stapling_responder, &outer.stapling_responder),
+            stapling_verify: pick(&self.stapling_verify, &outer.stapling_verify),
+            ocsp: pick(&self.ocsp, &outer.ocsp),
+            ocsp_responder: pick(&self.ocsp_responder, &outer.ocsp_responder),
+            ocsp_cache: pick(&self.ocsp_cache, &outer.ocsp_cache),
         }
     }
 
@@ -302,6 +361,22 @@ impl SslLevel {
                 ));
             }
         }
+        let ocsp = match &self.ocsp {
+            Some((OcspMode::Off, _)) | None => None,
+            Some((mode, origin)) => {
+                if has_context && matches!(&verify_client, Some((VerifyClient::OptionalNoCa, _))) {
+                    return Err(ConfigError::at(
+                        "\"ssl_ocsp\" is incompatible with \"ssl_verify_client optional_no_ca\"",
+                        origin,
+                    ));
+                }
+                Some(ClientOcsp {
+                    leaf_only: *mode == OcspMode::Leaf,
+                    responder: self.ocsp_responder.clone(),
+                    cache: self.ocsp_cache.clone().flatten(),
+                })
+            }
+        };
         let (ciphers, ciphers_origin) = split(self.ciphers, d.ciphers);
         let (ecdh_curve, ecdh_curve_origin) = split(self.ecdh_curve, d.ecdh_curve);
         Ok(ServerSsl {
@@ -323,6 +398,15 @@ impl SslLevel {
             trusted_certificate: self.trusted_certificate,
             crl: self.crl,
             reject_handshake: self.reject_handshake.unwrap_or(false),
+            stapling: match self.stapling {
+                Some(true) => Some(Stapling {
+                    file: self.stapling_file,
+                    responder: self.stapling_responder,
+                    verify: self.stapling_verify.unwrap_or(false),
+                }),
+                _ => None,
+            },
+            ocsp,
         })
     }
 }

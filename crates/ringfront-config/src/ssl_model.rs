@@ -110,6 +110,33 @@ pub struct ServerSsl {
     /// against (OpenSSL's `X509_V_FLAG_CRL_CHECK_ALL`, as nginx sets it).
     pub crl: Option<SslFile>,
     pub reject_handshake: bool,
+    /// `ssl_stapling on` with its `ssl_stapling_*` settings; `None` when off.
+    pub stapling: Option<Stapling>,
+    /// `ssl_ocsp on|leaf` with `ssl_ocsp_responder` and `ssl_ocsp_cache`; `None` when off.
+    pub ocsp: Option<ClientOcsp>,
+}
+
+/// `ssl_ocsp`: a verified client certificate's status asked of its OCSP responder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientOcsp {
+    /// `leaf`: only the client's own certificate; `on`: every one but the root.
+    pub leaf_only: bool,
+    /// `ssl_ocsp_responder`: instead of each certificate's AIA URL.
+    pub responder: Option<String>,
+    /// `ssl_ocsp_cache shared:NAME:SIZE`: the zone's name (responses kept until their
+    /// nextUpdate, shared by the servers naming the same zone).
+    pub cache: Option<String>,
+}
+
+/// `ssl_stapling on`: an OCSP response stapled to each certificate's handshakes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stapling {
+    /// `ssl_stapling_file`: a DER response stapled as it is, never fetched.
+    pub file: Option<SslFile>,
+    /// `ssl_stapling_responder`: the URL used instead of the certificate's AIA one.
+    pub responder: Option<String>,
+    /// `ssl_stapling_verify`: a fetched response's signature is checked.
+    pub verify: bool,
 }
 
 impl Default for ServerSsl {
@@ -133,6 +160,8 @@ impl Default for ServerSsl {
             trusted_certificate: None,
             crl: None,
             reject_handshake: false,
+            stapling: None,
+            ocsp: None,
         }
     }
 }

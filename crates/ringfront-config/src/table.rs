@@ -119,7 +119,7 @@ pub const NOOP_DIRECTIVES: &[&str] = &[
     "types_hash_bucket_size", "proxy_buffering", "proxy_buffer_size", "proxy_buffers",
     "proxy_busy_buffers_size", "client_header_buffer_size",
     // TLS knobs with nothing to do here (docs/configuration.md, "Accepted and ignored")
-    "ssl_buffer_size", "ssl_stapling", "ssl_stapling_verify", "ssl_early_data",
+    "ssl_buffer_size", "ssl_early_data",
     // nginx's buffering to disk; ringfront streams (docs/configuration.md, "Accepted and
     // ignored")
     "proxy_temp_path", "fastcgi_temp_path", "uwsgi_temp_path",
@@ -290,6 +290,15 @@ pub(crate) static TABLE: &[Spec] = &[
     d("ssl_client_certificate", HS, 1, 1),
     d("ssl_trusted_certificate", HS, 1, 1),
     d("ssl_crl", HS, 1, 1),
+    // OCSP stapling (ringfront-tls stapling.rs)
+    d("ssl_stapling", HS, 1, 1),
+    d("ssl_stapling_file", HS, 1, 1),
+    d("ssl_stapling_responder", HS, 1, 1),
+    d("ssl_stapling_verify", HS, 1, 1),
+    // client certificates' OCSP (ringfront-tls client_ocsp.rs)
+    d("ssl_ocsp", HS, 1, 1),
+    d("ssl_ocsp_responder", HS, 1, 1),
+    d("ssl_ocsp_cache", HS, 1, 1),
     d("ssl_password_file", HS, 1, 1),
     d("ssl_reject_handshake", HS, 1, 1),
     // TLS to upstreams
@@ -334,11 +343,9 @@ pub(crate) static TABLE: &[Spec] = &[
     noop("proxy_buffers", HSL, 2, 2, Check::Any),
     noop("proxy_busy_buffers_size", HSL, 1, 1, Check::Size),
     noop("client_header_buffer_size", HS, 1, 1, Check::Size),
-    // TLS: records are rustls's (16 KiB, as nginx's default ssl_buffer_size); OCSP
-    // stapling and 0-RTT are not offered, so only their off values are harmless.
+    // TLS: records are rustls's (16 KiB, as nginx's default ssl_buffer_size); 0-RTT is
+    // not offered, so only its off value is harmless.
     noop("ssl_buffer_size", HS, 1, 1, Check::Size),
-    noop("ssl_stapling", HS, 1, 1, Check::OffOnly),
-    noop("ssl_stapling_verify", HS, 1, 1, Check::Flag),
     noop("ssl_early_data", HS, 1, 1, Check::OffOnly),
     // Disk buffering and memory pools: ringfront streams bodies through fixed buffers and
     // never writes them to temporary files, and allocates per connection its own way.

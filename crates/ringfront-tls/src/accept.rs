@@ -142,6 +142,16 @@ pub async fn accept(
     let mut stream = TlsStream::new(io, conn, inc);
     stream.handshake().await.map_err(io_error)?;
     let mut info = Info::of(stream.conn(), &tls, offered);
+    if let (Some(check), Some(verdict), true) = (&tls.ocsp, &tls.verdict, info.verified()) {
+        let chain = stream
+            .conn()
+            .peer_certificates()
+            .unwrap_or_default()
+            .to_vec();
+        if let Some(why) = check.validate(&verdict.path(&chain)).await {
+            info.fail_client_verify(why, verdict.mode);
+        }
+    }
     // OpenSSL names a session that will travel in a ticket only once it resumes.
     let shown = info.reused || !tls.config.ticketer.enabled();
     info.session_id = id

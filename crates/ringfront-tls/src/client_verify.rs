@@ -136,6 +136,18 @@ impl Verdict {
         }
     }
 
+    /// The verified path of a chain `judge` found `SUCCESS`: the leaf first, the trusted
+    /// root last (what `ssl_ocsp` asks about).
+    pub(crate) fn path(&self, chain: &[CertificateDer<'static>]) -> Vec<CertificateDer<'static>> {
+        let Some((leaf, rest)) = chain.split_first() else {
+            return Vec::new();
+        };
+        match crate::chain::build(leaf, rest, &self.anchors, self.depth, &self.algs) {
+            Ok(p) => p.into_iter().cloned().collect(),
+            Err(_) => vec![leaf.clone()],
+        }
+    }
+
     /// `SUCCESS`, or the revocation lists' verdict on a path that verified otherwise
     /// (OpenSSL checks them first, but a later error would replace theirs).
     fn revocation(&self, path: &[&CertificateDer<'static>]) -> String {

@@ -71,6 +71,16 @@ impl Info {
         }
     }
 
+    /// `ssl_ocsp` refused a certificate that verified: `FAILED:why`, and the 495 page
+    /// where the certificate is required to verify.
+    pub(crate) fn fail_client_verify(&mut self, why: &str, mode: ringfront_config::VerifyClient) {
+        use ringfront_config::VerifyClient as V;
+        self.client_verify = format!("FAILED:{why}").into();
+        if matches!(mode, V::On | V::Optional) {
+            self.refusal = Some(495);
+        }
+    }
+
     pub fn verified(&self) -> bool {
         &*self.client_verify == "SUCCESS"
     }

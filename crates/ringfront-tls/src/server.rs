@@ -15,6 +15,7 @@ use rustls::{ServerConfig, SupportedProtocolVersion};
 
 use crate::client_verify::{client_auth, Verdict};
 use crate::error::TlsError;
+use crate::stapling::Slot;
 
 /// What a handshake that SNI led to this server gets.
 #[derive(Debug, Clone)]
@@ -29,20 +30,22 @@ pub struct ServerTls {
     pub config: Arc<ServerConfig>,
     /// Judges the client's certificate after the handshake (`ssl_verify_client`).
     pub verdict: Option<Verdict>,
+    /// `ssl_ocsp`: asked after the handshake of a verified client certificate.
+    pub(crate) ocsp: Option<crate::client_ocsp::OcspCheck>,
 }
 
 /// The certificates of one server; the first the client can verify is used.
 #[derive(Debug)]
-struct Certs(Vec<Arc<CertifiedKey>>);
+struct Certs(Vec<Slot>);
 
 impl ResolvesServerCert for Certs {
     fn resolve(&self, hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
         let schemes = hello.signature_schemes();
         self.0
             .iter()
-            .find(|ck| ck.key.choose_scheme(schemes).is_some())
+            .find(|s| s.key().key.choose_scheme(schemes).is_some())
             .or_else(|| self.0.first())
-            .cloned()
+            .map(Slot::current)
     }
 }
 
@@ -132,9 +135,14 @@ pub fn server_tls(ssl: &ServerSsl) -> Result<ServerHandshake, TlsError> {
     }
     let mut keys = Vec::new();
     for ck in &ssl.certificates {
-        keys.push(crate::pem::certified_key(ck, &provider)?);
+        let key = crate::pem::certified_key(ck, &provider)?;
+        keys.push(crate::stapling::slot(key, ck, ssl)?);
     }
     let auth = client_auth(ssl, &provider)?;
+    let ocsp = match &ssl.ocsp {
+        Some(o) => Some(crate::client_ocsp::OcspCheck::new(o).map_err(TlsError)?),
+        None => None,
+    };
     let mut config = ServerConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(&versions(ssl.protocols))
         .map_err(|e| TlsError(format!("ssl_protocols: {e}")))?
@@ -161,5 +169,6 @@ pub fn server_tls(ssl: &ServerSsl) -> Result<ServerHandshake, TlsError> {
     Ok(ServerHandshake::Serve(Arc::new(ServerTls {
         config: Arc::new(config),
         verdict: auth.judge,
+        ocsp,
     })))
 }
