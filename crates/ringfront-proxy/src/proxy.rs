@@ -329,7 +329,7 @@ async fn wait(cx: &Cx<'_>, g: &Group<'_>, action: Action, io: &mut Io) -> Event 
                 _ => read_head(cx, io).await,
             }
         };
-        client_gone::unless_gone(client.as_ref(), &mut watch, step).await
+        client_gone::unless_gone_standing(client.as_ref(), cx.req.standing, &mut watch, step).await
     };
     io.client = client;
     io.watch = watch;
