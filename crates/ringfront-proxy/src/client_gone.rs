@@ -4,19 +4,22 @@
 //! that closes its side ends it then, instead of when the wait would have ended. One
 //! readiness watch on the client's socket races the wait; when it fires, a one-byte peek
 //! tells a close (end of stream, or a reset) from bytes the client pipelined, which are
-//! left where they are and are no close (unless the client's close is behind them).
+//! left where they are and are no close (unless the client's close is behind them). The
+//! upstream's waits on the io_uring driver watch through the worker's hang-up watch
+//! (hangup.rs: registered once per connection, nothing submitted per wait); the others,
+//! and every wait on the epoll driver, arm a poll on the ring for the wait.
 
 use std::cell::RefCell;
 use std::future::Future;
 use std::io;
 use std::os::fd::AsRawFd;
-use std::pin::Pin;
 use std::rc::Rc;
-use std::task::{Context, Poll};
+use std::task::Poll;
 use std::time::Duration;
 
 use monoio::net::TcpStream;
 
+use crate::hangup::{Hangups, Key};
 use crate::stream::ClientStream;
 
 /// The client closed its connection: `errno` is the error its socket held (a reset), if
@@ -63,9 +66,10 @@ pub async fn unless_gone<F: Future>(
     Ok(wait.await)
 }
 
-/// [`unless_gone`] on the connection's standing watch (io_uring): the poll it leaves armed
-/// is taken up by the next wait instead of one poll armed and cancelled per wait. On the
-/// epoll driver, or when the socket cannot be duplicated, it is [`unless_gone`].
+/// [`unless_gone`] on the worker's hang-up watch (io_uring, hangup.rs): the connection is
+/// registered there once, at its first watched wait, and a wait costs the kernel nothing.
+/// On the epoll driver, or when the watch cannot take the connection, it is
+/// [`unless_gone`].
 pub async fn unless_gone_standing<F: Future>(
     s: Option<&ClientStream>,
     standing: Option<&Standing>,
@@ -75,28 +79,21 @@ pub async fn unless_gone_standing<F: Future>(
     let Some(tcp) = s.and_then(ClientStream::tcp).filter(|_| watch.0) else {
         return Ok(wait.await);
     };
-    let Some(standing) = standing.filter(|st| !monoio::utils::is_legacy() && st.ready(tcp)) else {
+    let registered = standing
+        .filter(|_| !monoio::utils::is_legacy())
+        .and_then(|st| st.registered(tcp));
+    let Some((hangups, key)) = registered else {
         return unless_gone(s, watch, wait).await;
     };
     let mut wait = std::pin::pin!(wait);
-    let mut pending = false;
-    let mut rearmed = false;
     let out = std::future::poll_fn(|cx| {
-        // The wait first: one that is ready at once (a pooled connection) arms nothing.
+        // The wait first: one that is ready at once looks at nothing else.
         if let Poll::Ready(out) = wait.as_mut().poll(cx) {
             return Poll::Ready(Some(out));
         }
-        loop {
-            match standing.poll(cx) {
-                Poll::Pending => {
-                    pending = true;
-                    return Poll::Pending;
-                }
-                // Fired before this wait: what made the socket readable was read since (the
-                // next request); a fresh poll tells what is there now.
-                Poll::Ready(()) if !pending && !rearmed => rearmed = true,
-                Poll::Ready(()) => return Poll::Ready(None),
-            }
+        match hangups.hung(key, cx.waker()) {
+            true => Poll::Ready(None),
+            false => Poll::Pending,
         }
     })
     .await;
@@ -110,68 +107,30 @@ pub async fn unless_gone_standing<F: Future>(
     Ok(wait.await)
 }
 
-/// A connection's standing watch: one poll on a duplicate of the client's socket, armed by
-/// the first wait that pends and left armed when that wait ends, so that the next waits (of
-/// this request and of the next ones on the connection) find it armed and arm nothing; a
-/// poll per wait costs a PollAdd and, when the upstream answers first, an AsyncCancel, both
-/// through the kernel. A fired poll is armed again by the next wait. The duplicate (it
-/// outlives no wait: it is closed with the connection) is made at the first watched wait.
+/// A connection's place in the worker's hang-up watch (hangup.rs), taken at its first
+/// watched wait and given back when the connection is dropped.
 #[derive(Default)]
-pub struct Standing(RefCell<Option<Armed>>);
-
-type Readable = Pin<Box<dyn Future<Output = io::Result<()>>>>;
-
-struct Armed {
-    dup: Rc<TcpStream>,
-    poll: Option<Readable>,
-}
+pub struct Standing(RefCell<Option<(Rc<Hangups>, Key)>>);
 
 impl Standing {
-    /// Whether the duplicate of `tcp` is there (made now if not).
-    fn ready(&self, tcp: &TcpStream) -> bool {
-        let Ok(mut slot) = self.0.try_borrow_mut() else {
-            return false;
-        };
+    /// The watch and the connection's key in it (registered now if not yet).
+    fn registered(&self, tcp: &TcpStream) -> Option<(Rc<Hangups>, Key)> {
+        let mut slot = self.0.try_borrow_mut().ok()?;
         if slot.is_none() {
-            *slot = duplicate(tcp).map(|dup| Armed {
-                dup: Rc::new(dup),
-                poll: None,
-            });
+            let h = Hangups::worker()?;
+            let key = h.register(tcp.as_raw_fd())?;
+            *slot = Some((h, key));
         }
-        slot.is_some()
-    }
-
-    /// Polls the standing poll, arming one first if none is armed; a fired one is disarmed.
-    fn poll(&self, cx: &mut Context<'_>) -> Poll<()> {
-        let Ok(mut slot) = self.0.try_borrow_mut() else {
-            return Poll::Pending;
-        };
-        let Some(armed) = slot.as_mut() else {
-            return Poll::Pending;
-        };
-        let poll = armed.poll.get_or_insert_with(|| {
-            let dup = Rc::clone(&armed.dup);
-            Box::pin(async move { dup.readable(false).await })
-        });
-        match poll.as_mut().poll(cx) {
-            Poll::Ready(_) => {
-                armed.poll = None;
-                Poll::Ready(())
-            }
-            Poll::Pending => Poll::Pending,
-        }
+        slot.clone()
     }
 }
 
-/// A second descriptor of the client's socket, owned by the watch (so that its poll does not
-/// borrow the stream, which the session moves between requests).
-#[allow(unsafe_code)]
-fn duplicate(tcp: &TcpStream) -> Option<TcpStream> {
-    // SAFETY: the descriptor is the stream's open socket, borrowed only for the duplication
-    // (the stream outlives this call).
-    let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(tcp.as_raw_fd()) };
-    let owned = fd.try_clone_to_owned().ok()?;
-    TcpStream::from_std(std::net::TcpStream::from(owned)).ok()
+impl Drop for Standing {
+    fn drop(&mut self) {
+        if let Some((h, key)) = self.0.get_mut().take() {
+            h.release(key);
+        }
+    }
 }
 
 /// Sleeps `wait`, or less when the client closed its connection first; `true` then.
