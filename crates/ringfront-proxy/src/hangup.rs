@@ -10,7 +10,7 @@
 //! descriptor is closed. A slot's token carries a generation, so that a report for a
 //! connection already gone never marks the connection that took its slot.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::rc::Rc;
 use std::task::Waker;
@@ -46,6 +46,8 @@ struct Slot {
 /// The worker's epoll instance and the connections registered in it.
 pub struct Hangups {
     ep: OwnedFd,
+    /// Whether its poll task runs (it ends with the runtime it was spawned on).
+    alive: Cell<bool>,
     slots: RefCell<Vec<Slot>>,
     free: RefCell<Vec<u32>>,
 }
@@ -55,12 +57,12 @@ thread_local! {
 }
 
 impl Hangups {
-    /// This worker's watch, made (and its poll task spawned) at the first use; `None` when
-    /// no epoll instance can be made.
+    /// This worker's watch, made (and its poll task spawned) at the first use, or again when
+    /// the runtime its task ran on has ended; `None` when no epoll instance can be made.
     pub fn worker() -> Option<Rc<Hangups>> {
         WORKER.with(|w| {
             let mut w = w.try_borrow_mut().ok()?;
-            if w.is_none() {
+            if !w.as_ref().is_some_and(|h| h.alive.get()) {
                 let h = Rc::new(Hangups::new()?);
                 monoio::spawn(watch(Rc::clone(&h)));
                 *w = Some(h);
@@ -79,6 +81,7 @@ impl Hangups {
         Some(Hangups {
             // SAFETY: `fd` is the fresh descriptor just returned, owned by no one else.
             ep: unsafe { OwnedFd::from_raw_fd(fd) },
+            alive: Cell::new(true),
             slots: RefCell::default(),
             free: RefCell::default(),
         })
@@ -186,6 +189,7 @@ impl Hangups {
 
 /// The worker's one poll on its epoll instance, re-armed after each report.
 async fn watch(h: Rc<Hangups>) {
+    let _alive = Alive(Rc::clone(&h));
     let Ok(dup) = h.ep.try_clone() else {
         return;
     };
@@ -198,6 +202,15 @@ async fn watch(h: Rc<Hangups>) {
             return;
         }
         while h.drain() {}
+    }
+}
+
+/// Marks the watch dead when its task ends or is dropped with its runtime.
+struct Alive(Rc<Hangups>);
+
+impl Drop for Alive {
+    fn drop(&mut self) {
+        self.0.alive.set(false);
     }
 }
 
@@ -217,5 +230,28 @@ mod tests {
         let waker = Waker::noop();
         assert!(!h.hung(a, waker));
         assert!(!h.hung(b, waker));
+    }
+
+    /// A connection over loopback: bytes from the client report nothing, its close does.
+    #[test]
+    fn bytes_report_nothing_and_a_close_marks_the_connection() {
+        use std::io::Write;
+        let h = Hangups::new().unwrap();
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut client = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (server, _) = l.accept().unwrap();
+        let key = h.register(server.as_raw_fd()).unwrap();
+        let waker = Waker::noop();
+        client.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+        let _ = h.drain();
+        assert!(!h.hung(key, waker), "bytes are no hang-up");
+        client.shutdown(std::net::Shutdown::Write).unwrap();
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while !h.hung(key, waker) && std::time::Instant::now() < end {
+            let _ = h.drain();
+        }
+        assert!(h.hung(key, waker), "the close is reported");
+        h.release(key);
+        assert!(!h.hung(key, waker), "a released key reads nothing");
     }
 }
