@@ -4,15 +4,22 @@
 //! that closes its side ends it then, instead of when the wait would have ended. One
 //! readiness watch on the client's socket races the wait; when it fires, a one-byte peek
 //! tells a close (end of stream, or a reset) from bytes the client pipelined, which are
-//! left where they are and are no close (unless the client's close is behind them).
+//! left where they are and are no close (unless the client's close is behind them). The
+//! upstream's waits on the io_uring driver watch through the worker's hang-up watch
+//! (hangup.rs: registered once per connection, nothing submitted per wait); the others,
+//! and every wait on the epoll driver, arm a poll on the ring for the wait.
 
+use std::cell::RefCell;
 use std::future::Future;
 use std::io;
 use std::os::fd::AsRawFd;
+use std::rc::Rc;
+use std::task::Poll;
 use std::time::Duration;
 
 use monoio::net::TcpStream;
 
+use crate::hangup::{Hangups, Key};
 use crate::stream::ClientStream;
 
 /// The client closed its connection: `errno` is the error its socket held (a reset), if
@@ -57,6 +64,73 @@ pub async fn unless_gone<F: Future>(
     }
     watch.0 = false;
     Ok(wait.await)
+}
+
+/// [`unless_gone`] on the worker's hang-up watch (io_uring, hangup.rs): the connection is
+/// registered there once, at its first watched wait, and a wait costs the kernel nothing.
+/// On the epoll driver, or when the watch cannot take the connection, it is
+/// [`unless_gone`].
+pub async fn unless_gone_standing<F: Future>(
+    s: Option<&ClientStream>,
+    standing: Option<&Standing>,
+    watch: &mut Watch,
+    wait: F,
+) -> Result<F::Output, Gone> {
+    let Some(tcp) = s.and_then(ClientStream::tcp).filter(|_| watch.0) else {
+        return Ok(wait.await);
+    };
+    let registered = standing
+        .filter(|_| !monoio::utils::is_legacy())
+        .and_then(|st| st.registered(tcp));
+    let Some((hangups, key)) = registered else {
+        return unless_gone(s, watch, wait).await;
+    };
+    let mut wait = std::pin::pin!(wait);
+    let out = std::future::poll_fn(|cx| {
+        // The wait first: one that is ready at once looks at nothing else.
+        if let Poll::Ready(out) = wait.as_mut().poll(cx) {
+            return Poll::Ready(Some(out));
+        }
+        match hangups.hung(key, cx.waker()) {
+            true => Poll::Ready(None),
+            false => Poll::Pending,
+        }
+    })
+    .await;
+    if let Some(out) = out {
+        return Ok(out);
+    }
+    if let Some(gone) = closed(tcp) {
+        return Err(gone);
+    }
+    watch.0 = false;
+    Ok(wait.await)
+}
+
+/// A connection's place in the worker's hang-up watch (hangup.rs), taken at its first
+/// watched wait and given back when the connection is dropped.
+#[derive(Default)]
+pub struct Standing(RefCell<Option<(Rc<Hangups>, Key)>>);
+
+impl Standing {
+    /// The watch and the connection's key in it (registered now if not yet).
+    fn registered(&self, tcp: &TcpStream) -> Option<(Rc<Hangups>, Key)> {
+        let mut slot = self.0.try_borrow_mut().ok()?;
+        if slot.is_none() {
+            let h = Hangups::worker()?;
+            let key = h.register(tcp.as_raw_fd())?;
+            *slot = Some((h, key));
+        }
+        slot.clone()
+    }
+}
+
+impl Drop for Standing {
+    fn drop(&mut self) {
+        if let Some((h, key)) = self.0.get_mut().take() {
+            h.release(key);
+        }
+    }
 }
 
 /// Sleeps `wait`, or less when the client closed its connection first; `true` then.

@@ -228,6 +228,7 @@ pub(crate) fn log(w: &Worker, snap: &Snapshot, c: &Conn<'_>, buf: &[u8], ended: 
         proxy_protocol: c.proxy_protocol,
         realip_from: None,
         client_conn: None,
+        standing: None,
         body_file: &[],
         body_stream: None,
         spooled: None,

@@ -30,6 +30,7 @@ mod gzip_ok;
 mod gzip_relay;
 mod gzip_stream;
 mod handshake;
+mod hangup;
 mod head_reader;
 mod head_refusal;
 pub mod health;

@@ -326,14 +326,16 @@ async fn wait(cx: &Cx<'_>, g: &Group<'_>, action: Action, io: &mut Io) -> Event 
     let client = io.client.take();
     let mut watch = io.watch;
     let done = {
-        let step = async {
+        // Pinned here and lent: the step's future (a connect's, with a TLS handshake) is not
+        // copied into the watch's.
+        let step = std::pin::pin!(async {
             match action {
                 Action::Connect(peer) => connect(cx, g, peer, io).await,
                 Action::Send => send(cx, io).await,
                 _ => read_head(cx, io).await,
             }
-        };
-        client_gone::unless_gone(client.as_ref(), &mut watch, step).await
+        });
+        client_gone::unless_gone_standing(client.as_ref(), cx.req.standing, &mut watch, step).await
     };
     io.client = client;
     io.watch = watch;

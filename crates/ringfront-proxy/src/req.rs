@@ -85,6 +85,8 @@ pub struct Req<'a> {
     /// The client's connection while the phases before the content wait (a `limit_req`
     /// delay watches it, client_gone.rs); `None` once the content handler has it.
     pub client_conn: Option<&'a crate::stream::ClientStream>,
+    /// The connection's standing client watch (client_gone.rs), for the upstream's waits.
+    pub standing: Option<&'a crate::client_gone::Standing>,
     /// `$request_body_file`: the temporary file holding the body, if it went to one.
     pub body_file: &'a [u8],
     /// `proxy_request_buffering off`: the body still to stream to the upstream (taken by

@@ -150,6 +150,8 @@ pub struct Conn {
     pub(crate) unix: Option<SocketAddr>,
     /// What the PROXY protocol header said (`listen ... proxy_protocol`).
     pub(crate) proxy_protocol: Option<Box<ringfront_http::ProxyHeader>>,
+    /// The client watch the upstream's waits share (client_gone.rs).
+    pub(crate) standing: crate::client_gone::Standing,
 }
 
 /// Counts the connection in the worker's open connections for as long as it is open.
@@ -195,6 +197,7 @@ impl Conn {
             refuse: None,
             unix,
             proxy_protocol: None,
+            standing: Default::default(),
         }
     }
 
@@ -314,6 +317,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         refuse,
         unix,
         proxy_protocol,
+        standing,
     } = conn;
     let w = &open.0;
     let (client, local) = match unix {
@@ -446,6 +450,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         proxy_protocol: pp,
         realip_from: real.from,
         client_conn: Some(&stream),
+        standing: None,
         body_file: &[],
         body_stream: None,
         spooled: None,
@@ -606,6 +611,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         proxy_protocol: pp,
         realip_from: real.from,
         client_conn: None,
+        standing: Some(&standing),
         body_file: file.as_ref().map_or(&[][..], |f| f.name()),
         body_stream: streamed.as_ref(),
         spooled: file.as_ref().filter(|f| f.file().is_some()),
@@ -677,6 +683,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         refuse,
         unix,
         proxy_protocol,
+        standing,
     })
 }
 

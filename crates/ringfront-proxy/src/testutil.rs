@@ -55,6 +55,7 @@ pub fn req<'a>(buf: &'a [u8], head: &'a ringfront_http::RequestHead) -> crate::r
         proxy_protocol: None,
         realip_from: None,
         client_conn: None,
+        standing: None,
         body_file: &[],
         body_stream: None,
         spooled: None,
