@@ -560,8 +560,9 @@ fn maps_geo_split() {
     reqs.extend(USERS.iter().map(|h| ("GET", "/", *h)));
     let n = differential("maps-geo.conf", &reqs, |root| {
         std::fs::create_dir_all(root.join("maps")).unwrap();
-        let map = ".acme.example.com  acme;\nshop.example.org   shop;\n*.beta.example.com beta;\n";
-        std::fs::write(root.join("maps/tenants.map"), map).unwrap();
+        let shipped = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../config/realistic/maps/tenants.map");
+        std::fs::copy(shipped, root.join("maps/tenants.map")).unwrap();
     });
     some_proxied(&n);
     let offices = n.iter().filter(|l| l.contains("office=yes")).count();
