@@ -46,6 +46,7 @@ mod error;
 mod error_pages;
 mod expires;
 mod files;
+pub mod auth_basic;
 pub mod files_model;
 mod geo;
 pub mod geo_ranges;
