@@ -325,14 +325,20 @@ async fn enter<'s>(
         ..base.req
     };
     let (loc, outcome) = crate::rewrite::process(w, snap, base.server, &pre, rw).await;
-    let denied = matches!(outcome, crate::rewrite::Outcome::Continue)
-        && crate::dispatch::denied(loc, base.req.client);
-    if denied {
-        let ctx = base.req.log_context(None);
-        let msg = format_args!("access forbidden by rule{ctx}");
-        w.log(snap, LogLevel::Error, base.req.conn_id, msg);
+    let access = match outcome {
+        crate::rewrite::Outcome::Continue => {
+            let probe = Req {
+                rw: Some(&*rw),
+                ..base.req
+            };
+            crate::access::phase(w, snap, loc, &probe).await
+        }
+        _ => None,
+    };
+    if let Some(www) = access.as_ref().and_then(|a| a.authenticate.clone()) {
+        rw.error_authenticate.push(www);
     }
-    Some((loc, denied.then_some(403), outcome))
+    Some((loc, access.map(|a| a.status), outcome))
 }
 
 #[cfg(test)]

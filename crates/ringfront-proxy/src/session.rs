@@ -499,21 +499,27 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         );
         w.log(&snap, LogLevel::Info, conn_id, msg);
     }
-    let denied = refusal.is_none()
-        && matches!(outcome, Outcome::Continue)
-        && crate::dispatch::denied(loc, client);
-    if denied {
-        log(
-            LogLevel::Error,
-            format_args!("access forbidden by rule"),
-            &buf,
-        );
+    // The access phase (allow/deny, auth_basic, satisfy), with the client realip decided.
+    let access = match refusal.is_none() && matches!(outcome, Outcome::Continue) {
+        true => {
+            let probe = Req {
+                client,
+                rw: Some(&rw),
+                ..pre
+            };
+            crate::access::phase(w, &snap, loc, &probe).await
+        }
+        false => None,
+    };
+    let denied = access.is_some();
+    if let Some(www) = access.as_ref().and_then(|a| a.authenticate.clone()) {
+        rw.error_authenticate.push(www);
     }
     // A denied request's body is not wanted (nor its 100-continue); without framing it has
     // none. An unread body would be taken for the next request: answer (with the
     // location's error_page) and close.
     let mut unread = denied && !matches!(head.framing, ringfront_http::BodyFraming::None);
-    let mut refused = refusal.or(denied.then_some(403));
+    let mut refused = refusal.or(access.map(|a| a.status));
     let gone = matches!(outcome, Outcome::Status(crate::limits::CLIENT_GONE));
     // `proxy_request_buffering off`: the body goes to the upstream as it comes.
     let streams = refused.is_none()
@@ -618,7 +624,8 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
             || rw.internal
             || rw.uri.is_some()
             || rw.limit_req != 0
-            || rw.limit_conn != 0)
+            || rw.limit_conn != 0
+            || !rw.error_authenticate.is_empty())
             .then_some(&rw),
         ..own
     };

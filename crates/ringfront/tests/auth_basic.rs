@@ -1,0 +1,231 @@
+//! `auth_basic`, `auth_basic_user_file`, `satisfy` and `auth_delay` against real nginx on
+//! the same configuration, with curl's `-u`: a password file made here with `openssl
+//! passwd` (`-apr1`, `-1`, `-5`, `-6`), `{PLAIN}` and `{SHA}` lines and a comment; right
+//! and wrong passwords, unknown users, no credentials, a malformed field, a missing file,
+//! `auth_basic off`, a realm with variables, `satisfy any|all` with allow/deny, an
+//! `error_page 401`, and a delayed 401. Status, `WWW-Authenticate`, body, and the error
+//! log lines of both.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::fill;
+
+fn config(p: u16, dir: &Path) -> String {
+    fill(
+        r#"worker_processes 1;
+events { worker_connections 64; }
+http {
+    access_log off;
+    server_tokens off;
+    server {
+        listen 127.0.0.1:{PORT};
+        server_name localhost;
+        auth_basic "Zone $host";
+        auth_basic_user_file {DIR}/htpasswd;
+
+        location / {
+            return 200 "ok $remote_user\n";
+        }
+        location /open/ {
+            auth_basic off;
+            return 200 "open\n";
+        }
+        location /var/ {
+            auth_basic $arg_realm;
+            auth_basic_user_file {DIR}/$arg_file;
+            return 200 "var $remote_user\n";
+        }
+        location /missing/ {
+            auth_basic_user_file {DIR}/nosuch;
+            return 200 "missing\n";
+        }
+        location /any/ {
+            satisfy any;
+            allow 127.0.0.2;
+            deny all;
+            return 200 "any $remote_user\n";
+        }
+        location /any-allowed/ {
+            satisfy any;
+            allow 127.0.0.1;
+            deny all;
+            return 200 "allowed\n";
+        }
+        location /all-denied/ {
+            deny all;
+            return 200 "never\n";
+        }
+        location /err/ {
+            error_page 401 /page;
+            return 200 "err\n";
+        }
+        location = /page {
+            auth_basic off;
+            return 200 "page\n";
+        }
+        location /delay/ {
+            auth_delay 400ms;
+            return 200 "delay\n";
+        }
+    }
+}
+"#,
+        &[
+            ("PORT", p.to_string()),
+            ("DIR", dir.display().to_string()),
+        ],
+    )
+}
+
+fn openssl_passwd(flag: &str, pass: &str) -> String {
+    let out = Command::new("openssl")
+        .args(["passwd", flag, pass])
+        .output()
+        .expect("openssl passwd");
+    assert!(out.status.success(), "openssl passwd {flag}");
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// `{SHA}` of "sha-pw" (base64 of its SHA-1, as `htpasswd -s` writes it).
+const SHA_LINE: &str = "sha:{SHA}O/MvdjOwOQpt8I9HBSVZugThPMw=";
+
+fn password_file(dir: &Path) {
+    let lines = [
+        "# comment:{PLAIN}x".to_string(),
+        format!("apr:{}", openssl_passwd("-apr1", "apr-pw")),
+        format!("md5:{}", openssl_passwd("-1", "md5-pw")),
+        format!("s256:{}", openssl_passwd("-5", "s256-pw")),
+        format!("s512:{}:trailing comment", openssl_passwd("-6", "s512-pw")),
+        "plain:{PLAIN}plain-pw".to_string(),
+        SHA_LINE.to_string(),
+        String::new(),
+    ];
+    std::fs::write(dir.join("htpasswd"), lines.join("\n")).unwrap();
+    std::fs::write(dir.join("other"), "o:{PLAIN}o-pw\r\n").unwrap();
+}
+
+/// curl's answer: status, `WWW-Authenticate`, body.
+fn curl(port: u16, path: &str, user: Option<&str>, extra: &[&str]) -> String {
+    let mut cmd = Command::new("curl");
+    cmd.args(["-s", "-i", "--max-time", "10", "-H", "Host: localhost"]);
+    if let Some(u) = user {
+        cmd.args(["-u", u]);
+    }
+    cmd.args(extra).arg(format!("http://127.0.0.1:{port}{path}"));
+    let out = cmd.output().expect("curl");
+    let text = String::from_utf8_lossy(&out.stdout).replace('\r', "");
+    let (head, body) = text.split_once("\n\n").unwrap_or((&text, ""));
+    let status = head.lines().next().unwrap_or("").to_string();
+    let www: Vec<&str> = head
+        .lines()
+        .filter(|l| l.to_ascii_lowercase().starts_with("www-authenticate:"))
+        .collect();
+    format!("{status} {www:?} {}", body.trim_end())
+}
+
+const CASES: &[(&str, Option<&str>)] = &[
+    ("/", Some("apr:apr-pw")),
+    ("/", Some("apr:wrong")),
+    ("/", Some("md5:md5-pw")),
+    ("/", Some("md5:md5-px")),
+    ("/", Some("s256:s256-pw")),
+    ("/", Some("s512:s512-pw")),
+    ("/", Some("s512:s512")),
+    ("/", Some("plain:plain-pw")),
+    ("/", Some("plain:plain")),
+    ("/", Some("sha:sha-pw")),
+    ("/", Some("sha:sha-px")),
+    ("/", Some("nobody:x")),
+    ("/", Some("ap:apr-pw")),
+    ("/", Some("# comment:{PLAIN}x")),
+    ("/", None),
+    ("/open/", None),
+    ("/var/?realm=R1&file=other", Some("o:o-pw")),
+    ("/var/?realm=R1&file=other", Some("o:bad")),
+    ("/var/?realm=off&file=other", None),
+    ("/var/?realm=R2&file=htpasswd", None),
+    ("/missing/", Some("apr:apr-pw")),
+    ("/missing/", None),
+    ("/any/", None),
+    ("/any/", Some("plain:plain-pw")),
+    ("/any/", Some("plain:x")),
+    ("/any-allowed/", None),
+    ("/all-denied/", Some("plain:plain-pw")),
+    ("/err/", None),
+    ("/err/", Some("plain:plain-pw")),
+];
+
+fn answers(port: u16) -> Vec<String> {
+    let mut out: Vec<String> = CASES
+        .iter()
+        .map(|(path, user)| format!("{path} {user:?} -> {}", curl(port, path, *user, &[])))
+        .collect();
+    // A field that is not Basic credentials, and one without a colon.
+    for value in ["Bearer abc", "Basic cGxhaW4=", "Basic !!"] {
+        let h = format!("Authorization: {value}");
+        out.push(format!("{value} -> {}", curl(port, "/", None, &["-H", &h])));
+    }
+    out
+}
+
+#[test]
+fn auth_basic_matches_nginx() {
+    let dir = std::env::temp_dir().join(format!("ringfront-auth-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    password_file(&dir);
+    let (n, r, np, rp) = common::nginx_and_ringfront(|p| config(p, &dir));
+    let nginx = answers(np);
+    let ours = answers(rp);
+    common::assert_same("auth_basic", &nginx, &ours);
+    let has = |want: &str| nginx.iter().any(|a| a.contains(want));
+    for want in [
+        "/ Some(\"s512:s512-pw\") -> HTTP/1.1 200 OK [] ok s512",
+        "HTTP/1.1 401 Unauthorized [\"WWW-Authenticate: Basic realm=\\\"Zone localhost\\\"\"]",
+        "[\"WWW-Authenticate: Basic realm=\\\"R1\\\"\"]",
+        "/missing/ Some(\"apr:apr-pw\") -> HTTP/1.1 403",
+        "/any/ Some(\"plain:plain-pw\") -> HTTP/1.1 200 OK [] any plain",
+        "/err/ None -> HTTP/1.1 401 Unauthorized [\"WWW-Authenticate: Basic realm=\\\"Zone localhost\\\"\"] page",
+    ] {
+        assert!(has(want), "{want}: {nginx:#?}");
+    }
+    let second = Duration::from_secs(5);
+    let missing = format!("open() \"{}/nosuch\" failed (2: No such file or directory)", dir.display());
+    for line in [
+        "user \"apr\": password mismatch",
+        &format!("user \"nobody\" was not found in \"{}/htpasswd\"", dir.display()),
+        &missing,
+        "access forbidden by rule",
+    ] {
+        assert!(r.wait_for_stderr(line, second), "ringfront: {line}");
+        let logged = n.error_log_contents().contains(line)
+            || n.stderr_lines().iter().any(|l| l.contains(line));
+        assert!(logged, "nginx: {line}");
+    }
+    drop((n, r));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn auth_delay_holds_the_401_back() {
+    let dir = std::env::temp_dir().join(format!("ringfront-auth-delay-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    password_file(&dir);
+    let (n, r, np, rp) = common::nginx_and_ringfront(|p| config(p, &dir));
+    for (name, port) in [("nginx", np), ("ringfront", rp)] {
+        let t = Instant::now();
+        let bad = curl(port, "/delay/", Some("plain:x"), &[]);
+        let waited = t.elapsed();
+        assert!(bad.starts_with("HTTP/1.1 401"), "{name}: {bad}");
+        assert!(waited >= Duration::from_millis(400), "{name}: {waited:?}");
+        let t = Instant::now();
+        let good = curl(port, "/delay/", Some("plain:plain-pw"), &[]);
+        assert!(good.ends_with("delay"), "{name}: {good}");
+        assert!(t.elapsed() < Duration::from_millis(400), "{name}: a pass is not delayed");
+    }
+    drop((n, r));
+    let _ = std::fs::remove_dir_all(&dir);
+}
