@@ -21,6 +21,8 @@ events { worker_connections 64; }
 http {
     access_log off;
     server_tokens off;
+    root {DIR}/www;
+    add_header X-User "u=$remote_user" always;
     server {
         listen 127.0.0.1:{PORT};
         server_name localhost;
@@ -28,40 +30,32 @@ http {
         auth_basic_user_file {DIR}/htpasswd;
 
         location / {
-            return 200 "ok $remote_user\n";
         }
         location /open/ {
             auth_basic off;
-            return 200 "open\n";
         }
         location /var/ {
             auth_basic $arg_realm;
             auth_basic_user_file {DIR}/$arg_file;
-            return 200 "var $remote_user\n";
         }
         location /missing/ {
             auth_basic_user_file {DIR}/nosuch;
-            return 200 "missing\n";
         }
         location /any/ {
             satisfy any;
             allow 127.0.0.2;
             deny all;
-            return 200 "any $remote_user\n";
         }
         location /any-allowed/ {
             satisfy any;
             allow 127.0.0.1;
             deny all;
-            return 200 "allowed\n";
         }
         location /all-denied/ {
             deny all;
-            return 200 "never\n";
         }
         location /err/ {
             error_page 401 /page;
-            return 200 "err\n";
         }
         location = /page {
             auth_basic off;
@@ -69,7 +63,6 @@ http {
         }
         location /delay/ {
             auth_delay 400ms;
-            return 200 "delay\n";
         }
     }
 }
@@ -106,6 +99,11 @@ fn password_file(dir: &Path) {
     ];
     std::fs::write(dir.join("htpasswd"), lines.join("\n")).unwrap();
     std::fs::write(dir.join("other"), "o:{PLAIN}o-pw\r\n").unwrap();
+    for name in ["", "open", "var", "missing", "any", "any-allowed", "all-denied", "err", "delay"] {
+        let folder = dir.join("www").join(name);
+        std::fs::create_dir_all(&folder).unwrap();
+        std::fs::write(folder.join("index.html"), format!("index {name}\n")).unwrap();
+    }
 }
 
 /// curl's answer: status, `WWW-Authenticate`, body.
@@ -122,9 +120,17 @@ fn curl(port: u16, path: &str, user: Option<&str>, extra: &[&str]) -> String {
     let status = head.lines().next().unwrap_or("").to_string();
     let www: Vec<&str> = head
         .lines()
-        .filter(|l| l.to_ascii_lowercase().starts_with("www-authenticate:"))
+        .filter(|l| {
+            let l = l.to_ascii_lowercase();
+            l.starts_with("www-authenticate:") || l.starts_with("x-user:")
+        })
         .collect();
-    format!("{status} {www:?} {}", body.trim_end())
+    // An error page's title (its signature names the server).
+    let body = match body.split_once("<title>") {
+        Some((_, t)) => t.split("</title>").next().unwrap_or(t),
+        None => body.trim_end(),
+    };
+    format!("{status} {www:?} {body}")
 }
 
 const CASES: &[(&str, Option<&str>)] = &[
@@ -183,12 +189,14 @@ fn auth_basic_matches_nginx() {
     common::assert_same("auth_basic", &nginx, &ours);
     let has = |want: &str| nginx.iter().any(|a| a.contains(want));
     for want in [
-        "/ Some(\"s512:s512-pw\") -> HTTP/1.1 200 OK [] ok s512",
-        "HTTP/1.1 401 Unauthorized [\"WWW-Authenticate: Basic realm=\\\"Zone localhost\\\"\"]",
-        "[\"WWW-Authenticate: Basic realm=\\\"R1\\\"\"]",
-        "/missing/ Some(\"apr:apr-pw\") -> HTTP/1.1 403",
-        "/any/ Some(\"plain:plain-pw\") -> HTTP/1.1 200 OK [] any plain",
-        "/err/ None -> HTTP/1.1 401 Unauthorized [\"WWW-Authenticate: Basic realm=\\\"Zone localhost\\\"\"] page",
+        "/ Some(\"s512:s512-pw\") -> HTTP/1.1 200 OK [\"X-User: u=s512\"] index",
+        "/ Some(\"sha:sha-pw\") -> HTTP/1.1 200 OK [\"X-User: u=sha\"] index",
+        "/ None -> HTTP/1.1 401 Unauthorized [\"WWW-Authenticate: Basic realm=\\\"Zone localhost\\\"\", \"X-User: u=\"]",
+        "realm=off&file=other None -> HTTP/1.1 200 OK",
+        "/missing/ Some(\"apr:apr-pw\") -> HTTP/1.1 403 Forbidden",
+        "/any/ Some(\"plain:plain-pw\") -> HTTP/1.1 200 OK [\"X-User: u=plain\"] index any",
+        "/any-allowed/ None -> HTTP/1.1 200 OK",
+        "/err/ None -> HTTP/1.1 401 Unauthorized [\"WWW-Authenticate: Basic realm=\\\"Zone localhost\\\"\", \"X-User: u=\"] page",
     ] {
         assert!(has(want), "{want}: {nginx:#?}");
     }
@@ -223,7 +231,7 @@ fn auth_delay_holds_the_401_back() {
         assert!(waited >= Duration::from_millis(400), "{name}: {waited:?}");
         let t = Instant::now();
         let good = curl(port, "/delay/", Some("plain:plain-pw"), &[]);
-        assert!(good.ends_with("delay"), "{name}: {good}");
+        assert!(good.ends_with("index delay"), "{name}: {good}");
         assert!(t.elapsed() < Duration::from_millis(400), "{name}: a pass is not delayed");
     }
     drop((n, r));
