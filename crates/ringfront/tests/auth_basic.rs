@@ -1,6 +1,7 @@
 //! `auth_basic`, `auth_basic_user_file`, `satisfy` and `auth_delay` against real nginx on
 //! the same configuration, with curl's `-u`: a password file made here with `openssl
-//! passwd` (`-apr1`, `-1`, `-5`, `-6`), `{PLAIN}` and `{SHA}` lines and a comment; right
+//! passwd` (`-apr1`, `-1`, `-5`, `-6`), `{PLAIN}`, `{SHA}`, fixed bcrypt, yescrypt
+//! and DES lines, a broken one and a comment; right
 //! and wrong passwords, unknown users, no credentials, a malformed field, a missing file,
 //! `auth_basic off`, a realm with variables, `satisfy any|all` with allow/deny, an
 //! `error_page 401`, and a delayed 401. Status, `WWW-Authenticate`, body, and the error
@@ -95,6 +96,11 @@ fn password_file(dir: &Path) {
         format!("s512:{}:trailing comment", openssl_passwd("-6", "s512-pw")),
         "plain:{PLAIN}plain-pw".to_string(),
         SHA_LINE.to_string(),
+        // crypt(3) formats openssl does not write (made with libxcrypt, fixed salts).
+        "bc:$2y$05$abcdefghijklmnopqrstuuXX16jnBFt0mBFOhVlILzTkdRDIrdO/K".to_string(),
+        "ye:$y$j9T$abcdefghijklmnop$4fzNaJZk1hg9ahChuYyiVmqSu5yc9o2mC7HHyZ/q2KB".to_string(),
+        "des:abHmYwzWPQJxg".to_string(),
+        "broken:!!x".to_string(),
         String::new(),
     ];
     std::fs::write(dir.join("htpasswd"), lines.join("\n")).unwrap();
@@ -145,6 +151,13 @@ const CASES: &[(&str, Option<&str>)] = &[
     ("/", Some("plain:plain")),
     ("/", Some("sha:sha-pw")),
     ("/", Some("sha:sha-px")),
+    ("/", Some("bc:bc-pw")),
+    ("/", Some("bc:bc-px")),
+    ("/", Some("ye:ye-pw")),
+    ("/", Some("ye:ye-px")),
+    ("/", Some("des:des-pw")),
+    ("/", Some("des:des-px")),
+    ("/", Some("broken:x")),
     ("/", Some("nobody:x")),
     ("/", Some("ap:apr-pw")),
     ("/", Some("# comment:{PLAIN}x")),
@@ -191,6 +204,9 @@ fn auth_basic_matches_nginx() {
     for want in [
         "/ Some(\"s512:s512-pw\") -> HTTP/1.1 200 OK [\"X-User: u=s512\"] index",
         "/ Some(\"sha:sha-pw\") -> HTTP/1.1 200 OK [\"X-User: u=sha\"] index",
+        "/ Some(\"bc:bc-pw\") -> HTTP/1.1 200 OK [\"X-User: u=bc\"] index",
+        "/ Some(\"ye:ye-pw\") -> HTTP/1.1 200 OK [\"X-User: u=ye\"] index",
+        "/ Some(\"des:des-pw\") -> HTTP/1.1 200 OK [\"X-User: u=des\"] index",
         "/ None -> HTTP/1.1 401 Unauthorized [\"WWW-Authenticate: Basic realm=\\\"Zone localhost\\\"\", \"X-User: u=\"]",
         "realm=off&file=other None -> HTTP/1.1 200 OK",
         "/missing/ Some(\"apr:apr-pw\") -> HTTP/1.1 403 Forbidden",
