@@ -108,13 +108,19 @@ mod tests {
             "events {{}}\nhttp {{\n{http}\n server {{ listen 127.0.0.1:8080; location / {{ return 204; }} \
              location /in {{ auth_basic off; return 204; }} }}\n}}\n"
         );
-        crate::parse_str(&text, Path::new("/etc/rf/nginx.conf"), &crate::MemoryHost::new())
+        crate::parse_str(
+            &text,
+            Path::new("/etc/rf/nginx.conf"),
+            &crate::MemoryHost::new(),
+        )
     }
 
     #[test]
     fn inherited_each_on_its_own_and_relative_to_the_folder() {
-        let c = load("auth_basic \"R $host\"; auth_basic_user_file htpasswd; satisfy any; auth_delay 2s;")
-            .unwrap();
+        let c = load(
+            "auth_basic \"R $host\"; auth_basic_user_file htpasswd; satisfy any; auth_delay 2s;",
+        )
+        .unwrap();
         let locs = &c.http.servers[0].locations;
         let a = &locs[0].settings.access;
         let basic = a.auth_basic.as_ref().unwrap();
@@ -122,13 +128,22 @@ mod tests {
         assert!(a.satisfy_any);
         assert_eq!(a.auth_delay, Duration::from_secs(2));
         assert!(!basic.is_off());
-        assert!(locs[1].settings.access.auth_basic.as_ref().unwrap().is_off());
+        assert!(locs[1]
+            .settings
+            .access
+            .auth_basic
+            .as_ref()
+            .unwrap()
+            .is_off());
     }
 
     #[test]
     fn errors_as_nginx() {
         let e = load("satisfy some;").unwrap_err().to_string();
-        assert!(e.starts_with("invalid value \"some\" in /etc/rf/nginx.conf:3"), "{e}");
+        assert!(
+            e.starts_with("invalid value \"some\" in /etc/rf/nginx.conf:3"),
+            "{e}"
+        );
         let e = load("auth_basic a; auth_basic b;").unwrap_err().to_string();
         assert!(e.contains("\"auth_basic\" directive is duplicate"), "{e}");
         let e = load("auth_delay x;").unwrap_err().to_string();

@@ -38,6 +38,7 @@
 //! - Include cycles and nesting deeper than 100 levels are errors (nginx would recurse).
 
 mod address;
+pub mod auth_basic;
 mod build;
 mod cidr;
 mod custom_vars;
@@ -46,7 +47,6 @@ mod error;
 mod error_pages;
 mod expires;
 mod files;
-pub mod auth_basic;
 pub mod files_model;
 mod geo;
 pub mod geo_ranges;

@@ -105,7 +105,10 @@ async fn delayed(
     log: &impl Fn(LogLevel, std::fmt::Arguments<'_>),
 ) -> Option<Refusal> {
     if code.as_ref().is_some_and(|c| c.status == 401) && !delay.is_zero() {
-        log(LogLevel::Info, format_args!("delaying unauthorized request"));
+        log(
+            LogLevel::Info,
+            format_args!("delaying unauthorized request"),
+        );
         monoio::time::sleep(delay).await;
     }
     code
@@ -144,7 +147,9 @@ fn check(
     crate::vars::render(&mut name, &basic.user_file, &vars, false);
     // nginx's complex value holds a C string: a NUL ends the name.
     let name = name.split(|&b| b == 0).next().unwrap_or_default();
-    let path = basic.prefix.join(Path::new(std::ffi::OsStr::from_bytes(name)));
+    let path = basic
+        .prefix
+        .join(Path::new(std::ffi::OsStr::from_bytes(name)));
     let shown = path.display();
     let text = match crate::auth_file::read(&path) {
         Ok(t) => t,
@@ -167,7 +172,10 @@ fn check(
     match crate::auth_crypt::verify(pass, stored) {
         Ok(true) => Said::Ok,
         Ok(false) => {
-            log(LogLevel::Error, format_args!("user \"{user_text}\": password mismatch"));
+            log(
+                LogLevel::Error,
+                format_args!("user \"{user_text}\": password mismatch"),
+            );
             challenge()
         }
         Err(()) => Said::Status(500, None),

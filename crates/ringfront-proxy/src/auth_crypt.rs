@@ -45,13 +45,21 @@ fn ssha(key: &[u8], encoded: &[u8]) -> Vec<u8> {
 /// Apache's apr1: Poul-Henning Kamp's MD5 crypt with the `$apr1$` magic.
 fn apr1(key: &[u8], rest: &[u8]) -> Vec<u8> {
     const MAGIC: &[u8] = b"$apr1$";
-    let end = rest.iter().take(8).position(|&b| b == b'$').unwrap_or(rest.len().min(8));
+    let end = rest
+        .iter()
+        .take(8)
+        .position(|&b| b == b'$')
+        .unwrap_or(rest.len().min(8));
     let salt = &rest[..end];
     let mut md5 = Md5::new();
     md5.update(key);
     md5.update(MAGIC);
     md5.update(salt);
-    let alt = Md5::new().chain_update(key).chain_update(salt).chain_update(key).finalize();
+    let alt = Md5::new()
+        .chain_update(key)
+        .chain_update(salt)
+        .chain_update(key)
+        .finalize();
     for chunk in (0..key.len()).step_by(16) {
         md5.update(&alt[..(key.len() - chunk).min(16)]);
     }
@@ -170,7 +178,14 @@ mod tests {
     #[test]
     fn ssha_salt_after_the_digest() {
         let mut stored = b"{SSHA}".to_vec();
-        let digest = [&Sha1::new().chain_update(b"pw").chain_update(b"NaCl").finalize()[..], b"NaCl"].concat();
+        let digest = [
+            &Sha1::new()
+                .chain_update(b"pw")
+                .chain_update(b"NaCl")
+                .finalize()[..],
+            b"NaCl",
+        ]
+        .concat();
         encode_base64(&mut stored, &digest);
         assert!(verify(b"pw", &stored).unwrap());
         assert!(!verify(b"px", &stored).unwrap());

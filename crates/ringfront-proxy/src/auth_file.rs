@@ -101,7 +101,11 @@ mod tests {
         let f = b"# alice:no\nbob:{PLAIN}b\r\nalice:{PLAIN}a:comment\n\ncarol:c";
         assert_eq!(password(f, b"alice"), Some(&b"{PLAIN}a"[..]));
         assert_eq!(password(f, b"bob"), Some(&b"{PLAIN}b"[..]));
-        assert_eq!(password(f, b"carol"), Some(&b"c"[..]), "last line without LF");
+        assert_eq!(
+            password(f, b"carol"),
+            Some(&b"c"[..]),
+            "last line without LF"
+        );
         assert_eq!(password(f, b"dave"), None);
         assert_eq!(password(f, b"ali"), None, "a prefix of a name");
         // nginx's quirk: the LF that ends a too-short name is consumed while skipping.

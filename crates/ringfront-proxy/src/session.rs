@@ -626,7 +626,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
             || rw.limit_req != 0
             || rw.limit_conn != 0
             || !rw.error_authenticate.is_empty())
-            .then_some(&rw),
+        .then_some(&rw),
         ..own
     };
     let cx = Cx {

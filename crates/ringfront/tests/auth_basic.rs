@@ -68,10 +68,7 @@ http {
     }
 }
 "#,
-        &[
-            ("PORT", p.to_string()),
-            ("DIR", dir.display().to_string()),
-        ],
+        &[("PORT", p.to_string()), ("DIR", dir.display().to_string())],
     )
 }
 
@@ -105,7 +102,17 @@ fn password_file(dir: &Path) {
     ];
     std::fs::write(dir.join("htpasswd"), lines.join("\n")).unwrap();
     std::fs::write(dir.join("other"), "o:{PLAIN}o-pw\r\n").unwrap();
-    for name in ["", "open", "var", "missing", "any", "any-allowed", "all-denied", "err", "delay"] {
+    for name in [
+        "",
+        "open",
+        "var",
+        "missing",
+        "any",
+        "any-allowed",
+        "all-denied",
+        "err",
+        "delay",
+    ] {
         let folder = dir.join("www").join(name);
         std::fs::create_dir_all(&folder).unwrap();
         std::fs::write(folder.join("index.html"), format!("index {name}\n")).unwrap();
@@ -119,7 +126,8 @@ fn curl(port: u16, path: &str, user: Option<&str>, extra: &[&str]) -> String {
     if let Some(u) = user {
         cmd.args(["-u", u]);
     }
-    cmd.args(extra).arg(format!("http://127.0.0.1:{port}{path}"));
+    cmd.args(extra)
+        .arg(format!("http://127.0.0.1:{port}{path}"));
     let out = cmd.output().expect("curl");
     let text = String::from_utf8_lossy(&out.stdout).replace('\r', "");
     let (head, body) = text.split_once("\n\n").unwrap_or((&text, ""));
@@ -217,10 +225,16 @@ fn auth_basic_matches_nginx() {
         assert!(has(want), "{want}: {nginx:#?}");
     }
     let second = Duration::from_secs(5);
-    let missing = format!("open() \"{}/nosuch\" failed (2: No such file or directory)", dir.display());
+    let missing = format!(
+        "open() \"{}/nosuch\" failed (2: No such file or directory)",
+        dir.display()
+    );
     for line in [
         "user \"apr\": password mismatch",
-        &format!("user \"nobody\" was not found in \"{}/htpasswd\"", dir.display()),
+        &format!(
+            "user \"nobody\" was not found in \"{}/htpasswd\"",
+            dir.display()
+        ),
         &missing,
         "access forbidden by rule",
     ] {
@@ -248,7 +262,10 @@ fn auth_delay_holds_the_401_back() {
         let t = Instant::now();
         let good = curl(port, "/delay/", Some("plain:plain-pw"), &[]);
         assert!(good.ends_with("index delay"), "{name}: {good}");
-        assert!(t.elapsed() < Duration::from_millis(400), "{name}: a pass is not delayed");
+        assert!(
+            t.elapsed() < Duration::from_millis(400),
+            "{name}: a pass is not delayed"
+        );
     }
     drop((n, r));
     let _ = std::fs::remove_dir_all(&dir);
