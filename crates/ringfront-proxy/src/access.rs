@@ -13,10 +13,12 @@ use crate::req::Req;
 use crate::snapshot::{LocationRt, Snapshot};
 use crate::worker::Worker;
 
-/// A refused request: its status and, for a 401, the `WWW-Authenticate` value to send.
+/// A refused request: its status and, for a 401, the `WWW-Authenticate` value to send and
+/// how long to hold it back (`auth_delay`; [`hold`]).
 pub(crate) struct Refusal {
     pub status: u16,
     pub authenticate: Option<Vec<u8>>,
+    pub delay: std::time::Duration,
 }
 
 /// What one access handler said (nginx's `NGX_DECLINED`, `NGX_OK`, or a status).
@@ -27,8 +29,9 @@ enum Said {
 }
 
 /// Runs the phase for `req` (its client the one the realip module decided); `None`: the
-/// request goes on. Logs as nginx does.
-pub(crate) async fn phase(
+/// request goes on. Logs as nginx does. Synchronous, so the plain path's future does not
+/// grow: the caller waits a 401's `delay` with [`hold`].
+pub(crate) fn phase(
     w: &Worker,
     snap: &Snapshot,
     loc: &LocationRt,
@@ -72,6 +75,7 @@ pub(crate) async fn phase(
                 code = Some(Refusal {
                     status,
                     authenticate: www,
+                    delay: Default::default(),
                 });
             }
         }
@@ -79,14 +83,15 @@ pub(crate) async fn phase(
             code = Some(Refusal {
                 status,
                 authenticate: www,
+                delay: Default::default(),
             });
-            return delayed(code, s.access.auth_delay, &log).await;
+            return delayed(code, s.access.auth_delay, &log);
         }
     }
     if any && code.as_ref().is_some_and(|c| c.status == 403) {
         log(LogLevel::Error, format_args!("access forbidden by rule"));
     }
-    delayed(code, s.access.auth_delay, &log).await
+    delayed(code, s.access.auth_delay, &log)
 }
 
 impl Refusal {
@@ -94,24 +99,31 @@ impl Refusal {
         Refusal {
             status,
             authenticate: None,
+            delay: Default::default(),
         }
     }
 }
 
 /// `ngx_http_core_auth_delay`: a 401 waits `delay` before it is sent.
-async fn delayed(
+fn delayed(
     code: Option<Refusal>,
     delay: std::time::Duration,
     log: &impl Fn(LogLevel, std::fmt::Arguments<'_>),
 ) -> Option<Refusal> {
-    if code.as_ref().is_some_and(|c| c.status == 401) && !delay.is_zero() {
+    let mut code = code?;
+    if code.status == 401 && !delay.is_zero() {
         log(
             LogLevel::Info,
             format_args!("delaying unauthorized request"),
         );
-        monoio::time::sleep(delay).await;
+        code.delay = delay;
     }
-    code
+    Some(code)
+}
+
+/// Waits a refusal's `auth_delay` (boxed by the callers: only a delayed 401 pays for it).
+pub(crate) async fn hold(delay: std::time::Duration) {
+    monoio::time::sleep(delay).await;
 }
 
 /// `ngx_http_auth_basic_handler`.

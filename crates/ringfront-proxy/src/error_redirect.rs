@@ -331,10 +331,13 @@ async fn enter<'s>(
                 rw: Some(&*rw),
                 ..base.req
             };
-            crate::access::phase(w, snap, loc, &probe).await
+            crate::access::phase(w, snap, loc, &probe)
         }
         _ => None,
     };
+    if let Some(delay) = access.as_ref().map(|a| a.delay).filter(|d| !d.is_zero()) {
+        Box::pin(crate::access::hold(delay)).await;
+    }
     if let Some(www) = access.as_ref().and_then(|a| a.authenticate.clone()) {
         rw.error_authenticate.push(www);
     }

@@ -507,10 +507,13 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
                 rw: Some(&rw),
                 ..pre
             };
-            crate::access::phase(w, &snap, loc, &probe).await
+            crate::access::phase(w, &snap, loc, &probe)
         }
         false => None,
     };
+    if let Some(delay) = access.as_ref().map(|a| a.delay).filter(|d| !d.is_zero()) {
+        Box::pin(crate::access::hold(delay)).await;
+    }
     let denied = access.is_some();
     if let Some(www) = access.as_ref().and_then(|a| a.authenticate.clone()) {
         rw.error_authenticate.push(www);
