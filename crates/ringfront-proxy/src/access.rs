@@ -1,7 +1,8 @@
 //! nginx's access phase for a location: the access module (`allow`/`deny`), then the
 //! auth_basic module, combined as `satisfy all|any` says (`ngx_http_core_access_phase` and
 //! its post-access phase), and a 401 held back `auth_delay` long. It runs after the
-//! preaccess phase (limit_req, limit_conn, realip) and before the body is read.
+//! preaccess phase (limit_req, limit_conn, realip), before the precontent phase
+//! (`try_files`, the index module) and before the body is read (rewrite.rs calls [`run`]).
 
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
@@ -10,6 +11,8 @@ use ringfront_config::auth_basic::AuthBasic;
 use ringfront_config::LogLevel;
 
 use crate::req::Req;
+use crate::rewrite::Outcome;
+use crate::rewrite_state::RwState;
 use crate::snapshot::{LocationRt, Snapshot};
 use crate::worker::Worker;
 
@@ -28,19 +31,56 @@ enum Said {
     Status(u16, Option<Vec<u8>>),
 }
 
-/// Runs the phase for `req` (its client the one the realip module decided); `None`: the
-/// request goes on. Logs as nginx does. Synchronous, so the plain path's future does not
-/// grow: the caller waits a 401's `delay` with [`hold`].
-pub(crate) fn phase(
+/// Whether `loc` has anything for the phase to check.
+pub(crate) fn configured(loc: &LocationRt) -> bool {
+    !loc.settings.access_rules.is_empty() || loc.settings.access.auth_basic.is_some()
+}
+
+/// The phase in `loc` for `req`, with the client the realip module decides there (the one
+/// the limits counted, else decided here the same way): `Continue`, or the refusal's
+/// status, its `WWW-Authenticate` kept in `rw` (sent with the answer and through an
+/// `error_page` redirect, as nginx keeps `r->headers_out.www_authenticate`).
+pub(crate) async fn run<'s>(
     w: &Worker,
     snap: &Snapshot,
-    loc: &LocationRt,
     req: &Req<'_>,
-) -> Option<Refusal> {
-    let s = &loc.settings;
-    if s.access_rules.is_empty() && s.access.auth_basic.is_none() {
-        return None;
+    loc: &LocationRt,
+    rw: &mut RwState,
+) -> Outcome<'s> {
+    let real = rw.preaccess_client.unwrap_or_else(|| {
+        let mut real = crate::realip::Client {
+            addr: req.client,
+            from: req.realip_from,
+        };
+        let conf = loc.settings.real_ip.as_ref();
+        real.apply(conf, req.buf, req.head, req.proxy_protocol);
+        real
+    });
+    rw.preaccess_client = Some(real);
+    let probe = Req {
+        client: real.addr,
+        realip_from: real.from,
+        rw: Some(&*rw),
+        ..*req
+    };
+    let Some(refusal) = phase(w, snap, loc, &probe) else {
+        return Outcome::Continue;
+    };
+    if !refusal.delay.is_zero() {
+        // Boxed: only a delayed 401 pays for the timer in its future.
+        Box::pin(hold(refusal.delay)).await;
     }
+    if let Some(www) = refusal.authenticate {
+        rw.error_authenticate.push(www);
+    }
+    rw.access_refused = true;
+    Outcome::Status(refusal.status)
+}
+
+/// Runs the phase for `req` (its client the one the realip module decided); `None`: the
+/// request goes on. Logs as nginx does; the caller waits a 401's `delay` with [`hold`].
+fn phase(w: &Worker, snap: &Snapshot, loc: &LocationRt, req: &Req<'_>) -> Option<Refusal> {
+    let s = &loc.settings;
     let log = |level, msg: std::fmt::Arguments<'_>| {
         let ctx = req.log_context(None);
         w.log(snap, level, req.conn_id, format_args!("{msg}{ctx}"));
@@ -121,8 +161,8 @@ fn delayed(
     Some(code)
 }
 
-/// Waits a refusal's `auth_delay` (boxed by the callers: only a delayed 401 pays for it).
-pub(crate) async fn hold(delay: std::time::Duration) {
+/// Waits a refusal's `auth_delay`.
+async fn hold(delay: std::time::Duration) {
     monoio::time::sleep(delay).await;
 }
 

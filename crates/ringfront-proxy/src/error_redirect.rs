@@ -325,23 +325,8 @@ async fn enter<'s>(
         ..base.req
     };
     let (loc, outcome) = crate::rewrite::process(w, snap, base.server, &pre, rw).await;
-    let access = match outcome {
-        crate::rewrite::Outcome::Continue => {
-            let probe = Req {
-                rw: Some(&*rw),
-                ..base.req
-            };
-            crate::access::phase(w, snap, loc, &probe)
-        }
-        _ => None,
-    };
-    if let Some(delay) = access.as_ref().map(|a| a.delay).filter(|d| !d.is_zero()) {
-        Box::pin(crate::access::hold(delay)).await;
-    }
-    if let Some(www) = access.as_ref().and_then(|a| a.authenticate.clone()) {
-        rw.error_authenticate.push(www);
-    }
-    Some((loc, access.map(|a| a.status), outcome))
+    // The access phase ran with the rewrite phases (rewrite.rs): a refusal is the outcome.
+    Some((loc, None, outcome))
 }
 
 #[cfg(test)]

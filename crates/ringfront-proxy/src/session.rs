@@ -499,30 +499,13 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         );
         w.log(&snap, LogLevel::Info, conn_id, msg);
     }
-    // The access phase (allow/deny, auth_basic, satisfy), with the client realip decided.
-    let access = match refusal.is_none() && matches!(outcome, Outcome::Continue) {
-        true => {
-            let probe = Req {
-                client,
-                rw: Some(&rw),
-                ..pre
-            };
-            crate::access::phase(w, &snap, loc, &probe)
-        }
-        false => None,
-    };
-    if let Some(delay) = access.as_ref().map(|a| a.delay).filter(|d| !d.is_zero()) {
-        Box::pin(crate::access::hold(delay)).await;
-    }
-    let denied = access.is_some();
-    if let Some(www) = access.as_ref().and_then(|a| a.authenticate.clone()) {
-        rw.error_authenticate.push(www);
-    }
+    // The access phase ran with the rewrite phases (rewrite.rs); its refusal is a status.
+    let denied = rw.access_refused;
     // A denied request's body is not wanted (nor its 100-continue); without framing it has
     // none. An unread body would be taken for the next request: answer (with the
     // location's error_page) and close.
     let mut unread = denied && !matches!(head.framing, ringfront_http::BodyFraming::None);
-    let mut refused = refusal.or(access.map(|a| a.status));
+    let mut refused = refusal;
     let gone = matches!(outcome, Outcome::Status(crate::limits::CLIENT_GONE));
     // `proxy_request_buffering off`: the body goes to the upstream as it comes.
     let streams = refused.is_none()

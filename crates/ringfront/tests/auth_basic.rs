@@ -1,6 +1,6 @@
 //! `auth_basic`, `auth_basic_user_file`, `satisfy` and `auth_delay` against real nginx on
 //! the same configuration, with curl's `-u`: a password file made here with `openssl
-//! passwd` (`-apr1`, `-1`, `-5`, `-6`), `{PLAIN}`, `{SHA}`, fixed bcrypt, yescrypt
+//! passwd` (`-apr1`, `-1`, `-5`, `-6`), `{PLAIN}`, `{SHA}`, `{SSHA}`, fixed bcrypt, yescrypt
 //! and DES lines, a broken one and a comment; right
 //! and wrong passwords, unknown users, no credentials, a malformed field, a missing file,
 //! `auth_basic off`, a realm with variables, `satisfy any|all` with allow/deny, an
@@ -52,6 +52,12 @@ http {
             allow 127.0.0.1;
             deny all;
         }
+        # No folder for it: the access phase answers before the index module's 404.
+        location /any-missing/ {
+            satisfy any;
+            deny all;
+            auth_basic_user_file {DIR}/nosuch;
+        }
         location /all-denied/ {
             deny all;
         }
@@ -98,6 +104,8 @@ fn password_file(dir: &Path) {
         "ye:$y$j9T$abcdefghijklmnop$4fzNaJZk1hg9ahChuYyiVmqSu5yc9o2mC7HHyZ/q2KB".to_string(),
         "des:abHmYwzWPQJxg".to_string(),
         "broken:!!x".to_string(),
+        // `{SSHA}` of "ssha-pw" with the salt "NaCl".
+        "ssha:{SSHA}YTXWgydU2KqN5tqyS03GDvPxBFxOYUNs".to_string(),
         String::new(),
     ];
     std::fs::write(dir.join("htpasswd"), lines.join("\n")).unwrap();
@@ -166,6 +174,8 @@ const CASES: &[(&str, Option<&str>)] = &[
     ("/", Some("des:des-pw")),
     ("/", Some("des:des-px")),
     ("/", Some("broken:x")),
+    ("/", Some("ssha:ssha-pw")),
+    ("/", Some("ssha:ssha-px")),
     ("/", Some("nobody:x")),
     ("/", Some("ap:apr-pw")),
     ("/", Some("# comment:{PLAIN}x")),
@@ -182,6 +192,8 @@ const CASES: &[(&str, Option<&str>)] = &[
     ("/any/", Some("plain:x")),
     ("/any-allowed/", None),
     ("/all-denied/", Some("plain:plain-pw")),
+    ("/any-missing/", Some("plain:plain-pw")),
+    ("/any-missing/", None),
     ("/err/", None),
     ("/err/", Some("plain:plain-pw")),
 ];
@@ -215,6 +227,9 @@ fn auth_basic_matches_nginx() {
         "/ Some(\"bc:bc-pw\") -> HTTP/1.1 200 OK [\"X-User: u=bc\"] index",
         "/ Some(\"ye:ye-pw\") -> HTTP/1.1 200 OK [\"X-User: u=ye\"] index",
         "/ Some(\"des:des-pw\") -> HTTP/1.1 200 OK [\"X-User: u=des\"] index",
+        "/ Some(\"ssha:ssha-pw\") -> HTTP/1.1 200 OK [\"X-User: u=ssha\"] index",
+        "/any-missing/ Some(\"plain:plain-pw\") -> HTTP/1.1 403 Forbidden",
+        "/any-missing/ None -> HTTP/1.1 401 Unauthorized",
         "/ None -> HTTP/1.1 401 Unauthorized [\"WWW-Authenticate: Basic realm=\\\"Zone localhost\\\"\", \"X-User: u=\"]",
         "realm=off&file=other None -> HTTP/1.1 200 OK",
         "/missing/ Some(\"apr:apr-pw\") -> HTTP/1.1 403 Forbidden",
