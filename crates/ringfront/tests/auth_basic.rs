@@ -68,6 +68,13 @@ http {
             auth_basic off;
             return 200 "page\n";
         }
+        location /lmt/ {
+            auth_basic off;
+            limit_except GET {
+                auth_basic "Writers";
+                auth_basic_user_file {DIR}/other;
+            }
+        }
         location /delay/ {
             auth_delay 400ms;
         }
@@ -119,6 +126,7 @@ fn password_file(dir: &Path) {
         "any-allowed",
         "all-denied",
         "err",
+        "lmt",
         "delay",
     ] {
         let folder = dir.join("www").join(name);
@@ -203,6 +211,15 @@ fn answers(port: u16) -> Vec<String> {
         .iter()
         .map(|(path, user)| format!("{path} {user:?} -> {}", curl(port, path, *user, &[])))
         .collect();
+    // `limit_except`: only other methods than GET (and HEAD) need credentials.
+    for (user, args) in [
+        (None, &["-X", "GET"][..]),
+        (None, &["-X", "PUT", "-d", "x"][..]),
+        (Some("o:o-pw"), &["-X", "PUT", "-d", "x"][..]),
+    ] {
+        let answer = curl(port, "/lmt/", user, args);
+        out.push(format!("/lmt/ {user:?} {args:?} -> {answer}"));
+    }
     // A field that is not Basic credentials, and one without a colon.
     for value in ["Bearer abc", "Basic cGxhaW4=", "Basic !!"] {
         let h = format!("Authorization: {value}");
@@ -230,6 +247,8 @@ fn auth_basic_matches_nginx() {
         "/ Some(\"ssha:ssha-pw\") -> HTTP/1.1 200 OK [\"X-User: u=ssha\"] index",
         "/any-missing/ Some(\"plain:plain-pw\") -> HTTP/1.1 403 Forbidden",
         "/any-missing/ None -> HTTP/1.1 401 Unauthorized",
+        "/lmt/ None [\"-X\", \"PUT\", \"-d\", \"x\"] -> HTTP/1.1 401 Unauthorized [\"WWW-Authenticate: Basic realm=\\\"Writers\\\"\"",
+        "/lmt/ None [\"-X\", \"GET\"] -> HTTP/1.1 200 OK",
         "/ None -> HTTP/1.1 401 Unauthorized [\"WWW-Authenticate: Basic realm=\\\"Zone localhost\\\"\", \"X-User: u=\"]",
         "realm=off&file=other None -> HTTP/1.1 200 OK",
         "/missing/ Some(\"apr:apr-pw\") -> HTTP/1.1 403 Forbidden",
