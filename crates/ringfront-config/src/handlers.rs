@@ -124,6 +124,7 @@ pub(crate) fn apply(
         _ if level.gzip.apply(d)? => {}
         _ if level.limits.apply(d)? => {}
         _ if level.realip.apply(d, scope.host)? => {}
+        _ if level.access.apply(d, scope.prefix)? => {}
         _ if level.resolver.apply(d)? => {}
         _ if level.request_body.apply(d, scope.prefix)? => {}
         _ if crate::proxy_headers::apply(level, d)? => {}

@@ -38,6 +38,7 @@
 //! - Include cycles and nesting deeper than 100 levels are errors (nginx would recurse).
 
 mod address;
+pub mod auth_basic;
 mod build;
 mod cidr;
 mod custom_vars;

@@ -986,6 +986,8 @@ pub struct LocationSettings {
     pub gzip: Option<crate::gzip::Gzip>,
     /// The realip module where `set_real_ip_from` is in effect.
     pub real_ip: Option<crate::realip::RealIp>,
+    /// `auth_basic`, `auth_basic_user_file`, `satisfy`, `auth_delay`.
+    pub access: crate::auth_basic::Access,
     /// `proxy_request_buffering`, `client_body_buffer_size`, `client_body_in_file_only`,
     /// `client_body_temp_path`.
     pub request_body: crate::request_body::RequestBody,

@@ -90,6 +90,8 @@ pub(crate) struct Level {
     pub limits: crate::limits::LimitsLevel,
     /// `set_real_ip_from`, `real_ip_header`, `real_ip_recursive` (realip.rs).
     pub realip: crate::realip::RealIpLevel,
+    /// `auth_basic*`, `satisfy`, `auth_delay` (auth_basic.rs).
+    pub access: crate::auth_basic::AccessLevel,
     /// `resolver`, `resolver_timeout` (resolver.rs).
     pub resolver: crate::resolver::ResolverLevel,
     /// `proxy_request_buffering`, `client_body_*` (request_body.rs).
@@ -161,6 +163,7 @@ impl Default for LocationSettings {
             request_body: Default::default(),
             proxy_headers: Default::default(),
             resolver: Default::default(),
+            access: Default::default(),
         }
     }
 }
@@ -246,6 +249,7 @@ impl Level {
             gzip: self.gzip.inherit(&outer.gzip),
             limits: self.limits.inherit(&outer.limits),
             realip: self.realip.inherit(&outer.realip),
+            access: self.access.inherit(&outer.access),
             resolver: self.resolver.inherit(&outer.resolver),
             request_body: self.request_body.inherit(&outer.request_body),
             proxy_headers: self.proxy_headers.inherit(&outer.proxy_headers),
@@ -336,6 +340,7 @@ impl Level {
             gzip: self.gzip.finish(),
             limits: self.limits.finish(),
             real_ip: self.realip.finish(),
+            access: self.access.finish(),
             resolver: self.resolver.finish(),
             request_body: self.request_body.finish(prefix, http11),
             proxy_headers: self.proxy_headers.finish(),

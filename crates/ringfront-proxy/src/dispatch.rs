@@ -2,8 +2,6 @@
 //! location (see [`crate::rewrite`]), the access phase (allow/deny), then the content: a
 //! `return` or redirect, a status page, the upstream, or a static file.
 
-use std::net::SocketAddr;
-
 use ringfront_http::RequestHead;
 
 use crate::paced::write_paced;
@@ -55,16 +53,6 @@ pub(crate) async fn location<'s>(
         }
     }
     crate::rewrite::process(w, snap, server, req, rw).await
-}
-
-/// nginx's access phase (allow/deny), before the body is read: the first matching rule
-/// decides.
-pub(crate) fn denied(loc: &LocationRt, client: SocketAddr) -> bool {
-    loc.settings
-        .access_rules
-        .iter()
-        .find(|r| r.matches(client.ip()))
-        .is_some_and(|r| !r.allow)
 }
 
 /// Writes an answer made here; the reply as `made` says, not reusable if the write failed.

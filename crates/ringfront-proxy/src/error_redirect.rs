@@ -325,14 +325,8 @@ async fn enter<'s>(
         ..base.req
     };
     let (loc, outcome) = crate::rewrite::process(w, snap, base.server, &pre, rw).await;
-    let denied = matches!(outcome, crate::rewrite::Outcome::Continue)
-        && crate::dispatch::denied(loc, base.req.client);
-    if denied {
-        let ctx = base.req.log_context(None);
-        let msg = format_args!("access forbidden by rule{ctx}");
-        w.log(snap, LogLevel::Error, base.req.conn_id, msg);
-    }
-    Some((loc, denied.then_some(403), outcome))
+    // The access phase ran with the rewrite phases (rewrite.rs): a refusal is the outcome.
+    Some((loc, None, outcome))
 }
 
 #[cfg(test)]

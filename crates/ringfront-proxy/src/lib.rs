@@ -4,11 +4,14 @@
 //! reloads swap a new snapshot in; `quit`/`stop` end the workers.
 
 mod accel_redirect;
+mod access;
 mod access_log;
 #[cfg(test)]
 #[allow(unsafe_code)]
 mod alloc_count;
 mod api_write;
+mod auth_crypt;
+mod auth_file;
 mod bind;
 mod body;
 mod body_file;

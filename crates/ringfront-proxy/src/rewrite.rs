@@ -144,6 +144,13 @@ pub async fn process<'s>(
                 }
                 false => outcome,
             };
+            // The access phase (allow/deny, auth_basic), before try_files and index.
+            let outcome = match matches!(outcome, Outcome::Continue)
+                && crate::access::configured(answering)
+            {
+                true => crate::access::run(w, snap, req, answering, rw).await,
+                false => outcome,
+            };
             match crate::precontent::run(w, snap, req, answering, outcome, rw).await {
                 Some(outcome) => return (answering, outcome),
                 // nginx's internal redirect runs the server's rewrite directives again (a

@@ -48,6 +48,9 @@ pub struct RwState {
     /// The client address realip's preaccess run decided before the limits ran (the
     /// request then keeps it even when a limit answers).
     pub(crate) preaccess_client: Option<crate::realip::Client>,
+    /// The access phase refused the request (its status is the outcome): the body is not
+    /// read (access.rs).
+    pub(crate) access_refused: bool,
     /// A rewrite changed the URI (nginx's `r->internal`): `internal` locations may be
     /// chosen.
     pub internal: bool,

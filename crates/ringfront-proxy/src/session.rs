@@ -504,21 +504,13 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         );
         w.log(&snap, LogLevel::Info, conn_id, msg);
     }
-    let denied = refusal.is_none()
-        && matches!(outcome, Outcome::Continue)
-        && crate::dispatch::denied(loc, client);
-    if denied {
-        log(
-            LogLevel::Error,
-            format_args!("access forbidden by rule"),
-            &buf,
-        );
-    }
+    // The access phase ran with the rewrite phases (rewrite.rs); its refusal is a status.
+    let denied = rw.access_refused;
     // A denied request's body is not wanted (nor its 100-continue); without framing it has
     // none. An unread body would be taken for the next request: answer (with the
     // location's error_page) and close.
     let mut unread = denied && !matches!(head.framing, ringfront_http::BodyFraming::None);
-    let mut refused = refusal.or(denied.then_some(403));
+    let mut refused = refusal;
     let gone = matches!(outcome, Outcome::Status(crate::limits::CLIENT_GONE));
     // `proxy_request_buffering off`: the body goes to the upstream as it comes.
     let streams = refused.is_none()
@@ -624,8 +616,9 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
             || rw.internal
             || rw.uri.is_some()
             || rw.limit_req != 0
-            || rw.limit_conn != 0)
-            .then_some(&rw),
+            || rw.limit_conn != 0
+            || !rw.error_authenticate.is_empty())
+        .then_some(&rw),
         ..own
     };
     let cx = Cx {

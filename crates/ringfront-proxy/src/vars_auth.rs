@@ -4,6 +4,13 @@
 
 /// The user name decoded from `authorization`, or `None` (nginx's "not found").
 pub fn remote_user(authorization: &[u8]) -> Option<Vec<u8>> {
+    let (mut decoded, colon) = credentials(authorization)?;
+    decoded.truncate(colon);
+    Some(decoded)
+}
+
+/// The decoded `user:password` and where its first `:` is (after a non-empty user).
+pub fn credentials(authorization: &[u8]) -> Option<(Vec<u8>, usize)> {
     let scheme = authorization.get(..6)?;
     if !scheme.eq_ignore_ascii_case(b"Basic ") {
         return None;
@@ -12,12 +19,12 @@ pub fn remote_user(authorization: &[u8]) -> Option<Vec<u8>> {
     let start = encoded.iter().position(|&b| b != b' ')?;
     let decoded = decode_base64(&encoded[start..])?;
     let colon = decoded.iter().position(|&b| b == b':')?;
-    (colon > 0).then(|| decoded[..colon].to_vec())
+    (colon > 0).then_some((decoded, colon))
 }
 
 /// nginx's `ngx_decode_base64`: the standard alphabet up to the first `=`, refused on any
 /// other byte or a length of 1 mod 4.
-fn decode_base64(src: &[u8]) -> Option<Vec<u8>> {
+pub(crate) fn decode_base64(src: &[u8]) -> Option<Vec<u8>> {
     let len = src.iter().position(|&b| b == b'=').unwrap_or(src.len());
     let digits: Vec<u8> = src[..len]
         .iter()

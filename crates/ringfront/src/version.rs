@@ -18,7 +18,7 @@ pub fn version_line() -> String {
 #[rustfmt::skip]
 pub const WITHOUT: &[&str] = &[
     "http_charset_module", "http_ssi_module", "http_userid_module",
-    "http_auth_basic_module", "http_mirror_module", "http_autoindex_module",
+    "http_mirror_module", "http_autoindex_module",
     "http_referer_module",
     "http_fastcgi_module", "http_uwsgi_module", "http_scgi_module",
     "http_grpc_module", "http_memcached_module",

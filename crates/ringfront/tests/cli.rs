@@ -186,6 +186,7 @@ fn version_flags_read_like_nginx() {
         "gzip",
         "limit_req",
         "limit_conn",
+        "auth_basic",
     ] {
         assert!(!args.contains(&format!("--without-http_{m}_module")), "{m}");
     }
