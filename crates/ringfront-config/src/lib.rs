@@ -65,6 +65,7 @@ mod main_conf;
 mod map;
 pub mod model;
 mod nginx_names;
+mod noop_args;
 mod options;
 pub mod pcre;
 mod proxy_headers;

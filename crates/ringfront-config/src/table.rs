@@ -34,6 +34,14 @@ pub(crate) enum Check {
     TempPath,
     /// Strings with variables (each must name known variables).
     Templates,
+    /// A millisecond-slot time (`ngx_conf_set_msec_slot`).
+    Msec,
+    /// `worker_priority [-|+]N`.
+    Priority,
+    /// `thread_pool NAME threads=N [max_queue=N]`.
+    ThreadPool,
+    /// `open_log_file_cache off | max=N [inactive=T] [min_uses=N] [valid=T]`.
+    LogFileCache,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,6 +137,15 @@ pub const NOOP_DIRECTIVES: &[&str] = &[
     "postpone_output", "open_file_cache", "open_file_cache_valid", "open_file_cache_min_uses",
     "open_file_cache_errors", "output_buffers", "aio", "directio", "directio_alignment",
     "read_ahead",
+    // hash sizing, process and event tuning, subrequest and MSIE knobs (docs/configuration.md,
+    // "Accepted and ignored")
+    "map_hash_bucket_size", "map_hash_max_size", "variables_hash_bucket_size",
+    "variables_hash_max_size", "proxy_headers_hash_bucket_size", "proxy_headers_hash_max_size",
+    "referer_hash_bucket_size", "referer_hash_max_size", "pcre_jit", "timer_resolution",
+    "worker_priority", "worker_rlimit_core", "working_directory", "lock_file",
+    "accept_mutex_delay", "thread_pool", "debug_connection", "worker_aio_requests",
+    "open_log_file_cache", "sendfile_max_chunk", "send_lowat", "subrequest_output_buffer_size",
+    "log_subrequest", "msie_padding", "msie_refresh",
 ];
 
 #[rustfmt::skip]
@@ -373,6 +390,40 @@ pub(crate) static TABLE: &[Spec] = &[
     noop("directio", HSL, 1, 1, Check::Any),
     noop("directio_alignment", HSL, 1, 1, Check::Size),
     noop("read_ahead", HSL, 1, 1, Check::Size),
+    // Hash table sizing: ringfront's maps, variables and header lists are not nginx's hashes.
+    noop("map_hash_bucket_size", HTTP, 1, 1, Check::Number),
+    noop("map_hash_max_size", HTTP, 1, 1, Check::Number),
+    noop("variables_hash_bucket_size", HTTP, 1, 1, Check::Number),
+    noop("variables_hash_max_size", HTTP, 1, 1, Check::Number),
+    noop("proxy_headers_hash_bucket_size", HSL, 1, 1, Check::Number),
+    noop("proxy_headers_hash_max_size", HSL, 1, 1, Check::Number),
+    noop("referer_hash_bucket_size", SL, 1, 1, Check::Number),
+    noop("referer_hash_max_size", SL, 1, 1, Check::Number),
+    // Process and event-loop tuning of nginx's own master/worker model: ringfront compiles its
+    // regexes its own way, reads the clock per event, runs no thread pools and takes no
+    // accept lock; core dumps, niceness and the working directory are left to the service
+    // manager (the values are checked, not applied).
+    noop("pcre_jit", MAIN, 1, 1, Check::Flag),
+    noop("timer_resolution", MAIN, 1, 1, Check::Msec),
+    noop("worker_priority", MAIN, 1, 1, Check::Priority),
+    noop("worker_rlimit_core", MAIN, 1, 1, Check::Size),
+    noop("working_directory", MAIN, 1, 1, Check::Any),
+    noop("lock_file", MAIN, 1, 1, Check::Any),
+    noop("thread_pool", MAIN, 2, 3, Check::ThreadPool),
+    noop("accept_mutex_delay", EVENTS, 1, 1, Check::Msec),
+    noop("debug_connection", EVENTS, 1, 1, Check::Any),
+    noop("worker_aio_requests", EVENTS, 1, 1, Check::Number),
+    // ringfront keeps its log files open for the life of the configuration; it sends with
+    // plain writes (no sendfile chunks, no SO_SNDLOWAT, which Linux cannot set anyway); it
+    // makes no subrequests; and it never pads error pages or rewrites redirects for MSIE
+    // (docs/configuration.md, deviations: `msie_padding`).
+    noop("open_log_file_cache", HSL, 1, 4, Check::LogFileCache),
+    noop("sendfile_max_chunk", HSL, 1, 1, Check::Size),
+    noop("send_lowat", HSL, 1, 1, Check::Size),
+    noop("subrequest_output_buffer_size", HSL, 1, 1, Check::Size),
+    noop("log_subrequest", HSL, 1, 1, Check::Flag),
+    noop("msie_padding", HSL, 1, 1, Check::Flag),
+    noop("msie_refresh", HSL, 1, 1, Check::OffOnly),
     // nginx directives not implemented yet: an error, so no configuration is half-understood
     d("internal", LOCATION, 0, 0),
     unsupported("proxy_cache", HSL, 1, 1),
