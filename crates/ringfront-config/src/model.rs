@@ -378,6 +378,10 @@ pub struct Listen {
     /// `listen ... proxy_protocol`: connections to this address start with a PROXY
     /// protocol header (before the TLS handshake on an `ssl` one).
     pub proxy_protocol: bool,
+    /// `listen ... ssl http2`: accepted, but connections still speak HTTP/1.1 (ALPN offers
+    /// `http/1.1` only); the binary warns once per address at start
+    /// ([`crate::http2_listens`]).
+    pub http2: bool,
     /// `listen unix:PATH`: the socket's path; `addr` is then its key
     /// ([`crate::unix_addr::listen_key`]).
     pub unix: Option<std::path::PathBuf>,

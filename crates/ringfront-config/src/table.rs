@@ -146,6 +146,13 @@ pub const NOOP_DIRECTIVES: &[&str] = &[
     "accept_mutex_delay", "thread_pool", "debug_connection", "worker_aio_requests",
     "open_log_file_cache", "sendfile_max_chunk", "send_lowat", "subrequest_output_buffer_size",
     "log_subrequest", "msie_padding", "msie_refresh",
+    // HTTP/2 tuning: ringfront speaks HTTP/1.1 (`listen ... ssl http2` is accepted, with a
+    // warning; docs/configuration.md, "Accepted and ignored")
+    "http2_recv_buffer_size", "http2_pool_size", "http2_max_concurrent_streams",
+    "http2_max_concurrent_pushes", "http2_body_preread_size", "http2_streams_index_size",
+    "http2_max_requests", "http2_max_field_size", "http2_max_header_size",
+    "http2_recv_timeout", "http2_idle_timeout", "http2_chunk_size", "http2_push_preload",
+    "http2_push",
 ];
 
 #[rustfmt::skip]
@@ -424,6 +431,22 @@ pub(crate) static TABLE: &[Spec] = &[
     noop("log_subrequest", HSL, 1, 1, Check::Flag),
     noop("msie_padding", HSL, 1, 1, Check::Flag),
     noop("msie_refresh", HSL, 1, 1, Check::OffOnly),
+    // HTTP/2 tuning: no HTTP/2 is spoken (ALPN offers http/1.1 only), so none applies. The
+    // five nginx 1.19.7 made obsolete take any value there too (with a warning).
+    noop("http2_recv_buffer_size", HTTP, 1, 1, Check::Size),
+    noop("http2_pool_size", HS, 1, 1, Check::Size),
+    noop("http2_max_concurrent_streams", HS, 1, 1, Check::Number),
+    noop("http2_max_concurrent_pushes", HS, 1, 1, Check::Number),
+    noop("http2_body_preread_size", HS, 1, 1, Check::Size),
+    noop("http2_streams_index_size", HS, 1, 1, Check::Number),
+    noop("http2_max_requests", HS, 1, 1, Check::Any),
+    noop("http2_max_field_size", HS, 1, 1, Check::Any),
+    noop("http2_max_header_size", HS, 1, 1, Check::Any),
+    noop("http2_recv_timeout", HS, 1, 1, Check::Any),
+    noop("http2_idle_timeout", HS, 1, 1, Check::Any),
+    noop("http2_chunk_size", HSL, 1, 1, Check::Size),
+    noop("http2_push_preload", HSL, 1, 1, Check::Flag),
+    noop("http2_push", HSL, 1, 1, Check::Any),
     // nginx directives not implemented yet: an error, so no configuration is half-understood
     d("internal", LOCATION, 0, 0),
     unsupported("proxy_cache", HSL, 1, 1),
