@@ -973,6 +973,11 @@ pub struct LocationSettings {
     /// `chunked_transfer_encoding` (default on): `off` sends bodies of unknown length
     /// unframed, closing the connection, and no trailers.
     pub chunked_transfer_encoding: bool,
+    /// `underscores_in_headers` (server; default off): `_` is valid in request header names.
+    pub underscores_in_headers: bool,
+    /// `ignore_invalid_headers` (server; default on): request header lines with invalid
+    /// names are dropped.
+    pub ignore_invalid_headers: bool,
     pub server_tokens: ServerTokens,
     /// `check_status [FORMAT]` in this location (not inherited): the health status page.
     pub check_status: Option<StatusFormat>,

@@ -80,6 +80,8 @@ pub(crate) struct Level {
     pub add_headers: Option<Vec<AddHeader>>,
     pub add_trailers: Option<Vec<AddHeader>>,
     pub chunked_transfer_encoding: Option<bool>,
+    pub underscores_in_headers: Option<bool>,
+    pub ignore_invalid_headers: Option<bool>,
     pub server_tokens: Option<ServerTokens>,
     /// `ssl_*` (http and server level; the server's merged ones are its TLS settings).
     pub ssl: crate::ssl::SslLevel,
@@ -148,6 +150,8 @@ impl Default for LocationSettings {
             add_headers: Vec::new(),
             add_trailers: Vec::new(),
             chunked_transfer_encoding: true,
+            underscores_in_headers: false,
+            ignore_invalid_headers: true,
             server_tokens: ServerTokens::On,
             check_status: None,
             api: false,
@@ -240,6 +244,14 @@ impl Level {
                 &self.chunked_transfer_encoding,
                 &outer.chunked_transfer_encoding,
             ),
+            underscores_in_headers: pick(
+                &self.underscores_in_headers,
+                &outer.underscores_in_headers,
+            ),
+            ignore_invalid_headers: pick(
+                &self.ignore_invalid_headers,
+                &outer.ignore_invalid_headers,
+            ),
             server_tokens: pick(&self.server_tokens, &outer.server_tokens),
             ssl: self.ssl.inherit(&outer.ssl),
             proxy_ssl: self.proxy_ssl.inherit(&outer.proxy_ssl),
@@ -326,6 +338,12 @@ impl Level {
             chunked_transfer_encoding: self
                 .chunked_transfer_encoding
                 .unwrap_or(d.chunked_transfer_encoding),
+            underscores_in_headers: self
+                .underscores_in_headers
+                .unwrap_or(d.underscores_in_headers),
+            ignore_invalid_headers: self
+                .ignore_invalid_headers
+                .unwrap_or(d.ignore_invalid_headers),
             server_tokens: self.server_tokens.unwrap_or(d.server_tokens),
             check_status: None,
             api: false,

@@ -332,6 +332,11 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
     let snap = w.snapshot();
     let candidates = snap.servers_for(local);
     let default = candidates.first().and_then(|&i| snap.servers.get(i))?;
+    let base = &default.fallback.settings;
+    head.names = ringfront_http::HeaderNames {
+        underscores: base.underscores_in_headers,
+        ignore_invalid: base.ignore_invalid_headers,
+    };
     let mut busy = None;
     // The first request's head shares one timer from the accept with the PROXY protocol
     // header and the TLS handshake before it, as nginx's.
@@ -479,6 +484,24 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         let ctx = log_context(buf, &head, client, server_name, None);
         w.log(&snap, level, conn_id, format_args!("{msg}{ctx}"));
     };
+    for h in &head.ignored {
+        let end = if h.value.is_empty() {
+            h.name.end
+        } else {
+            h.value.end
+        };
+        let line = String::from_utf8_lossy(
+            buf.get(h.name.start as usize..end as usize)
+                .unwrap_or_default(),
+        );
+        log(
+            LogLevel::Info,
+            format_args!(
+                "client sent invalid header line: \"{line}\" while reading client request headers"
+            ),
+            &buf,
+        );
+    }
     if misdirected.is_some() {
         log(
             LogLevel::Info,
