@@ -115,6 +115,7 @@ pub(crate) fn apply(
         "chunked_transfer_encoding" => set_once(&mut level.chunked_transfer_encoding, flag(d)?, d)?,
         "underscores_in_headers" => set_once(&mut level.underscores_in_headers, flag(d)?, d)?,
         "ignore_invalid_headers" => set_once(&mut level.ignore_invalid_headers, flag(d)?, d)?,
+        "merge_slashes" => set_once(&mut level.merge_slashes, flag(d)?, d)?,
         "server_tokens" => crate::response_headers::server_tokens(level, d)?,
         _ if crate::files::apply(level, d, scope.prefix, scope.alias_len)? => {}
         _ if crate::error_pages::apply(level, d)? => {}

@@ -978,6 +978,8 @@ pub struct LocationSettings {
     /// `ignore_invalid_headers` (server; default on): request header lines with invalid
     /// names are dropped.
     pub ignore_invalid_headers: bool,
+    /// `merge_slashes` (server; default on): `//` in the request's path is one `/`.
+    pub merge_slashes: bool,
     pub server_tokens: ServerTokens,
     /// `check_status [FORMAT]` in this location (not inherited): the health status page.
     pub check_status: Option<StatusFormat>,

@@ -82,6 +82,7 @@ pub(crate) struct Level {
     pub chunked_transfer_encoding: Option<bool>,
     pub underscores_in_headers: Option<bool>,
     pub ignore_invalid_headers: Option<bool>,
+    pub merge_slashes: Option<bool>,
     pub server_tokens: Option<ServerTokens>,
     /// `ssl_*` (http and server level; the server's merged ones are its TLS settings).
     pub ssl: crate::ssl::SslLevel,
@@ -152,6 +153,7 @@ impl Default for LocationSettings {
             chunked_transfer_encoding: true,
             underscores_in_headers: false,
             ignore_invalid_headers: true,
+            merge_slashes: true,
             server_tokens: ServerTokens::On,
             check_status: None,
             api: false,
@@ -252,6 +254,7 @@ impl Level {
                 &self.ignore_invalid_headers,
                 &outer.ignore_invalid_headers,
             ),
+            merge_slashes: pick(&self.merge_slashes, &outer.merge_slashes),
             server_tokens: pick(&self.server_tokens, &outer.server_tokens),
             ssl: self.ssl.inherit(&outer.ssl),
             proxy_ssl: self.proxy_ssl.inherit(&outer.proxy_ssl),
@@ -344,6 +347,7 @@ impl Level {
             ignore_invalid_headers: self
                 .ignore_invalid_headers
                 .unwrap_or(d.ignore_invalid_headers),
+            merge_slashes: self.merge_slashes.unwrap_or(d.merge_slashes),
             server_tokens: self.server_tokens.unwrap_or(d.server_tokens),
             check_status: None,
             api: false,

@@ -387,7 +387,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
     };
     // A URI nginx's parser refuses is its 400 from the listen's default server (nginx
     // checks it before reading the fields that choose one), logged with an empty `$uri`.
-    let bad_uri = own_uri(&buf, &head, &mut rw).is_err();
+    let bad_uri = own_uri(&buf, &head, &mut rw, base.merge_slashes).is_err();
     if bad_uri {
         rw.uri = Some(String::new());
         rw.args = Some(Vec::new());
@@ -891,9 +891,14 @@ fn keeps_alive(s: &ringfront_config::LocationSettings, requests: u64, age_ms: u6
 /// resolved, the fragment cut); when that is not the target's own path, `rw` holds it
 /// (and the arguments without a fragment). Err: nginx's 400. A decoded URI that is not
 /// UTF-8 is left undecoded.
-pub(crate) fn own_uri(buf: &[u8], head: &RequestHead, rw: &mut RwState) -> Result<(), ()> {
+pub(crate) fn own_uri(
+    buf: &[u8],
+    head: &RequestHead,
+    rw: &mut RwState,
+    merge_slashes: bool,
+) -> Result<(), ()> {
     let target = path_part(head.target.get(buf));
-    let uri = ringfront_http::uri::parse(target).map_err(|_| ())?;
+    let uri = ringfront_http::uri::parse_with(target, merge_slashes).map_err(|_| ())?;
     if let (Cow::Owned(path), false) = (uri.path, rw.uri.is_some()) {
         if let Ok(path) = String::from_utf8(path) {
             rw.uri = Some(path);
