@@ -116,6 +116,7 @@ pub(crate) fn apply(
         "underscores_in_headers" => set_once(&mut level.underscores_in_headers, flag(d)?, d)?,
         "ignore_invalid_headers" => set_once(&mut level.ignore_invalid_headers, flag(d)?, d)?,
         "merge_slashes" => set_once(&mut level.merge_slashes, flag(d)?, d)?,
+        "proxy_socket_keepalive" => set_once(&mut level.proxy_socket_keepalive, flag(d)?, d)?,
         "server_tokens" => crate::response_headers::server_tokens(level, d)?,
         _ if crate::files::apply(level, d, scope.prefix, scope.alias_len)? => {}
         _ if crate::error_pages::apply(level, d)? => {}

@@ -980,6 +980,8 @@ pub struct LocationSettings {
     pub ignore_invalid_headers: bool,
     /// `merge_slashes` (server; default on): `//` in the request's path is one `/`.
     pub merge_slashes: bool,
+    /// `proxy_socket_keepalive` (default off): `SO_KEEPALIVE` on upstream connections.
+    pub proxy_socket_keepalive: bool,
     pub server_tokens: ServerTokens,
     /// `check_status [FORMAT]` in this location (not inherited): the health status page.
     pub check_status: Option<StatusFormat>,

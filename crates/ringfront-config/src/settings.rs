@@ -83,6 +83,7 @@ pub(crate) struct Level {
     pub underscores_in_headers: Option<bool>,
     pub ignore_invalid_headers: Option<bool>,
     pub merge_slashes: Option<bool>,
+    pub proxy_socket_keepalive: Option<bool>,
     pub server_tokens: Option<ServerTokens>,
     /// `ssl_*` (http and server level; the server's merged ones are its TLS settings).
     pub ssl: crate::ssl::SslLevel,
@@ -154,6 +155,7 @@ impl Default for LocationSettings {
             underscores_in_headers: false,
             ignore_invalid_headers: true,
             merge_slashes: true,
+            proxy_socket_keepalive: false,
             server_tokens: ServerTokens::On,
             check_status: None,
             api: false,
@@ -255,6 +257,10 @@ impl Level {
                 &outer.ignore_invalid_headers,
             ),
             merge_slashes: pick(&self.merge_slashes, &outer.merge_slashes),
+            proxy_socket_keepalive: pick(
+                &self.proxy_socket_keepalive,
+                &outer.proxy_socket_keepalive,
+            ),
             server_tokens: pick(&self.server_tokens, &outer.server_tokens),
             ssl: self.ssl.inherit(&outer.ssl),
             proxy_ssl: self.proxy_ssl.inherit(&outer.proxy_ssl),
@@ -348,6 +354,9 @@ impl Level {
                 .ignore_invalid_headers
                 .unwrap_or(d.ignore_invalid_headers),
             merge_slashes: self.merge_slashes.unwrap_or(d.merge_slashes),
+            proxy_socket_keepalive: self
+                .proxy_socket_keepalive
+                .unwrap_or(d.proxy_socket_keepalive),
             server_tokens: self.server_tokens.unwrap_or(d.server_tokens),
             check_status: None,
             api: false,

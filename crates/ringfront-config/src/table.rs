@@ -281,6 +281,7 @@ pub(crate) static TABLE: &[Spec] = &[
     d("underscores_in_headers", HS, 1, 1),
     d("ignore_invalid_headers", HS, 1, 1),
     d("merge_slashes", HS, 1, 1),
+    d("proxy_socket_keepalive", HSL, 1, 1),
     d("server_tokens", HSL, 1, 1),
     // the name servers of proxy_pass with variables and `server NAME resolve` (resolver.rs)
     d("resolver", HSL | UPSTREAM, 1, MANY),
