@@ -260,6 +260,8 @@ pub(crate) static TABLE: &[Spec] = &[
     d("try_files", SL, 2, MANY),
     d("if_modified_since", HSL, 1, 1),
     d("log_not_found", HSL, 1, 1),
+    d("etag", HSL, 1, 1),
+    d("max_ranges", HSL, 1, 1),
     d("keepalive_timeout", HSL, 1, 2),
     d("keepalive_requests", HSL, 1, 1),
     d("keepalive_time", HSL, 1, 1),
