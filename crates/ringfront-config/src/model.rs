@@ -982,6 +982,13 @@ pub struct LocationSettings {
     pub merge_slashes: bool,
     /// `proxy_socket_keepalive` (default off): `SO_KEEPALIVE` on upstream connections.
     pub proxy_socket_keepalive: bool,
+    /// `lingering_close` (default on): after a response the connection closes with, the
+    /// client's further bytes are read and dropped before the socket is closed.
+    pub lingering_close: LingeringClose,
+    /// `lingering_time` (default 30s): the most time spent so.
+    pub lingering_time: std::time::Duration,
+    /// `lingering_timeout` (default 5s): the most time one read waits then.
+    pub lingering_timeout: std::time::Duration,
     pub server_tokens: ServerTokens,
     /// `check_status [FORMAT]` in this location (not inherited): the health status page.
     pub check_status: Option<StatusFormat>,
@@ -1023,4 +1030,14 @@ impl KeepaliveDisable {
         msie6: true,
         safari: false,
     };
+}
+
+/// `lingering_close off | on | always`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LingeringClose {
+    Off,
+    /// Only when the client may still be sending: a request body left unread, or bytes of
+    /// a next request already in.
+    On,
+    Always,
 }

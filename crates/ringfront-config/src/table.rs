@@ -284,6 +284,9 @@ pub(crate) static TABLE: &[Spec] = &[
     d("ignore_invalid_headers", HS, 1, 1),
     d("merge_slashes", HS, 1, 1),
     d("proxy_socket_keepalive", HSL, 1, 1),
+    d("lingering_close", HSL, 1, 1),
+    d("lingering_time", HSL, 1, 1),
+    d("lingering_timeout", HSL, 1, 1),
     d("server_tokens", HSL, 1, 1),
     // the name servers of proxy_pass with variables and `server NAME resolve` (resolver.rs)
     d("resolver", HSL | UPSTREAM, 1, MANY),
