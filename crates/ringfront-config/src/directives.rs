@@ -136,6 +136,10 @@ pub(crate) fn check_noop(d: &Directive, check: Check) -> Result<(), ConfigError>
             }
             true
         }
+        Check::Msec => crate::values::msec(d, value).is_ok(),
+        Check::Priority => return crate::noop_args::priority(d),
+        Check::ThreadPool => return crate::noop_args::thread_pool(d),
+        Check::LogFileCache => return crate::noop_args::open_log_file_cache(d),
     };
     match (ok, check) {
         (true, _) => Ok(()),

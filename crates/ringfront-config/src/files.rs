@@ -25,6 +25,8 @@ pub(crate) struct FilesLevel {
     pub try_files: Option<TryFiles>,
     pub if_modified_since: Option<IfModifiedSince>,
     pub log_not_found: Option<bool>,
+    pub etag: Option<bool>,
+    pub max_ranges: Option<u64>,
 }
 
 /// Reads `d` into `level` if it is one of these directives; `Ok(false)` if not.
@@ -93,6 +95,12 @@ pub(crate) fn apply(
                 }
             };
             crate::values::set_once(&mut level.files.if_modified_since, v, d)?;
+        }
+        "etag" => crate::values::set_once(&mut level.files.etag, crate::values::flag(d)?, d)?,
+        "max_ranges" => {
+            let n = crate::units::parse_number(arg)
+                .ok_or_else(|| crate::values::directive_err(d, "invalid number"))?;
+            crate::values::set_once(&mut level.files.max_ranges, n, d)?;
         }
         "log_not_found" => {
             crate::values::set_once(&mut level.files.log_not_found, crate::values::flag(d)?, d)?;
@@ -167,6 +175,8 @@ impl FilesLevel {
             try_files: self.try_files.clone(),
             if_modified_since: self.if_modified_since.or(outer.if_modified_since),
             log_not_found: self.log_not_found.or(outer.log_not_found),
+            etag: self.etag.or(outer.etag),
+            max_ranges: self.max_ranges.or(outer.max_ranges),
         }
     }
 
@@ -181,6 +191,8 @@ impl FilesLevel {
             try_files: self.try_files,
             if_modified_since: self.if_modified_since.unwrap_or(d.if_modified_since),
             log_not_found: self.log_not_found.unwrap_or(d.log_not_found),
+            etag: self.etag.unwrap_or(d.etag),
+            max_ranges: self.max_ranges,
         }
     }
 }

@@ -26,6 +26,11 @@ pub struct Files {
     pub log_not_found: bool,
     /// `try_files` of this level (never inherited, as nginx).
     pub try_files: Option<TryFiles>,
+    /// `etag` (default on): static files get an `ETag` (`"MTIME-SIZE"` in hex).
+    pub etag: bool,
+    /// `max_ranges` (default none: no limit): more ranges serve the whole file; 0 turns
+    /// ranges off (no `Accept-Ranges` either).
+    pub max_ranges: Option<u64>,
 }
 
 /// `if_modified_since off | exact | before`: how `If-Modified-Since` is compared with the
@@ -78,6 +83,8 @@ impl Default for Files {
             if_modified_since: IfModifiedSince::Exact,
             log_not_found: true,
             try_files: None,
+            etag: true,
+            max_ranges: None,
         }
     }
 }

@@ -113,6 +113,21 @@ pub(crate) fn apply(
         }
         "add_header" | "add_trailer" => crate::response_headers::add_header(level, d)?,
         "chunked_transfer_encoding" => set_once(&mut level.chunked_transfer_encoding, flag(d)?, d)?,
+        "underscores_in_headers" => set_once(&mut level.underscores_in_headers, flag(d)?, d)?,
+        "ignore_invalid_headers" => set_once(&mut level.ignore_invalid_headers, flag(d)?, d)?,
+        "merge_slashes" => set_once(&mut level.merge_slashes, flag(d)?, d)?,
+        "proxy_socket_keepalive" => set_once(&mut level.proxy_socket_keepalive, flag(d)?, d)?,
+        "lingering_close" => {
+            let v = match arg {
+                "off" => crate::model::LingeringClose::Off,
+                "on" => crate::model::LingeringClose::On,
+                "always" => crate::model::LingeringClose::Always,
+                _ => return Err(crate::values::err(d, format!("invalid value \"{arg}\""))),
+            };
+            set_once(&mut level.lingering_close, v, d)?;
+        }
+        "lingering_time" => set_once(&mut level.lingering_time, msec(d, arg)?, d)?,
+        "lingering_timeout" => set_once(&mut level.lingering_timeout, msec(d, arg)?, d)?,
         "server_tokens" => crate::response_headers::server_tokens(level, d)?,
         _ if crate::files::apply(level, d, scope.prefix, scope.alias_len)? => {}
         _ if crate::error_pages::apply(level, d)? => {}

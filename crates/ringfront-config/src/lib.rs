@@ -32,7 +32,7 @@
 //!   parameters and forms):
 //!   `resolve`, `service=`, directives inside `if` other than the rewrite module's and
 //!   `proxy_pass`/`add_header`/`root`/`access_log`/`error_page`,
-//!   `set` of a map/geo/split_clients variable, `listen ... http2`, `listen unix:... ssl`,
+//!   `set` of a map/geo/split_clients variable, `listen ... http2` without `ssl`, `listen unix:... ssl`,
 //!   `gzip_static on|always`, `worker_cpu_affinity auto MASK`; `worker_processes 0` is
 //!   refused.
 //! - Include cycles and nesting deeper than 100 levels are errors (nginx would recurse).
@@ -66,6 +66,7 @@ mod main_conf;
 mod map;
 pub mod model;
 mod nginx_names;
+mod noop_args;
 mod options;
 pub mod pcre;
 mod proxy_headers;
@@ -157,5 +158,27 @@ impl Config {
     /// The upstream group a [`ProxyTarget::Upstream`] names.
     pub fn upstream(&self, name: &str) -> Option<&Upstream> {
         self.http.upstreams.iter().find(|u| u.name == name)
+    }
+
+    /// The `warn` lines of `listen ... http2` (one per address, in the order of the
+    /// configuration): ringfront accepts the parameter on TLS addresses and speaks
+    /// HTTP/1.1 there (ALPN offers `http/1.1` only).
+    pub fn http2_warnings(&self) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        for l in self.http.servers.iter().flat_map(|s| &s.listens) {
+            let name = l.name();
+            if l.http2 && !names.contains(&name) {
+                names.push(name);
+            }
+        }
+        names
+            .into_iter()
+            .map(|n| {
+                format!(
+                    "\"http2\" parameter of the \"listen\" directive is accepted, but \
+                     ringfront speaks HTTP/1.1 on {n}"
+                )
+            })
+            .collect()
     }
 }

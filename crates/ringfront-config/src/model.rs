@@ -378,6 +378,10 @@ pub struct Listen {
     /// `listen ... proxy_protocol`: connections to this address start with a PROXY
     /// protocol header (before the TLS handshake on an `ssl` one).
     pub proxy_protocol: bool,
+    /// `listen ... ssl http2`: accepted, but connections still speak HTTP/1.1 (ALPN offers
+    /// `http/1.1` only); the binary warns once per address at start
+    /// ([`crate::http2_listens`]).
+    pub http2: bool,
     /// `listen unix:PATH`: the socket's path; `addr` is then its key
     /// ([`crate::unix_addr::listen_key`]).
     pub unix: Option<std::path::PathBuf>,
@@ -969,6 +973,22 @@ pub struct LocationSettings {
     /// `chunked_transfer_encoding` (default on): `off` sends bodies of unknown length
     /// unframed, closing the connection, and no trailers.
     pub chunked_transfer_encoding: bool,
+    /// `underscores_in_headers` (server; default off): `_` is valid in request header names.
+    pub underscores_in_headers: bool,
+    /// `ignore_invalid_headers` (server; default on): request header lines with invalid
+    /// names are dropped.
+    pub ignore_invalid_headers: bool,
+    /// `merge_slashes` (server; default on): `//` in the request's path is one `/`.
+    pub merge_slashes: bool,
+    /// `proxy_socket_keepalive` (default off): `SO_KEEPALIVE` on upstream connections.
+    pub proxy_socket_keepalive: bool,
+    /// `lingering_close` (default on): after a response the connection closes with, the
+    /// client's further bytes are read and dropped before the socket is closed.
+    pub lingering_close: LingeringClose,
+    /// `lingering_time` (default 30s): the most time spent so.
+    pub lingering_time: std::time::Duration,
+    /// `lingering_timeout` (default 5s): the most time one read waits then.
+    pub lingering_timeout: std::time::Duration,
     pub server_tokens: ServerTokens,
     /// `check_status [FORMAT]` in this location (not inherited): the health status page.
     pub check_status: Option<StatusFormat>,
@@ -1012,4 +1032,14 @@ impl KeepaliveDisable {
         msie6: true,
         safari: false,
     };
+}
+
+/// `lingering_close off | on | always`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LingeringClose {
+    Off,
+    /// Only when the client may still be sending: a request body left unread, or bytes of
+    /// a next request already in.
+    On,
+    Always,
 }

@@ -392,7 +392,34 @@ fn check_listens(servers: &[ServerRaw]) -> Result<(), ConfigError> {
             seen.push((addr, index, l));
         }
     }
-    Ok(())
+    check_http2(servers)
+}
+
+/// `listen ... http2` is accepted only on an address that speaks TLS (`ssl` on one of its
+/// `listen`s, or the deprecated `ssl on`): clients there negotiate HTTP/1.1 through ALPN.
+/// Without TLS nginx would speak HTTP/2 with prior knowledge only, which no HTTP/1.1 client
+/// can talk to, so it stays an error.
+fn check_http2(servers: &[ServerRaw]) -> Result<(), ConfigError> {
+    let tls = |addr: SocketAddr| {
+        servers.iter().any(|s| {
+            let all = s.settings.ssl.enable == Some(true);
+            s.listens
+                .iter()
+                .any(|l| l.listen.addr == addr && (all || l.listen.ssl))
+        })
+    };
+    let plain = servers
+        .iter()
+        .flat_map(|s| &s.listens)
+        .find(|l| l.listen.http2 && !tls(l.listen.addr));
+    match plain {
+        Some(l) => Err(ConfigError::at(
+            "\"http2\" parameter of the \"listen\" directive without \"ssl\" is not \
+             supported by ringfront (HTTP/2 with prior knowledge only; ringfront speaks HTTP/1.1)",
+            &l.origin,
+        )),
+        None => Ok(()),
+    }
 }
 
 /// `proxy_protocol` belongs to the address as `ssl` does (nginx ORs it over the address's

@@ -39,7 +39,7 @@ pub(crate) struct ServerRaw {
 }
 
 /// Listen parameters that would change behaviour ringfront does not have yet.
-const NOT_YET: &[&str] = &["http2", "quic", "spdy", "accept_filter", "setfib"];
+const NOT_YET: &[&str] = &["quic", "spdy", "accept_filter", "setfib"];
 
 /// `listen ADDR[:PORT]|PORT [default_server] [reuseport] [backlog=N]`; one entry per
 /// address a host name resolves to.
@@ -64,6 +64,7 @@ fn listen(d: &Directive, host: &dyn Host) -> Result<Vec<ListenRaw>, ConfigError>
     let mut sockopts = false;
     let mut ssl = false;
     let mut proxy_protocol = false;
+    let mut http2 = false;
     let mut options = SocketOptions::default();
     for param in d.args.iter().skip(1) {
         let key = param.split_once('=').map_or(param.as_str(), |(k, _)| k);
@@ -71,6 +72,7 @@ fn listen(d: &Directive, host: &dyn Host) -> Result<Vec<ListenRaw>, ConfigError>
             "default_server" | "default" => default_server = true,
             "ssl" => ssl = true,
             "proxy_protocol" => proxy_protocol = true,
+            "http2" => http2 = true,
             "reuseport" => {
                 reuseport = true;
                 sockopts = true;
@@ -131,6 +133,7 @@ fn listen(d: &Directive, host: &dyn Host) -> Result<Vec<ListenRaw>, ConfigError>
                 options,
                 ssl,
                 proxy_protocol,
+                http2,
                 unix: unix.clone(),
             },
             sockopts,
@@ -260,6 +263,7 @@ pub(crate) fn server_block(
                 options: SocketOptions::default(),
                 ssl: false,
                 proxy_protocol: false,
+                http2: false,
                 unix: None,
             },
             sockopts: false,

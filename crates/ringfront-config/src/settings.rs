@@ -80,6 +80,13 @@ pub(crate) struct Level {
     pub add_headers: Option<Vec<AddHeader>>,
     pub add_trailers: Option<Vec<AddHeader>>,
     pub chunked_transfer_encoding: Option<bool>,
+    pub underscores_in_headers: Option<bool>,
+    pub ignore_invalid_headers: Option<bool>,
+    pub merge_slashes: Option<bool>,
+    pub proxy_socket_keepalive: Option<bool>,
+    pub lingering_close: Option<crate::model::LingeringClose>,
+    pub lingering_time: Option<Duration>,
+    pub lingering_timeout: Option<Duration>,
     pub server_tokens: Option<ServerTokens>,
     /// `ssl_*` (http and server level; the server's merged ones are its TLS settings).
     pub ssl: crate::ssl::SslLevel,
@@ -150,6 +157,13 @@ impl Default for LocationSettings {
             add_headers: Vec::new(),
             add_trailers: Vec::new(),
             chunked_transfer_encoding: true,
+            underscores_in_headers: false,
+            ignore_invalid_headers: true,
+            merge_slashes: true,
+            proxy_socket_keepalive: false,
+            lingering_close: crate::model::LingeringClose::On,
+            lingering_time: Duration::from_secs(30),
+            lingering_timeout: Duration::from_secs(5),
             server_tokens: ServerTokens::On,
             check_status: None,
             api: false,
@@ -243,6 +257,22 @@ impl Level {
                 &self.chunked_transfer_encoding,
                 &outer.chunked_transfer_encoding,
             ),
+            underscores_in_headers: pick(
+                &self.underscores_in_headers,
+                &outer.underscores_in_headers,
+            ),
+            ignore_invalid_headers: pick(
+                &self.ignore_invalid_headers,
+                &outer.ignore_invalid_headers,
+            ),
+            merge_slashes: pick(&self.merge_slashes, &outer.merge_slashes),
+            proxy_socket_keepalive: pick(
+                &self.proxy_socket_keepalive,
+                &outer.proxy_socket_keepalive,
+            ),
+            lingering_close: pick(&self.lingering_close, &outer.lingering_close),
+            lingering_time: pick(&self.lingering_time, &outer.lingering_time),
+            lingering_timeout: pick(&self.lingering_timeout, &outer.lingering_timeout),
             server_tokens: pick(&self.server_tokens, &outer.server_tokens),
             ssl: self.ssl.inherit(&outer.ssl),
             proxy_ssl: self.proxy_ssl.inherit(&outer.proxy_ssl),
@@ -330,6 +360,19 @@ impl Level {
             chunked_transfer_encoding: self
                 .chunked_transfer_encoding
                 .unwrap_or(d.chunked_transfer_encoding),
+            underscores_in_headers: self
+                .underscores_in_headers
+                .unwrap_or(d.underscores_in_headers),
+            ignore_invalid_headers: self
+                .ignore_invalid_headers
+                .unwrap_or(d.ignore_invalid_headers),
+            merge_slashes: self.merge_slashes.unwrap_or(d.merge_slashes),
+            proxy_socket_keepalive: self
+                .proxy_socket_keepalive
+                .unwrap_or(d.proxy_socket_keepalive),
+            lingering_close: self.lingering_close.unwrap_or(d.lingering_close),
+            lingering_time: self.lingering_time.unwrap_or(d.lingering_time),
+            lingering_timeout: self.lingering_timeout.unwrap_or(d.lingering_timeout),
             server_tokens: self.server_tokens.unwrap_or(d.server_tokens),
             check_status: None,
             api: false,

@@ -34,6 +34,14 @@ pub(crate) enum Check {
     TempPath,
     /// Strings with variables (each must name known variables).
     Templates,
+    /// A millisecond-slot time (`ngx_conf_set_msec_slot`).
+    Msec,
+    /// `worker_priority [-|+]N`.
+    Priority,
+    /// `thread_pool NAME threads=N [max_queue=N]`.
+    ThreadPool,
+    /// `open_log_file_cache off | max=N [inactive=T] [min_uses=N] [valid=T]`.
+    LogFileCache,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,6 +137,22 @@ pub const NOOP_DIRECTIVES: &[&str] = &[
     "postpone_output", "open_file_cache", "open_file_cache_valid", "open_file_cache_min_uses",
     "open_file_cache_errors", "output_buffers", "aio", "directio", "directio_alignment",
     "read_ahead",
+    // hash sizing, process and event tuning, subrequest and MSIE knobs (docs/configuration.md,
+    // "Accepted and ignored")
+    "map_hash_bucket_size", "map_hash_max_size", "variables_hash_bucket_size",
+    "variables_hash_max_size", "proxy_headers_hash_bucket_size", "proxy_headers_hash_max_size",
+    "referer_hash_bucket_size", "referer_hash_max_size", "pcre_jit", "timer_resolution",
+    "worker_priority", "worker_rlimit_core", "working_directory", "lock_file",
+    "accept_mutex_delay", "thread_pool", "debug_connection", "worker_aio_requests",
+    "open_log_file_cache", "sendfile_max_chunk", "send_lowat", "subrequest_output_buffer_size",
+    "log_subrequest", "msie_padding", "msie_refresh",
+    // HTTP/2 tuning: ringfront speaks HTTP/1.1 (`listen ... ssl http2` is accepted, with a
+    // warning; docs/configuration.md, "Accepted and ignored")
+    "http2_recv_buffer_size", "http2_pool_size", "http2_max_concurrent_streams",
+    "http2_max_concurrent_pushes", "http2_body_preread_size", "http2_streams_index_size",
+    "http2_max_requests", "http2_max_field_size", "http2_max_header_size",
+    "http2_recv_timeout", "http2_idle_timeout", "http2_chunk_size", "http2_push_preload",
+    "http2_push",
 ];
 
 #[rustfmt::skip]
@@ -236,6 +260,8 @@ pub(crate) static TABLE: &[Spec] = &[
     d("try_files", SL, 2, MANY),
     d("if_modified_since", HSL, 1, 1),
     d("log_not_found", HSL, 1, 1),
+    d("etag", HSL, 1, 1),
+    d("max_ranges", HSL, 1, 1),
     d("keepalive_timeout", HSL, 1, 2),
     d("keepalive_requests", HSL, 1, 1),
     d("keepalive_time", HSL, 1, 1),
@@ -258,6 +284,13 @@ pub(crate) static TABLE: &[Spec] = &[
     d("add_header", HSL, 2, 3),
     d("add_trailer", HSL, 2, 3),
     d("chunked_transfer_encoding", HSL, 1, 1),
+    d("underscores_in_headers", HS, 1, 1),
+    d("ignore_invalid_headers", HS, 1, 1),
+    d("merge_slashes", HS, 1, 1),
+    d("proxy_socket_keepalive", HSL, 1, 1),
+    d("lingering_close", HSL, 1, 1),
+    d("lingering_time", HSL, 1, 1),
+    d("lingering_timeout", HSL, 1, 1),
     d("server_tokens", HSL, 1, 1),
     // the name servers of proxy_pass with variables and `server NAME resolve` (resolver.rs)
     d("resolver", HSL | UPSTREAM, 1, MANY),
@@ -384,6 +417,56 @@ pub(crate) static TABLE: &[Spec] = &[
     noop("directio", HSL, 1, 1, Check::Any),
     noop("directio_alignment", HSL, 1, 1, Check::Size),
     noop("read_ahead", HSL, 1, 1, Check::Size),
+    // Hash table sizing: ringfront's maps, variables and header lists are not nginx's hashes.
+    noop("map_hash_bucket_size", HTTP, 1, 1, Check::Number),
+    noop("map_hash_max_size", HTTP, 1, 1, Check::Number),
+    noop("variables_hash_bucket_size", HTTP, 1, 1, Check::Number),
+    noop("variables_hash_max_size", HTTP, 1, 1, Check::Number),
+    noop("proxy_headers_hash_bucket_size", HSL, 1, 1, Check::Number),
+    noop("proxy_headers_hash_max_size", HSL, 1, 1, Check::Number),
+    noop("referer_hash_bucket_size", SL, 1, 1, Check::Number),
+    noop("referer_hash_max_size", SL, 1, 1, Check::Number),
+    // Process and event-loop tuning of nginx's own master/worker model: ringfront compiles its
+    // regexes its own way, reads the clock per event, runs no thread pools and takes no
+    // accept lock; core dumps, niceness and the working directory are left to the service
+    // manager (the values are checked, not applied).
+    noop("pcre_jit", MAIN, 1, 1, Check::Flag),
+    noop("timer_resolution", MAIN, 1, 1, Check::Msec),
+    noop("worker_priority", MAIN, 1, 1, Check::Priority),
+    noop("worker_rlimit_core", MAIN, 1, 1, Check::Size),
+    noop("working_directory", MAIN, 1, 1, Check::Any),
+    noop("lock_file", MAIN, 1, 1, Check::Any),
+    noop("thread_pool", MAIN, 2, 3, Check::ThreadPool),
+    noop("accept_mutex_delay", EVENTS, 1, 1, Check::Msec),
+    noop("debug_connection", EVENTS, 1, 1, Check::Any),
+    noop("worker_aio_requests", EVENTS, 1, 1, Check::Number),
+    // ringfront keeps its log files open for the life of the configuration; it sends with
+    // plain writes (no sendfile chunks, no SO_SNDLOWAT, which Linux cannot set anyway); it
+    // makes no subrequests; and it never pads error pages or rewrites redirects for MSIE
+    // (docs/configuration.md, deviations: `msie_padding`).
+    noop("open_log_file_cache", HSL, 1, 4, Check::LogFileCache),
+    noop("sendfile_max_chunk", HSL, 1, 1, Check::Size),
+    noop("send_lowat", HSL, 1, 1, Check::Size),
+    noop("subrequest_output_buffer_size", HSL, 1, 1, Check::Size),
+    noop("log_subrequest", HSL, 1, 1, Check::Flag),
+    noop("msie_padding", HSL, 1, 1, Check::Flag),
+    noop("msie_refresh", HSL, 1, 1, Check::OffOnly),
+    // HTTP/2 tuning: no HTTP/2 is spoken (ALPN offers http/1.1 only), so none applies. The
+    // five nginx 1.19.7 made obsolete take any value there too (with a warning).
+    noop("http2_recv_buffer_size", HTTP, 1, 1, Check::Size),
+    noop("http2_pool_size", HS, 1, 1, Check::Size),
+    noop("http2_max_concurrent_streams", HS, 1, 1, Check::Number),
+    noop("http2_max_concurrent_pushes", HS, 1, 1, Check::Number),
+    noop("http2_body_preread_size", HS, 1, 1, Check::Size),
+    noop("http2_streams_index_size", HS, 1, 1, Check::Number),
+    noop("http2_max_requests", HS, 1, 1, Check::Any),
+    noop("http2_max_field_size", HS, 1, 1, Check::Any),
+    noop("http2_max_header_size", HS, 1, 1, Check::Any),
+    noop("http2_recv_timeout", HS, 1, 1, Check::Any),
+    noop("http2_idle_timeout", HS, 1, 1, Check::Any),
+    noop("http2_chunk_size", HSL, 1, 1, Check::Size),
+    noop("http2_push_preload", HSL, 1, 1, Check::Flag),
+    noop("http2_push", HSL, 1, 1, Check::Any),
     // nginx directives not implemented yet: an error, so no configuration is half-understood
     d("internal", LOCATION, 0, 0),
     unsupported("proxy_cache", HSL, 1, 1),

@@ -89,8 +89,8 @@ fn nginx_directives_ringfront_lacks_say_so_and_typos_stay_unknown() {
         "\"sub_filter\" directive is not supported by ringfront in /t/conf/x.conf:3"
     );
     assert_eq!(
-        err("events {}\nthread_pool default threads=4;"),
-        "\"thread_pool\" directive is not supported by ringfront in /t/conf/x.conf:2"
+        err("events {}\nssl_engine pkcs11;"),
+        "\"ssl_engine\" directive is not supported by ringfront in /t/conf/x.conf:2"
     );
     assert_eq!(
         http("proxy_cahce on;").unwrap_err().to_string(),

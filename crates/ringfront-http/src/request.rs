@@ -75,6 +75,11 @@ pub struct RequestHead {
     /// an absolute target names), through its `error_page`; `headers` end with that line,
     /// `host` is `None` (an absolute target's), there is no body and no keepalive.
     pub invalid_host: Option<usize>,
+    /// Which header lines are dropped (`underscores_in_headers`, `ignore_invalid_headers`),
+    /// set by the caller; kept across [`RequestHead::parse`].
+    pub names: crate::HeaderNames,
+    /// The lines dropped by `names`, in order (nginx logs each at `info`).
+    pub ignored: Vec<Header>,
 }
 
 impl RequestHead {
@@ -130,6 +135,17 @@ impl RequestHead {
         self.target = Span::within(buf, target.as_bytes()).ok_or(TOO_LARGE)?;
         self.minor_version = minor;
         push_headers(buf, req.headers, &mut self.headers).ok_or(TOO_LARGE)?;
+        if self.names.ignore_invalid {
+            let names = self.names;
+            let ignored = &mut self.ignored;
+            self.headers.retain(|h| {
+                let drop = names.drops(h.name.get(buf));
+                if drop {
+                    ignored.push(*h);
+                }
+                !drop
+            });
+        }
         self.head_len = head_len;
         self.interpret_headers(buf, need_host)?;
         Ok(Some(head_len))
@@ -160,6 +176,7 @@ impl RequestHead {
         headers.clear();
         *self = RequestHead {
             headers,
+            names: self.names,
             ..RequestHead::default()
         };
     }

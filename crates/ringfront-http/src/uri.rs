@@ -32,7 +32,12 @@ enum State {
 /// Reads an origin-form target (`/p?a`; an absolute-form target's path part, which may be
 /// empty or start with `?`).
 pub fn parse(target: &[u8]) -> Result<Uri<'_>, InvalidUri> {
-    if let Some(uri) = simple(target) {
+    parse_with(target, true)
+}
+
+/// [`parse`] with nginx's `merge_slashes` (`off`: `//` is kept in the path).
+pub fn parse_with(target: &[u8], merge_slashes: bool) -> Result<Uri<'_>, InvalidUri> {
+    if let Some(uri) = simple(target, merge_slashes) {
         return Ok(uri);
     }
     let mut out = Vec::with_capacity(target.len() + 1);
@@ -78,7 +83,7 @@ pub fn parse(target: &[u8]) -> Result<Uri<'_>, InvalidUri> {
                 quoted,
             });
         }
-        state = step(&mut out, state, ch)?;
+        state = step(&mut out, state, ch, merge_slashes)?;
     }
     finish(&mut out, state, false)?;
     Ok(Uri {
@@ -97,14 +102,14 @@ pub fn resolve_dots(path: &[u8]) -> Result<Vec<u8>, InvalidUri> {
     let mut out = Vec::with_capacity(path.len());
     let mut state = State::Usual;
     for &b in path {
-        state = step(&mut out, state, b)?;
+        state = step(&mut out, state, b, true)?;
     }
     finish(&mut out, state, false)?;
     Ok(out)
 }
 
 /// A target with nothing to decode or resolve.
-fn simple(target: &[u8]) -> Option<Uri<'_>> {
+fn simple(target: &[u8], merge_slashes: bool) -> Option<Uri<'_>> {
     let (path, args) = match target.iter().position(|&b| b == b'?') {
         Some(q) => (&target[..q], Some(&target[q + 1..])),
         None => (target, None),
@@ -114,7 +119,7 @@ fn simple(target: &[u8]) -> Option<Uri<'_>> {
         && !path.contains(&b'%')
         && !path
             .windows(2)
-            .any(|w| w[0] == b'/' && matches!(w[1], b'/' | b'.'));
+            .any(|w| w[0] == b'/' && (w[1] == b'.' || (w[1] == b'/' && merge_slashes)));
     plain.then_some(Uri {
         path: Cow::Borrowed(path),
         args,
@@ -122,10 +127,16 @@ fn simple(target: &[u8]) -> Option<Uri<'_>> {
     })
 }
 
-/// One path byte (decoded or not) in `state`.
-fn step(out: &mut Vec<u8>, state: State, ch: u8) -> Result<State, InvalidUri> {
+/// One path byte (decoded or not) in `state`; a slash after a slash is dropped only with
+/// `merge` (`merge_slashes on`).
+fn step(out: &mut Vec<u8>, state: State, ch: u8, merge: bool) -> Result<State, InvalidUri> {
     Ok(match (state, ch) {
-        (State::Slash, b'/') => State::Slash,
+        (State::Slash, b'/') => {
+            if !merge {
+                out.push(b'/');
+            }
+            State::Slash
+        }
         (_, b'/') => match state {
             State::Dot => {
                 out.pop();
@@ -195,6 +206,22 @@ mod tests {
 
     fn path(t: &str) -> String {
         p(t).unwrap().0
+    }
+
+    #[test]
+    fn merge_slashes_off_keeps_double_slashes() {
+        let off = |t: &str| {
+            let u = parse_with(t.as_bytes(), false).unwrap();
+            String::from_utf8(u.path.into_owned()).unwrap()
+        };
+        assert!(matches!(
+            parse_with(b"//a//b", false).unwrap().path,
+            Cow::Borrowed(b"//a//b")
+        ));
+        assert_eq!(off("/a//b/./c"), "/a//b/c");
+        assert_eq!(off("/a/%2F/b"), "/a///b");
+        assert_eq!(off("/a//../b"), "/a/b");
+        assert_eq!(path("/a//b"), "/a/b");
     }
 
     #[test]

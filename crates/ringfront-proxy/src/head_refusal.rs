@@ -197,7 +197,10 @@ pub(crate) fn log(w: &Worker, snap: &Snapshot, c: &Conn<'_>, buf: &[u8], ended: 
     let mut rw = RwState::new(&snap.variables);
     match &p.line {
         Some(line) => rw.unparsed_line = Some(line.clone()),
-        None => crate::session::own_uri(&p.buf, &p.head, &mut rw).unwrap_or_default(),
+        None => {
+            let merge = default.fallback.settings.merge_slashes;
+            crate::session::own_uri(&p.buf, &p.head, &mut rw, merge).unwrap_or_default()
+        }
     }
     let path = crate::session::request_path(&p.buf, &p.head);
     let req = Req {

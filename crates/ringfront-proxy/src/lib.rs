@@ -41,6 +41,7 @@ mod http_time;
 mod idle;
 mod io;
 mod limits;
+mod linger;
 pub mod listen;
 mod listener;
 mod local;

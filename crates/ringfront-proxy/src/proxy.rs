@@ -398,6 +398,7 @@ async fn connect(cx: &Cx<'_>, g: &Group<'_>, peer: usize, io: &mut Io) -> Event 
         tls: io.tls.as_ref(),
         local: crate::bind::local(cx),
         unix: g.unix.get(peer).and_then(Option::as_deref),
+        so_keepalive: cx.settings().proxy_socket_keepalive,
     };
     match upstream::connect(&g.state.pool, &target).await {
         Ok(c) => {

@@ -336,6 +336,11 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
     let snap = w.snapshot();
     let candidates = snap.servers_for(local);
     let default = candidates.first().and_then(|&i| snap.servers.get(i))?;
+    let base = &default.fallback.settings;
+    head.names = ringfront_http::HeaderNames {
+        underscores: base.underscores_in_headers,
+        ignore_invalid: base.ignore_invalid_headers,
+    };
     let mut busy = None;
     // The first request's head shares one timer from the accept with the PROXY protocol
     // header and the TLS handshake before it, as nginx's.
@@ -386,7 +391,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
     };
     // A URI nginx's parser refuses is its 400 from the listen's default server (nginx
     // checks it before reading the fields that choose one), logged with an empty `$uri`.
-    let bad_uri = own_uri(&buf, &head, &mut rw).is_err();
+    let bad_uri = own_uri(&buf, &head, &mut rw, base.merge_slashes).is_err();
     if bad_uri {
         rw.uri = Some(String::new());
         rw.args = Some(Vec::new());
@@ -484,6 +489,24 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         let ctx = log_context(buf, &head, client, server_name, None);
         w.log(&snap, level, conn_id, format_args!("{msg}{ctx}"));
     };
+    for h in &head.ignored {
+        let end = if h.value.is_empty() {
+            h.name.end
+        } else {
+            h.value.end
+        };
+        let line = String::from_utf8_lossy(
+            buf.get(h.name.start as usize..end as usize)
+                .unwrap_or_default(),
+        );
+        log(
+            LogLevel::Info,
+            format_args!(
+                "client sent invalid header line: \"{line}\" while reading client request headers"
+            ),
+            &buf,
+        );
+    }
     if misdirected.is_some() {
         log(
             LogLevel::Info,
@@ -657,6 +680,10 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
     if !reply.reusable || unfinished {
         w.logs_written_since(logged).await;
         close_notify(&mut stream, s.send_timeout).await;
+        let pending = unread || unfinished || buf.len() > consumed;
+        if crate::linger::wanted(s, pending) {
+            crate::linger::linger(&mut stream, s).await;
+        }
         return None;
     }
     if let Some(st) = streamed.and_then(RefCell::into_inner) {
@@ -868,9 +895,14 @@ fn keeps_alive(s: &ringfront_config::LocationSettings, requests: u64, age_ms: u6
 /// resolved, the fragment cut); when that is not the target's own path, `rw` holds it
 /// (and the arguments without a fragment). Err: nginx's 400. A decoded URI that is not
 /// UTF-8 is left undecoded.
-pub(crate) fn own_uri(buf: &[u8], head: &RequestHead, rw: &mut RwState) -> Result<(), ()> {
+pub(crate) fn own_uri(
+    buf: &[u8],
+    head: &RequestHead,
+    rw: &mut RwState,
+    merge_slashes: bool,
+) -> Result<(), ()> {
     let target = path_part(head.target.get(buf));
-    let uri = ringfront_http::uri::parse(target).map_err(|_| ())?;
+    let uri = ringfront_http::uri::parse_with(target, merge_slashes).map_err(|_| ())?;
     if let (Cow::Owned(path), false) = (uri.path, rw.uri.is_some()) {
         if let Ok(path) = String::from_utf8(path) {
             rw.uri = Some(path);

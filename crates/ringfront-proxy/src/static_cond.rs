@@ -21,8 +21,17 @@ pub struct Plan {
     pub parts: Vec<(u64, u64)>,
 }
 
-/// The plan for a file of `size` bytes modified at `mtime` with `etag`.
-pub fn plan(req: &Req<'_>, ims_rule: IfModifiedSince, size: u64, mtime: i64, etag: &str) -> Plan {
+/// The plan for a file of `size` bytes modified at `mtime` with `etag` (none with `etag
+/// off`: then `If-Match` and a quoted `If-Range` never hold, as nginx's), under the
+/// location's `if_modified_since` and `max_ranges`.
+pub fn plan(
+    req: &Req<'_>,
+    files: &ringfront_config::Files,
+    size: u64,
+    mtime: i64,
+    etag: Option<&str>,
+) -> Plan {
+    let ims_rule = files.if_modified_since;
     let field = |name| req.head.header(req.buf, name);
     let plan = Plan {
         status: 200,
@@ -61,6 +70,13 @@ pub fn plan(req: &Req<'_>, ims_rule: IfModifiedSince, size: u64, mtime: i64, eta
             };
         }
     }
+    // `max_ranges 0`: no range filter at all, not even `Accept-Ranges`.
+    if files.max_ranges == Some(0) {
+        return Plan {
+            accept_ranges: false,
+            ..plan
+        };
+    }
     let Some(range) = field("Range") else {
         return plan;
     };
@@ -69,14 +85,14 @@ pub fn plan(req: &Req<'_>, ims_rule: IfModifiedSince, size: u64, mtime: i64, eta
     }
     if let Some(v) = field("If-Range") {
         let holds = match v.last() {
-            Some(b'"') if v.len() >= 2 => v == etag.as_bytes(),
+            Some(b'"') if v.len() >= 2 => etag.is_some_and(|e| v == e.as_bytes()),
             _ => time(v) == mtime,
         };
         if !holds {
             return plan;
         }
     }
-    match ranges(&range[6..], size) {
+    match ranges(&range[6..], size, files.max_ranges) {
         Ranged::One(start, end) => Plan {
             status: 206,
             start,
@@ -114,12 +130,15 @@ fn failed() -> Plan {
     }
 }
 
-/// nginx's `ngx_http_test_if_match`: `*`, or one of the comma-separated tags is exactly
-/// `etag` (with `weak`, a `W/` prefix is skipped first).
-fn matches_etag(header: &[u8], etag: &str, weak: bool) -> bool {
+/// nginx's `ngx_http_test_if_match`: `*` (even without an ETag, `etag off`), or one of the
+/// comma-separated tags is exactly `etag` (with `weak`, a `W/` prefix is skipped first).
+fn matches_etag(header: &[u8], etag: Option<&str>, weak: bool) -> bool {
     if header == b"*" {
         return true;
     }
+    let Some(etag) = etag else {
+        return false;
+    };
     let etag = etag.as_bytes();
     let mut p = header;
     while !p.is_empty() {
@@ -160,8 +179,8 @@ enum Ranged {
     Whole,
 }
 
-/// nginx's `ngx_http_range_parse`.
-fn ranges(v: &[u8], size: u64) -> Ranged {
+/// nginx's `ngx_http_range_parse`; more satisfiable ranges than `limit` is the whole file.
+fn ranges(v: &[u8], size: u64, limit: Option<u64>) -> Ranged {
     let at = |i: usize| v.get(i).copied().unwrap_or(0);
     let (mut p, mut found, mut total) = (0, Vec::new(), 0u64);
     let max = i64::MAX as u64;
@@ -220,6 +239,9 @@ fn ranges(v: &[u8], size: u64) -> Ranged {
         if start < end {
             found.push((start, end));
             total = total.saturating_add(end - start);
+            if limit.is_some_and(|m| found.len() as u64 > m) {
+                return Ranged::Whole;
+            }
         } else if start == 0 {
             return Ranged::Whole;
         }
@@ -257,27 +279,43 @@ mod tests {
     use super::*;
 
     #[test]
+    fn max_ranges_declines_past_the_limit() {
+        assert_eq!(
+            ranges(b"0-1,5-6", 100, Some(2)),
+            Ranged::Many(vec![(0, 2), (5, 7)])
+        );
+        assert_eq!(ranges(b"0-1,5-6,9-", 100, Some(2)), Ranged::Whole);
+        assert_eq!(ranges(b"0-1", 100, Some(1)), Ranged::One(0, 2));
+        assert_eq!(ranges(b"0-1,3-4", 100, Some(1)), Ranged::Whole);
+    }
+
+    #[test]
     fn ranges_as_nginx_reads_them() {
-        assert_eq!(ranges(b"0-9", 100), Ranged::One(0, 10));
-        assert_eq!(ranges(b"90-", 100), Ranged::One(90, 100));
-        assert_eq!(ranges(b"-10", 100), Ranged::One(90, 100));
-        assert_eq!(ranges(b"-200", 100), Ranged::One(0, 100));
-        assert_eq!(ranges(b"50-500", 100), Ranged::One(50, 100));
-        assert_eq!(ranges(b" 1 - 2 ", 100), Ranged::One(1, 3));
-        assert_eq!(ranges(b"100-", 100), Ranged::Unsatisfiable);
-        assert_eq!(ranges(b"200-300", 100), Ranged::Unsatisfiable);
-        assert_eq!(ranges(b"x", 100), Ranged::Unsatisfiable);
-        assert_eq!(ranges(b"5-2", 100), Ranged::Unsatisfiable);
-        assert_eq!(ranges(b"0-0,5-6", 100), Ranged::Many(vec![(0, 1), (5, 7)]));
-        assert_eq!(ranges(b"0-60,50-99", 100), Ranged::Whole);
-        assert_eq!(ranges(b"0-", 0), Ranged::Whole);
-        assert_eq!(ranges(b"1-2x", 100), Ranged::Unsatisfiable);
+        assert_eq!(ranges(b"0-9", 100, None), Ranged::One(0, 10));
+        assert_eq!(ranges(b"90-", 100, None), Ranged::One(90, 100));
+        assert_eq!(ranges(b"-10", 100, None), Ranged::One(90, 100));
+        assert_eq!(ranges(b"-200", 100, None), Ranged::One(0, 100));
+        assert_eq!(ranges(b"50-500", 100, None), Ranged::One(50, 100));
+        assert_eq!(ranges(b" 1 - 2 ", 100, None), Ranged::One(1, 3));
+        assert_eq!(ranges(b"100-", 100, None), Ranged::Unsatisfiable);
+        assert_eq!(ranges(b"200-300", 100, None), Ranged::Unsatisfiable);
+        assert_eq!(ranges(b"x", 100, None), Ranged::Unsatisfiable);
+        assert_eq!(ranges(b"5-2", 100, None), Ranged::Unsatisfiable);
+        assert_eq!(
+            ranges(b"0-0,5-6", 100, None),
+            Ranged::Many(vec![(0, 1), (5, 7)])
+        );
+        assert_eq!(ranges(b"0-60,50-99", 100, None), Ranged::Whole);
+        assert_eq!(ranges(b"0-", 0, None), Ranged::Whole);
+        assert_eq!(ranges(b"1-2x", 100, None), Ranged::Unsatisfiable);
     }
 
     #[test]
     fn etag_lists() {
-        let e = "\"5-a\"";
+        let e = Some("\"5-a\"");
         assert!(matches_etag(b"*", e, false));
+        assert!(matches_etag(b"*", None, false));
+        assert!(!matches_etag(b"\"5-a\"", None, true));
         assert!(matches_etag(b"\"x\", \"5-a\"", e, false));
         assert!(matches_etag(b"W/\"5-a\"", e, true));
         assert!(!matches_etag(b"W/\"5-a\"", e, false));

@@ -33,7 +33,8 @@ pub async fn send(
     answer.decor = answer.decor.with_mtime(mtime);
     let last_modified = crate::date::imf_fixdate(u64::try_from(mtime).unwrap_or(0));
     let mut etag = format!("\"{:x}-{:x}\"", mtime, size);
-    let mut plan = crate::static_cond::plan(cx.req, s.files.if_modified_since, size, mtime, &etag);
+    let own_etag = s.files.etag.then_some(etag.as_str());
+    let mut plan = crate::static_cond::plan(cx.req, &s.files, size, mtime, own_etag);
     let ctype = s.files.content_type(&type_uri);
     let gz = s
         .gzip
@@ -73,7 +74,7 @@ pub async fn send(
     }
     // An `add_header ETag|Last-Modified` in effect replaces the file's own.
     let own = |name: &str| !answer.decor.replaces(name.as_bytes(), status);
-    let after: &[(&str, &[u8])] = match own("ETag") {
+    let after: &[(&str, &[u8])] = match own("ETag") && s.files.etag {
         true => &[("ETag", etag.as_bytes())],
         false => &[],
     };

@@ -45,6 +45,9 @@ pub struct Target<'a> {
     pub local: Option<SocketAddr>,
     /// A unix-domain peer's socket (`addr` is then unused).
     pub unix: Option<&'a std::path::Path>,
+    /// `proxy_socket_keepalive on`: `SO_KEEPALIVE` on a new TCP connection (the system's
+    /// probe timings, as nginx).
+    pub so_keepalive: bool,
 }
 
 impl Target<'_> {
@@ -92,6 +95,12 @@ pub async fn connect(pool: &RefCell<Pool>, t: &Target<'_>) -> Result<Conn, Failu
         Err(_) => return Err(timed_out(Phase::Connect)),
     };
     let _ = tcp.set_nodelay(true);
+    if t.so_keepalive {
+        // No timings given: only SO_KEEPALIVE is set.
+        if let Err(e) = tcp.set_tcp_keepalive(None, None, None) {
+            return Err(Failure::io(Phase::Connect, &e));
+        }
+    }
     let stream = match t.tls {
         None => tcp.into(),
         Some(hs) => {
@@ -250,6 +259,7 @@ mod tests {
             local: None,
             unix: None,
             tls: None,
+            so_keepalive: false,
         }
     }
 

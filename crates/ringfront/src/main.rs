@@ -222,7 +222,10 @@ fn test_config(args: &cli::Args, early: &EarlyLog) -> Result<()> {
     let path = args.config_path();
     let host = dump::Recording::default();
     match load_through(&path, &args.load_options(), &host) {
-        Ok(_) => {
+        Ok((cfg, _)) => {
+            for w in cfg.http2_warnings() {
+                early.line("warn", &w);
+            }
             if !args.quiet {
                 let p = path.display();
                 eprintln!("ringfront: the configuration file {p} syntax is ok");
@@ -255,6 +258,9 @@ fn run(args: &cli::Args, early: &EarlyLog) -> Result<()> {
         return test_config(args, early);
     }
     let (cfg, snap) = load(&path, &opts).map_err(anyhow::Error::msg)?;
+    for w in cfg.http2_warnings() {
+        early.line("warn", &w);
+    }
     let n = workers(&cfg, args);
     let engine_opts = EngineOptions {
         workers: n,

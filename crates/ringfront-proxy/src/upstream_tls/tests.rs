@@ -138,6 +138,7 @@ fn target<'a>(addr: SocketAddr, hs: &'a Handshake, limit: Duration) -> Target<'a
         tls: Some(hs),
         local: None,
         unix: None,
+        so_keepalive: false,
     }
 }
 
