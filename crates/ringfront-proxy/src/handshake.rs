@@ -60,3 +60,22 @@ pub async fn run(mut conn: Conn) -> Option<Conn> {
         }
     }
 }
+
+/// `ssl_ocsp`, after the handshake: the client's certificate asked about, within the
+/// default server's `client_header_timeout`. Its own step (the caller boxes it) so that no
+/// connection's handshake future holds its state.
+pub async fn ocsp(conn: &mut Conn) {
+    let limit = {
+        let snap = conn.open.0.snapshot();
+        let candidates = snap.servers_for(conn.local());
+        match candidates.first().and_then(|&i| snap.servers.get(i)) {
+            Some(d) => d.fallback.settings.client_header_timeout,
+            None => return,
+        }
+    };
+    let (Stream::Tls(stream), Some(info)) = (&conn.stream, conn.tls.as_mut()) else {
+        return;
+    };
+    ringfront_tls::check_ocsp(stream, info, limit).await;
+    conn.refuse = info.refusal;
+}

@@ -241,6 +241,9 @@ pub fn serve(mut conn: Conn) -> impl std::future::Future<Output = ()> {
                 Some(c) => c,
                 None => return,
             };
+            if conn.tls.as_ref().is_some_and(|i| i.ocsp_pending()) {
+                Box::pin(crate::handshake::ocsp(&mut conn)).await;
+            }
         }
         loop {
             // Boxed: allocated when a request starts (the first is read at once, within

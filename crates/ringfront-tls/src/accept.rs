@@ -142,15 +142,11 @@ pub async fn accept(
     let mut stream = TlsStream::new(io, conn, inc);
     stream.handshake().await.map_err(io_error)?;
     let mut info = Info::of(stream.conn(), &tls, offered);
-    if let (Some(check), Some(verdict), true) = (&tls.ocsp, &tls.verdict, info.verified()) {
-        let chain = stream
-            .conn()
-            .peer_certificates()
-            .unwrap_or_default()
-            .to_vec();
-        if let Some(why) = check.validate(&verdict.path(&chain)).await {
-            info.fail_client_verify(why, verdict.mode);
-        }
+    // `ssl_ocsp` is asked by `check_ocsp`, once this future is done: an await here would
+    // hold the stream and the info in every connection's accept future, half-open
+    // handshakes' too (tls_hostile's memory bound), OCSP configured or not.
+    if tls.ocsp.is_some() && tls.verdict.is_some() && info.verified() {
+        info.ocsp = Some(tls.clone());
     }
     // OpenSSL names a session that will travel in a ticket only once it resumes.
     let shown = info.reused || !tls.config.ticketer.enabled();
@@ -159,4 +155,30 @@ pub async fn accept(
         .map_or_else(String::new, |id| crate::session_id::hex(&id))
         .into();
     Ok(Accepted::Tls(Box::new(stream), Box::new(info)))
+}
+
+/// `ssl_ocsp`: asks the responder about the client's verified certificate path, when the
+/// handshake left that to do (`Info::ocsp_pending`), within `limit`; a certificate that is
+/// not `good`, or no answer in time, fails `$ssl_client_verify` as nginx's check does.
+pub async fn check_ocsp(
+    stream: &TlsStream<ServerConnection>,
+    info: &mut Info,
+    limit: std::time::Duration,
+) {
+    let Some(tls) = info.ocsp.take() else {
+        return;
+    };
+    let (Some(check), Some(verdict)) = (&tls.ocsp, &tls.verdict) else {
+        return;
+    };
+    let chain = stream
+        .conn()
+        .peer_certificates()
+        .unwrap_or_default()
+        .to_vec();
+    let asked = monoio::time::timeout(limit, check.validate(&verdict.path(&chain))).await;
+    let why = asked.unwrap_or(Some(crate::client_ocsp::FAILED));
+    if let Some(why) = why {
+        info.fail_client_verify(why, verdict.mode);
+    }
 }

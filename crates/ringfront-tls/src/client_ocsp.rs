@@ -33,7 +33,7 @@ static CACHE: LazyLock<ArcSwap<Cache>> = LazyLock::new(|| ArcSwap::from_pointee(
 /// Entries before the cache starts over (a bound on memory, as the zone's size is).
 const MAX_ENTRIES: usize = 4096;
 
-const FAILED: &str = "certificate status request failed";
+pub(crate) const FAILED: &str = "certificate status request failed";
 
 impl OcspCheck {
     /// nginx's load-time check of `ssl_ocsp_responder`.

@@ -32,6 +32,8 @@ pub struct Info {
     /// The client's certificate (DER), for `$ssl_client_*`; `None` when none was asked for
     /// or sent.
     pub client_cert: Option<Box<[u8]>>,
+    /// `ssl_ocsp` still to ask (`check_ocsp`): the server's settings that ask it.
+    pub(crate) ocsp: Option<std::sync::Arc<crate::ServerTls>>,
 }
 
 impl Info {
@@ -68,6 +70,7 @@ impl Info {
                 .peer_certificates()
                 .and_then(|c| c.first())
                 .map(|c| c.as_ref().into()),
+            ocsp: None,
         }
     }
 
@@ -79,6 +82,11 @@ impl Info {
         if matches!(mode, V::On | V::Optional) {
             self.refusal = Some(495);
         }
+    }
+
+    /// True while `check_ocsp` has a question to ask.
+    pub fn ocsp_pending(&self) -> bool {
+        self.ocsp.is_some()
     }
 
     pub fn verified(&self) -> bool {

@@ -31,7 +31,7 @@ mod stream;
 mod tickets;
 mod upstream_verify;
 
-pub use accept::{accept, Accepted, HandshakeError};
+pub use accept::{accept, check_ocsp, Accepted, HandshakeError};
 pub use client::{connect, server_name, upstream_tls, UpstreamTls};
 pub use client_verify::Verdict;
 pub use crl::VerifyFault;
