@@ -6,7 +6,7 @@ use std::path::Path;
 use crate::address::split_host_port;
 use crate::error::ConfigError;
 use crate::logs;
-use crate::model::{AccessRule, LogFormat, NextUpstream, ProxyBind, TemplatePart};
+use crate::model::{AccessRule, BindTo, LogFormat, NextUpstream, ProxyBind, TemplatePart};
 use crate::settings::{Level, PassRaw};
 use crate::tree::Directive;
 use crate::units::parse_number;
@@ -248,30 +248,28 @@ fn split_authority(rest: &str) -> (&str, Option<String>) {
     }
 }
 
-/// `proxy_bind ADDR[:PORT] | off` (variables allowed); `transparent` needs privileges and
-/// routing ringfront does not set up.
+/// `proxy_bind ADDR[:PORT] [transparent] | off` (variables allowed); `transparent` sets
+/// `IP_TRANSPARENT` (it needs `CAP_NET_ADMIN`, and routing set up by the operator, for a
+/// non-local address).
 fn proxy_bind(d: &Directive) -> Result<Option<ProxyBind>, ConfigError> {
     let arg = d.arg(0);
-    match d.args.get(1).map(String::as_str) {
-        None => {}
-        Some("transparent") => {
-            return Err(err(
-                d,
-                "\"transparent\" parameter of the \"proxy_bind\" directive is not supported by ringfront",
-            ));
-        }
+    let transparent = match d.args.get(1).map(String::as_str) {
+        None => false,
+        Some("transparent") => true,
         Some(p) => return Err(err(d, format!("invalid parameter \"{p}\""))),
-    }
+    };
     if d.args.len() == 1 && arg == "off" {
         return Ok(None);
     }
     let t = template(d, arg)?;
-    if t.parts.iter().any(|p| matches!(p, TemplatePart::Var(_))) {
-        return Ok(Some(ProxyBind::Vars(t)));
-    }
-    crate::address::parse_addr_port(arg)
-        .map(|a| Some(ProxyBind::Addr(a)))
-        .ok_or_else(|| err(d, format!("invalid address \"{arg}\"")))
+    let to = if t.parts.iter().any(|p| matches!(p, TemplatePart::Var(_))) {
+        BindTo::Vars(t)
+    } else {
+        crate::address::parse_addr_port(arg)
+            .map(BindTo::Addr)
+            .ok_or_else(|| err(d, format!("invalid address \"{arg}\"")))?
+    };
+    Ok(Some(ProxyBind { to, transparent }))
 }
 
 /// `proxy_next_upstream FLAG...`; flags are case-insensitive, several lines at one level add

@@ -713,10 +713,18 @@ pub struct ProxyPass {
     pub tls: bool,
 }
 
-/// `proxy_bind ADDR[:PORT]`: an address read at load, or one with variables evaluated per
-/// connection (an empty value binds nothing; an invalid one is logged and binds nothing).
+/// `proxy_bind ADDR[:PORT] [transparent]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ProxyBind {
+pub struct ProxyBind {
+    pub to: BindTo,
+    /// `transparent`: the socket may bind a non-local address (`IP_TRANSPARENT`).
+    pub transparent: bool,
+}
+
+/// `proxy_bind`'s address: read at load, or with variables evaluated per connection (an
+/// empty value binds nothing; an invalid one is logged and binds nothing).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BindTo {
     Addr(std::net::SocketAddr),
     Vars(Template),
 }

@@ -397,6 +397,7 @@ async fn connect(cx: &Cx<'_>, g: &Group<'_>, peer: usize, io: &mut Io) -> Event 
         connect_timeout: cx.settings().proxy_connect_timeout,
         tls: io.tls.as_ref(),
         local: crate::bind::local(cx),
+        transparent: crate::bind::transparent(cx),
         unix: g.unix.get(peer).and_then(Option::as_deref),
         so_keepalive: cx.settings().proxy_socket_keepalive,
     };

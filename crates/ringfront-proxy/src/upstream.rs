@@ -43,6 +43,8 @@ pub struct Target<'a> {
     pub tls: Option<&'a Handshake>,
     /// `proxy_bind`: the local address to connect from.
     pub local: Option<SocketAddr>,
+    /// `proxy_bind ... transparent`.
+    pub transparent: bool,
     /// A unix-domain peer's socket (`addr` is then unused).
     pub unix: Option<&'a std::path::Path>,
     /// `proxy_socket_keepalive on`: `SO_KEEPALIVE` on a new TCP connection (the system's
@@ -86,7 +88,7 @@ pub async fn connect(pool: &RefCell<Pool>, t: &Target<'_>) -> Result<Conn, Failu
     let connecting = async {
         match t.local {
             None => TcpStream::connect_addr(t.addr).await,
-            Some(local) => Box::pin(crate::bind::connect_from(t.addr, local)).await,
+            Some(local) => Box::pin(crate::bind::connect_from(t.addr, local, t.transparent)).await,
         }
     };
     let tcp = match monoio::time::timeout(t.connect_timeout, connecting).await {
@@ -257,6 +259,7 @@ mod tests {
             peer: 0,
             connect_timeout: Duration::from_secs(5),
             local: None,
+            transparent: false,
             unix: None,
             tls: None,
             so_keepalive: false,

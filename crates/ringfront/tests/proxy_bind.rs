@@ -1,5 +1,6 @@
 //! `proxy_bind` against real nginx on the same configuration: an address at server level
-//! inherited, a location's own, `off`, one with variables (including `$remote_port`), and an
+//! inherited, a location's own, `off`, `transparent` (the tests run as root, so
+//! `IP_TRANSPARENT` is allowed), one with variables (including `$remote_port`), and an
 //! invalid value from a variable (logged, no bind). The upstream is a server of the same
 //! proxy that answers with the address the connection came from.
 
@@ -23,6 +24,10 @@ http {
             proxy_pass http://127.0.0.1:{INNER}/;
         }
         location /inherit {
+            proxy_pass http://127.0.0.1:{INNER}/;
+        }
+        location /transparent {
+            proxy_bind 127.0.0.5 transparent;
             proxy_pass http://127.0.0.1:{INNER}/;
         }
         location /off {
@@ -58,6 +63,7 @@ const PATHS: &[&str] = &[
     "/",
     "/inherit",
     "/off",
+    "/transparent",
     "/var?b=127.0.0.4",
     "/var?b=",
     "/var?b=nonsense",
@@ -94,6 +100,7 @@ fn proxy_bind_matches_nginx() {
             "200 127.0.0.1",
             "200 127.0.0.2",
             "200 127.0.0.1",
+            "200 127.0.0.5",
             "200 127.0.0.4",
             "200 127.0.0.1",
             "200 127.0.0.1",

@@ -137,6 +137,7 @@ fn target<'a>(addr: SocketAddr, hs: &'a Handshake, limit: Duration) -> Target<'a
         connect_timeout: limit,
         tls: Some(hs),
         local: None,
+        transparent: false,
         unix: None,
         so_keepalive: false,
     }
