@@ -424,8 +424,8 @@ fn proxy_pass() {
         "\"proxy_pass https://unix:\" is not supported by ringfront in F:5"
     );
     assert_eq!(
-        h("server {\n location / {\n  proxy_bind 127.0.0.1 transparent;\n }\n}"),
-        "\"transparent\" parameter of the \"proxy_bind\" directive is not supported by ringfront in F:5"
+        h("server {\n location / {\n  proxy_bind 127.0.0.1 transparent x;\n }\n}"),
+        "invalid number of arguments in \"proxy_bind\" directive in F:5"
     );
     assert_eq!(
         h("server {\n location / {\n  proxy_bind 127.0.0.1 x;\n }\n}"),
