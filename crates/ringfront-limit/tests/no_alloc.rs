@@ -3,46 +3,13 @@
 //! included), and `limit_conn`'s acquire and release. Counted by a global allocator, per
 //! thread.
 
-// A `GlobalAlloc` is unsafe to implement; this one only counts and delegates to `System`.
-#![allow(unsafe_code)]
-
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
+use ringfront_testkit::alloc_count::{allocations, Counting};
 
 use ringfront_limit::conn::Acquire;
 use ringfront_limit::{check_each, ConnTable, KeyHash, Limit, Rate, ReqTable, Verdict};
 
-thread_local! {
-    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-}
-
-struct Counting;
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
-        // SAFETY: forwarded unchanged to the system allocator.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from `System.alloc` with this layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
-        // SAFETY: as for `alloc` and `dealloc`.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
 static GLOBAL: Counting = Counting;
-
-fn allocations() -> u64 {
-    ALLOCATIONS.with(Cell::get)
-}
 
 /// Requests from 300 addresses over 4 seconds against `zones` (rate 1 r/s, burst 1, the
 /// first delaying, the others nodelay): verdicts of every kind.

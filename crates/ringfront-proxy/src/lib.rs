@@ -7,7 +7,6 @@ mod accel_redirect;
 mod access;
 mod access_log;
 #[cfg(test)]
-#[allow(unsafe_code)]
 mod alloc_count;
 mod api_write;
 mod auth_crypt;
