@@ -8,6 +8,7 @@
 # Usage: A=path/to/ringfront-a B=path/to/ringfront-b [PAIRS=10] [DURATION=5] [CONNS=50]
 #        [PROXY_CPU=0] [CLIENT_CPU=1] [BACKEND_PORT=19100] [A_PORT=18181] [B_PORT=18182]
 #        [A_HTTP=directives] [B_HTTP=...] [A_LOCATION=directives] [B_LOCATION=...]
+#        [WRK_HEADER='Connection: close'] (a header wrk adds to every request)
 #        bash loadtest/ab.sh
 # A_HTTP / A_LOCATION (and B_...) add directives to that side's http block / location, to
 # A/B one build with and without a feature (loadtest/limit_req.sh).
@@ -62,7 +63,7 @@ TCK=$(getconf CLK_TCK)
 run() { # prints µs of CPU per request
     local v=$1 c0 c1 n
     c0=$(cpu "${PID[$v]}")
-    n=$(taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" -d"${DURATION}s" "http://127.0.0.1:${PORT[$v]}/" |
+    n=$(taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" -d"${DURATION}s" ${WRK_HEADER:+-H "$WRK_HEADER"} "http://127.0.0.1:${PORT[$v]}/" |
         awk '/requests in/ { print $1 }')
     c1=$(cpu "${PID[$v]}")
     awk -v c=$((c1 - c0)) -v n="$n" -v t="$TCK" 'BEGIN { printf "%.3f\n", c / t * 1e6 / n }'

@@ -7,14 +7,13 @@
 use ringfront_config::LogLevel;
 use ringfront_tls::{Accepted, HandshakeError};
 
-use crate::session::{addr, Conn};
+use crate::session::Conn;
 use crate::stream::Stream;
 
 pub async fn run(mut conn: Conn) -> Option<Conn> {
     let w = conn.open.0.clone();
     let snap = w.snapshot();
-    let local = addr(conn.stream.local_addr());
-    let client = addr(conn.stream.peer_addr());
+    let (local, client) = (conn.local, conn.peer);
     let candidates = snap.servers_for(local);
     let default = candidates.first().and_then(|&i| snap.servers.get(i))?;
     let limit = default.fallback.settings.client_header_timeout;

@@ -17,14 +17,18 @@ pub enum StdListener {
 }
 
 pub enum Listener {
-    Tcp(TcpListener),
+    /// With the address it is bound to, unless that is a wildcard: then the local address
+    /// of every connection it accepts, which needs no `getsockname` per connection.
+    Tcp(TcpListener, Option<SocketAddr>),
     /// With the listen's key (`ringfront_config::unix_addr`), the local address of its
     /// connections.
     Unix(UnixListener, SocketAddr),
 }
 
 pub enum Accepted {
-    Tcp(TcpStream),
+    /// The client's address comes with the accept (no `getpeername`); the local one when
+    /// the listener's is not a wildcard.
+    Tcp(TcpStream, SocketAddr, Option<SocketAddr>),
     Unix(UnixStream, SocketAddr),
 }
 
@@ -40,17 +44,20 @@ impl Listener {
     /// Registers `l` (with the key of its listen) with the current worker's runtime.
     pub fn from_std(l: StdListener, key: SocketAddr) -> std::io::Result<Listener> {
         Ok(match l {
-            StdListener::Tcp(t) => Listener::Tcp(TcpListener::from_std(t)?),
+            StdListener::Tcp(t) => {
+                let bound = t.local_addr().ok().filter(|a| !a.ip().is_unspecified());
+                Listener::Tcp(TcpListener::from_std(t)?, bound)
+            }
             StdListener::Unix(u) => Listener::Unix(UnixListener::from_std(u)?, key),
         })
     }
 
     pub async fn accept(&self, handle: CancelHandle) -> std::io::Result<Accepted> {
         match self {
-            Listener::Tcp(l) => l
+            Listener::Tcp(l, bound) => l
                 .cancelable_accept(handle)
                 .await
-                .map(|(s, _)| Accepted::Tcp(s)),
+                .map(|(s, peer)| Accepted::Tcp(s, peer, *bound)),
             Listener::Unix(l, key) => l
                 .cancelable_accept(handle)
                 .await

@@ -44,7 +44,7 @@ pub async fn read(mut conn: Conn, tls: bool) -> Option<Conn> {
     let size = if tls { TLS_PEEK } else { PLAIN_PEEK };
     let client = match conn.unix {
         Some(_) => "unix:".to_string(),
-        None => crate::vars::client_text(crate::session::addr(conn.stream.peer_addr())),
+        None => crate::vars::client_text(conn.peer),
     };
     let server = snap
         .listens

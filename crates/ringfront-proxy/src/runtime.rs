@@ -64,9 +64,9 @@ async fn accept_loop(w: Rc<Worker>, listener: Rc<Listener>, ctl: Rc<AcceptCtl>) 
                     continue;
                 }
                 let conn = match stream {
-                    Accepted::Tcp(stream) => {
-                        let _ = stream.set_nodelay(true);
-                        crate::session::Conn::new(w.clone(), stream)
+                    // TCP_NODELAY comes from the listening socket (listen.rs).
+                    Accepted::Tcp(stream, peer, local) => {
+                        crate::session::Conn::new(w.clone(), stream, peer, local)
                     }
                     Accepted::Unix(stream, key) => {
                         Some(crate::session::Conn::new_unix(w.clone(), stream, key))

@@ -131,7 +131,6 @@ fn head_limits(
 /// request is answered, as nginx frees its buffers on idle keepalive connections.
 pub struct Conn {
     pub(crate) open: Open,
-    /// Also holds the client and local addresses (monoio caches them in the stream).
     pub(crate) stream: ClientStream,
     pub(crate) id: u64,
     pub(crate) requests: u64,
@@ -148,6 +147,10 @@ pub struct Conn {
     /// Accepted on `listen unix:`: the listen's key (`ringfront_config::unix_addr`), its
     /// local address; the client's is then `UNIX_CLIENT`.
     pub(crate) unix: Option<SocketAddr>,
+    /// The client's address and the socket's own (for a unix client `UNIX_CLIENT` and the
+    /// listen's key), read once at the accept.
+    pub(crate) peer: SocketAddr,
+    pub(crate) local: SocketAddr,
     /// What the PROXY protocol header said (`listen ... proxy_protocol`).
     pub(crate) proxy_protocol: Option<Box<ringfront_http::ProxyHeader>>,
     /// The client watch the upstream's waits share (client_gone.rs).
@@ -164,21 +167,34 @@ impl Drop for Open {
 }
 
 impl Conn {
-    /// A freshly accepted connection; `None` when it is already gone (its addresses cannot
-    /// be read).
-    pub fn new(w: Rc<Worker>, stream: monoio::net::TcpStream) -> Option<Self> {
-        // Read once here, then served from the stream's cache for every request.
-        stream.peer_addr().ok()?;
-        stream.local_addr().ok()?;
-        Some(Self::open(w, stream.into(), None))
+    /// A freshly accepted connection from `peer` (the accept's address); its local address
+    /// is `local` (the listener's own) or read from the socket for a wildcard listen.
+    /// `None` when it is already gone (its address cannot be read).
+    pub fn new(
+        w: Rc<Worker>,
+        stream: monoio::net::TcpStream,
+        peer: SocketAddr,
+        local: Option<SocketAddr>,
+    ) -> Option<Self> {
+        let local = match local {
+            Some(a) => a,
+            None => stream.local_addr().ok()?,
+        };
+        Some(Self::open(w, stream.into(), None, [peer, local]))
     }
 
     /// A connection accepted on the `listen unix:` keyed `key`.
     pub fn new_unix(w: Rc<Worker>, stream: monoio::net::UnixStream, key: SocketAddr) -> Self {
-        Self::open(w, crate::stream::Stream::Unix(stream), Some(key))
+        let addrs = [ringfront_config::unix_addr::UNIX_CLIENT, key];
+        Self::open(w, crate::stream::Stream::Unix(stream), Some(key), addrs)
     }
 
-    fn open(w: Rc<Worker>, stream: ClientStream, unix: Option<SocketAddr>) -> Self {
+    fn open(
+        w: Rc<Worker>,
+        stream: ClientStream,
+        unix: Option<SocketAddr>,
+        [peer, local]: [SocketAddr; 2],
+    ) -> Self {
         let id = w
             .shared
             .next_conn
@@ -196,6 +212,8 @@ impl Conn {
             tls: None,
             refuse: None,
             unix,
+            peer,
+            local,
             proxy_protocol: None,
             standing: Default::default(),
         }
@@ -203,13 +221,8 @@ impl Conn {
 
     /// The socket's own address (a unix listen's key).
     pub(crate) fn local(&self) -> SocketAddr {
-        self.unix.unwrap_or_else(|| addr(self.stream.local_addr()))
+        self.local
     }
-}
-
-/// The stream's cached address (read when the connection was accepted).
-pub(crate) fn addr(a: std::io::Result<SocketAddr>) -> SocketAddr {
-    a.unwrap_or_else(|_| ([0, 0, 0, 0], 0).into())
 }
 
 /// Up to this many open connections on a worker, an idle keepalive connection waits with a
@@ -319,14 +332,13 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         tls,
         refuse,
         unix,
+        peer,
+        local,
         proxy_protocol,
         standing,
     } = conn;
     let w = &open.0;
-    let (client, local) = match unix {
-        None => (addr(stream.peer_addr()), addr(stream.local_addr())),
-        Some(key) => (ringfront_config::unix_addr::UNIX_CLIENT, key),
-    };
+    let client = peer;
     let mut buf = if buf.capacity() == 0 {
         w.take_buf()
     } else {
@@ -705,6 +717,8 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         tls,
         refuse,
         unix,
+        peer,
+        local,
         proxy_protocol,
         standing,
     })

@@ -5,7 +5,6 @@
 //! costs one branch per I/O.
 
 use std::io;
-use std::net::SocketAddr;
 use std::ops::DerefMut;
 
 use monoio::buf::{IoBuf, IoBufMut, IoVecBuf, IoVecBufMut};
@@ -44,12 +43,15 @@ where
         }
     }
 
-    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-        self.tcp().ok_or_else(not_inet)?.peer_addr()
+    /// The socket's addresses (tests; a client connection keeps its own from the accept).
+    #[cfg(test)]
+    pub fn peer_addr(&self) -> io::Result<std::net::SocketAddr> {
+        self.tcp().ok_or(io::ErrorKind::Unsupported)?.peer_addr()
     }
 
-    pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.tcp().ok_or_else(not_inet)?.local_addr()
+    #[cfg(test)]
+    pub fn local_addr(&self) -> io::Result<std::net::SocketAddr> {
+        self.tcp().ok_or(io::ErrorKind::Unsupported)?.local_addr()
     }
 
     /// Waits until a read would find bytes: at once when TLS holds some already.
@@ -243,8 +245,4 @@ where
             WriteHalf::Unix(s) => s.shutdown().await,
         }
     }
-}
-
-fn not_inet() -> io::Error {
-    io::Error::new(io::ErrorKind::Unsupported, "a unix-domain socket")
 }
