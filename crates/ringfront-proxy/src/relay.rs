@@ -18,6 +18,8 @@ use crate::paced::{read_paced, write_paced};
 use crate::req::{Cx, Reply};
 use crate::response_headers::Decor;
 
+mod ahead;
+
 /// The response to relay and where it comes from.
 pub struct Relay<'a> {
     pub cx: &'a Cx<'a>,
@@ -254,15 +256,20 @@ impl Relay<'_> {
                 trailers,
                 heads: &heads,
             };
-            self.body(
-                &mut mode,
-                &mut filters,
-                &mut upstream,
-                &mut client,
-                &mut bufs,
-                &mut end,
-            )
-            .await;
+            if ahead::possible(&mode, &filters, &end) {
+                self.body_ahead(&mut mode, &mut upstream, &mut client, &mut end)
+                    .await;
+            } else {
+                self.body(
+                    &mut mode,
+                    &mut filters,
+                    &mut upstream,
+                    &mut client,
+                    &mut bufs,
+                    &mut end,
+                )
+                .await;
+            }
         }
         if let Some(f) = &end.failure {
             self.log_upstream(f);
