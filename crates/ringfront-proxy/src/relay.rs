@@ -18,8 +18,6 @@ use crate::paced::{read_paced, write_paced};
 use crate::req::{Cx, Reply};
 use crate::response_headers::Decor;
 
-mod ahead;
-
 /// The response to relay and where it comes from.
 pub struct Relay<'a> {
     pub cx: &'a Cx<'a>,
@@ -256,20 +254,15 @@ impl Relay<'_> {
                 trailers,
                 heads: &heads,
             };
-            if ahead::possible(&mode, &filters, &end) {
-                self.body_ahead(&mut mode, &mut upstream, &mut client, &mut end)
-                    .await;
-            } else {
-                self.body(
-                    &mut mode,
-                    &mut filters,
-                    &mut upstream,
-                    &mut client,
-                    &mut bufs,
-                    &mut end,
-                )
-                .await;
-            }
+            self.body(
+                &mut mode,
+                &mut filters,
+                &mut upstream,
+                &mut client,
+                &mut bufs,
+                &mut end,
+            )
+            .await;
         }
         if let Some(f) = &end.failure {
             self.log_upstream(f);
