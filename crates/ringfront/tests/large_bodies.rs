@@ -77,7 +77,10 @@ impl Upstreams {
         let big = pattern(BIG);
         let chunked = pattern(CHUNKS.iter().sum());
         let backends = vec![
-            ("LEN", RawBackend::start(&length_reply(&big, b""), After::Keep)),
+            (
+                "LEN",
+                RawBackend::start(&length_reply(&big, b""), After::Keep),
+            ),
             (
                 "SMALL",
                 RawBackend::start(&length_reply(&pattern(SMALL), b""), After::Keep),
