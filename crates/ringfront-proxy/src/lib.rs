@@ -13,6 +13,7 @@ mod auth_crypt;
 mod auth_file;
 mod bind;
 mod body;
+mod body_bufs;
 mod body_file;
 mod body_spool;
 mod body_stream;

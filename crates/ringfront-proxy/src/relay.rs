@@ -309,8 +309,9 @@ impl Relay<'_> {
         }
     }
 
-    /// Streams the rest of the body, 16 KiB at a time; with `trailers`, each piece framed as
-    /// a chunk of ours.
+    /// Streams the rest of the body; the reads go into one of the worker's large buffers
+    /// (body_bufs.rs) unless what is left fits the request buffer, and it goes back when the
+    /// body ends.
     async fn body(
         &self,
         mode: &mut Mode,
@@ -320,13 +321,44 @@ impl Relay<'_> {
         bufs: &mut [Vec<u8>; 2],
         end: &mut End,
     ) {
+        let mut parked = None;
+        self.body_loop(mode, filters, upstream, client, bufs, end, &mut parked)
+            .await;
+        if let Some(small) = parked {
+            let big = std::mem::replace(&mut bufs[0], small);
+            self.cx.w.big_bufs.give(big);
+        }
+    }
+
+    /// The body loop: a read from the upstream, then the write of what it brought; with
+    /// `trailers`, each piece framed as a chunk of ours. `parked` keeps the request buffer
+    /// while a large one reads.
+    #[allow(clippy::too_many_arguments)] // `body`'s, and the parked buffer
+    async fn body_loop(
+        &self,
+        mode: &mut Mode,
+        filters: &mut Filters<'_>,
+        upstream: &mut UpstreamStream,
+        client: &mut ClientStream,
+        bufs: &mut [Vec<u8>; 2],
+        end: &mut End,
+        parked: &mut Option<Vec<u8>>,
+    ) {
         let s = self.cx.settings();
         let (gz, trailers, heads) = (&mut *filters.gz, filters.trailers, filters.heads);
         loop {
             let mut rbuf = std::mem::take(&mut bufs[0]);
             rbuf.clear();
+            let want = crate::body_bufs::want(match mode {
+                Mode::Length(left) => Some(*left),
+                _ => None,
+            });
+            if parked.is_none() && crate::body_bufs::needs_big(&rbuf, rbuf.capacity(), want) {
+                *parked = Some(rbuf);
+                rbuf = self.cx.w.big_bufs.take();
+            }
             let pacer = end.upstream_pacer.as_mut();
-            let (r, b) = read_paced(upstream, rbuf, 16 * 1024, s.proxy_read_timeout, pacer).await;
+            let (r, b) = read_paced(upstream, rbuf, want, s.proxy_read_timeout, pacer).await;
             bufs[0] = b;
             match r {
                 Ok(0) if matches!(mode, Mode::UntilClose) => {

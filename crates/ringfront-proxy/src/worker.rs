@@ -42,6 +42,8 @@ pub struct Worker {
     pub idle: crate::idle::IdleQueue,
     /// Spare request buffers, so that idle connections hold none.
     bufs: RefCell<Vec<Vec<u8>>>,
+    /// Spare large buffers for response bodies (body_bufs.rs).
+    pub big_bufs: crate::body_bufs::BigBufs,
     state: RefCell<Rc<PeerState>>,
     /// Wakes the main task (raised by the bell, or by `poke`).
     pub(crate) wake: Rc<Signal>,
@@ -82,6 +84,7 @@ impl Worker {
             busy: Cell::new(0),
             idle: Default::default(),
             bufs: Default::default(),
+            big_bufs: Default::default(),
             state: RefCell::new(Rc::new(PeerState::new(snap))),
             wake: Rc::new(Signal::default()),
             sweep: Signal::default(),
