@@ -118,6 +118,7 @@ async fn worker_main(w: Rc<Worker>, initial: Vec<(SocketAddr, Listener)>) {
     let mut listeners: HashMap<SocketAddr, Rc<AcceptCtl>> = HashMap::new();
     let reaper = w.clone();
     monoio::spawn(async move { reaper.idle.reap().await });
+    monoio::spawn(crate::deadline::reap());
     monoio::spawn(sweep(w.clone()));
     for (addr, l) in initial {
         listeners.insert(addr, spawn_accept(&w, l));
