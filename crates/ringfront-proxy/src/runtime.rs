@@ -73,7 +73,7 @@ async fn accept_loop(w: Rc<Worker>, listener: Rc<Listener>, ctl: Rc<AcceptCtl>) 
                     }
                 };
                 if let Some(conn) = conn {
-                    let serve = crate::session::serve(conn);
+                    let serve = crate::clock::Fresh::new(crate::session::serve(conn));
                     // Only with `worker_shutdown_timeout` does a session race a reload.
                     match snap.shutdown_timeout {
                         None => drop(monoio::spawn(serve)),
