@@ -110,7 +110,7 @@ async fn read_upto(
     let len = body.len();
     body.reserve((end - len).min(READ_STEP));
     let end = end.min(body.capacity());
-    match monoio::time::timeout(limit, stream.read(body.slice_mut(len..end))).await {
+    match crate::deadline::timeout(limit, stream.read(body.slice_mut(len..end))).await {
         Ok((r, slice)) => (r.ok(), slice.into_inner()),
         Err(_) => (None, Vec::new()),
     }

@@ -96,7 +96,7 @@ async fn read_upto(
     limit: Duration,
 ) -> Result<Vec<u8>, SpoolError> {
     chunk.reserve(want);
-    match monoio::time::timeout(limit, stream.read(chunk.slice_mut(0..want))).await {
+    match crate::deadline::timeout(limit, stream.read(chunk.slice_mut(0..want))).await {
         Ok((Ok(n), slice)) if n > 0 => Ok(slice.into_inner()),
         _ => Err(BodyError::Closed.into()),
     }

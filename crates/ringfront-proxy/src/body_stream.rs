@@ -209,7 +209,7 @@ impl BodyStream {
         let mut buf = std::mem::take(&mut self.pending);
         buf.reserve(want);
         let len = buf.len();
-        let r = monoio::time::timeout(limit, client.read(buf.slice_mut(len..len + want))).await;
+        let r = crate::deadline::timeout(limit, client.read(buf.slice_mut(len..len + want))).await;
         match r {
             Ok((Ok(n), slice)) => {
                 self.pending = slice.into_inner();

@@ -1,29 +1,156 @@
 //! Clocks: a process-wide monotonic epoch for failure accounting (whole seconds, as nginx's
 //! `ngx_time()`), and wall-clock formatting for logs (`$time_local`, error-log stamps) in UTC.
+//!
+//! Cached time, as nginx's `ngx_time_update` once per event-loop wake-up: inside a task
+//! polled through `Fresh` (every client connection's), `now()` reads the clock once per
+//! poll, and every later read in the same poll gets that value; each wake-up is a new poll,
+//! so the time is never older than the CPU time of one poll. Outside `Fresh` every read is
+//! the clock's.
 
+use std::cell::Cell;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::OnceLock;
+use std::task::{Context, Poll};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+struct Cache {
+    /// Inside a `Fresh` poll.
+    scoped: Cell<bool>,
+    at: Cell<Option<Instant>>,
+}
+
+thread_local! {
+    static CACHE: Cache = const {
+        Cache {
+            scoped: Cell::new(false),
+            at: Cell::new(None),
+        }
+    };
+}
+
+/// The monotonic time, read once per `Fresh` poll (see the module's doc).
+pub fn now() -> Instant {
+    CACHE.with(|c| {
+        if !c.scoped.get() {
+            return Instant::now();
+        }
+        match c.at.get() {
+            Some(t) => t,
+            None => {
+                let t = Instant::now();
+                c.at.set(Some(t));
+                t
+            }
+        }
+    })
+}
+
+pin_project_lite::pin_project! {
+    /// Polls `fut` with the cached clock: one clock read per poll at most.
+    pub struct Fresh<F> {
+        #[pin]
+        fut: F,
+    }
+}
+
+impl<F> Fresh<F> {
+    pub fn new(fut: F) -> Self {
+        Fresh { fut }
+    }
+}
+
+impl<F: Future> Future for Fresh<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let outer = CACHE.with(|c| {
+            c.at.set(None);
+            c.scoped.replace(true)
+        });
+        let r = self.project().fut.poll(cx);
+        CACHE.with(|c| {
+            c.at.set(None);
+            c.scoped.set(outer);
+        });
+        r
+    }
+}
 
 fn epoch() -> Instant {
     static EPOCH: OnceLock<Instant> = OnceLock::new();
     *EPOCH.get_or_init(Instant::now)
 }
 
+fn since_epoch() -> std::time::Duration {
+    let epoch = epoch();
+    now().saturating_duration_since(epoch)
+}
+
 /// Monotonic time since the process started, plus a constant (the exchange machine's and
 /// the failure accounting's clock: `mono().as_secs()` is `now_secs()`).
 pub fn mono() -> std::time::Duration {
-    epoch().elapsed() + std::time::Duration::from_secs(1_000_000)
+    since_epoch() + std::time::Duration::from_secs(1_000_000)
 }
 
 /// Monotonic whole seconds since the process started, plus a constant so that "0" (the
 /// board's initial `checked`) is always far in the past.
 pub fn now_secs() -> u64 {
-    epoch().elapsed().as_secs() + 1_000_000
+    since_epoch().as_secs() + 1_000_000
 }
 
 /// Monotonic milliseconds since the process started, plus a constant (never 0).
 pub fn now_ms() -> u64 {
-    u64::try_from(epoch().elapsed().as_millis()).unwrap_or(u64::MAX) + 1_000_000
+    u64::try_from(since_epoch().as_millis()).unwrap_or(u64::MAX) + 1_000_000
+}
+
+#[allow(unsafe_code)]
+fn clock_ms(id: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; clock_gettime only writes to it.
+    unsafe { libc::clock_gettime(id, &mut ts) };
+    ts.tv_sec as u64 * 1000 + ts.tv_nsec as u64 / 1_000_000
+}
+
+/// `CLOCK_MONOTONIC_COARSE` in milliseconds: a few ns (no clock-source read), the time of
+/// the last kernel tick, so behind `precise_ms` by less than `coarse_slack_ms`.
+pub fn coarse_ms() -> u64 {
+    clock_ms(libc::CLOCK_MONOTONIC_COARSE)
+}
+
+/// Whole seconds since the Unix epoch from `CLOCK_REALTIME_COARSE` (at most a kernel tick
+/// behind `SystemTime::now()`).
+pub fn coarse_unix_secs() -> u64 {
+    clock_ms(libc::CLOCK_REALTIME_COARSE) / 1000
+}
+
+/// `CLOCK_MONOTONIC` in milliseconds (truncated), the clock `Instant` reads.
+pub fn precise_ms() -> u64 {
+    clock_ms(libc::CLOCK_MONOTONIC)
+}
+
+/// How far `coarse_ms` can be behind the real time, in whole ms: its resolution rounded up,
+/// plus one for the truncation to milliseconds.
+#[allow(unsafe_code)]
+pub fn coarse_slack_ms() -> u64 {
+    static SLACK: OnceLock<u64> = OnceLock::new();
+    *SLACK.get_or_init(|| {
+        let mut res = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `res` is a valid, writable timespec; clock_getres only writes to it.
+        let ok = unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC_COARSE, &mut res) } == 0;
+        let ns = if ok {
+            res.tv_sec as u64 * 1_000_000_000 + res.tv_nsec as u64
+        } else {
+            10_000_000
+        };
+        ns.div_ceil(1_000_000) + 1
+    })
 }
 
 /// Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
@@ -116,6 +243,43 @@ impl Wall {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A future that reads `now()` twice per poll, 2 ms apart, and is ready on its 2nd poll.
+    struct Reads(Vec<(Instant, Instant)>);
+
+    impl Future for Reads {
+        type Output = Vec<(Instant, Instant)>;
+        fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+            let a = now();
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            self.0.push((a, now()));
+            if self.0.len() == 2 {
+                return Poll::Ready(std::mem::take(&mut self.0));
+            }
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        }
+    }
+
+    fn block_on<F: Future>(f: F) -> F::Output {
+        let mut f = std::pin::pin!(f);
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        loop {
+            if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+                return v;
+            }
+        }
+    }
+
+    #[test]
+    fn fresh_reads_the_clock_once_per_poll() {
+        let polls = block_on(Fresh::new(Reads(Vec::new())));
+        assert_eq!(polls[0].0, polls[0].1, "one poll, one time");
+        assert!(polls[1].0 >= polls[0].0 + std::time::Duration::from_millis(2));
+        // Outside `Fresh`, each read is the clock's, and a `Fresh` poll leaves no cache.
+        let plain = block_on(Reads(Vec::new()));
+        assert!(plain[0].1 >= plain[0].0 + std::time::Duration::from_millis(2));
+    }
 
     #[test]
     fn civil_dates() {

@@ -3,7 +3,6 @@
 //! as nginx formats its cached time once per event-loop turn, never per response.
 
 use std::cell::Cell;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::clock::{civil, MONTHS};
 
@@ -17,12 +16,11 @@ thread_local! {
     static CACHE: Cell<(u64, [u8; LEN])> = const { Cell::new((u64::MAX, [0; LEN])) };
 }
 
-/// The current time as a `Date` value: one clock read, formatting only when the second
-/// changed since this thread last asked.
+/// The current time as a `Date` value: one coarse clock read (`CLOCK_REALTIME_COARSE`, a
+/// few ns; it lags by at most a kernel tick, as nginx's cached time lags by a loop turn),
+/// formatting only when the second changed since this thread last asked.
 pub fn now() -> [u8; LEN] {
-    let secs = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
+    let secs = crate::clock::coarse_unix_secs();
     CACHE.with(|c| {
         let (at, text) = c.get();
         if at == secs {
@@ -60,6 +58,7 @@ pub fn imf_fixdate(secs: u64) -> [u8; LEN] {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::{SystemTime, UNIX_EPOCH};
 
     fn text(secs: u64) -> String {
         String::from_utf8(imf_fixdate(secs).to_vec()).unwrap()

@@ -112,7 +112,9 @@ impl Default for IdleQueue {
 
 impl IdleQueue {
     fn now(&self) -> Ms {
-        self.epoch.elapsed().as_millis() as Ms
+        crate::clock::now()
+            .saturating_duration_since(self.epoch)
+            .as_millis() as Ms
     }
 
     /// Registers `sig` as idle from now on, to be closed after `timeout`.

@@ -27,7 +27,7 @@ pub async fn read_more<S: AsyncReadRent>(
         buf.reserve(spare);
     }
     let (len, cap) = (buf.len(), buf.capacity());
-    match monoio::time::timeout(limit, s.read(buf.slice_mut(len..cap))).await {
+    match crate::deadline::timeout(limit, s.read(buf.slice_mut(len..cap))).await {
         Ok((Ok(n), slice)) => (Ok(n), slice.into_inner()),
         Ok((Err(e), slice)) => (Err(IoFail::Io(e)), slice.into_inner()),
         Err(_) => (Err(IoFail::Timeout), Vec::new()),
@@ -43,7 +43,7 @@ pub async fn write_all<S: AsyncWriteRent>(
     if buf.is_empty() {
         return (Ok(()), buf);
     }
-    match monoio::time::timeout(limit, s.write_all(buf)).await {
+    match crate::deadline::timeout(limit, s.write_all(buf)).await {
         Ok((Ok(_), b)) => (Ok(()), b),
         Ok((Err(e), b)) => (Err(IoFail::Io(e)), b),
         Err(_) => (Err(IoFail::Timeout), Vec::new()),

@@ -23,6 +23,7 @@ mod client_gone;
 mod clock;
 mod cookie_rewrite;
 mod date;
+mod deadline;
 mod dispatch;
 pub mod dns;
 mod error_redirect;

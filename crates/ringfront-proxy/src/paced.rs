@@ -39,7 +39,7 @@ pub async fn write_paced(
             Allow::Send(n) => usize::try_from(n).unwrap_or(usize::MAX),
         };
         let end = pos + n.min(buf.len() - pos);
-        match monoio::time::timeout(limit, s.write_all(buf.slice(pos..end))).await {
+        match crate::deadline::timeout(limit, s.write_all(buf.slice(pos..end))).await {
             Ok((Ok(_), b)) => buf = b.into_inner(),
             Ok((Err(e), b)) => return (Err(IoFail::Io(e)), b.into_inner()),
             Err(_) => return (Err(IoFail::Timeout), Vec::new()),
@@ -111,7 +111,7 @@ pub async fn read_paced<S: AsyncReadRent>(
     };
     buf.reserve(room);
     let len = buf.len();
-    let r = match monoio::time::timeout(limit, s.read(buf.slice_mut(len..len + room))).await {
+    let r = match crate::deadline::timeout(limit, s.read(buf.slice_mut(len..len + room))).await {
         Ok((Ok(n), slice)) => (Ok(n), slice.into_inner()),
         Ok((Err(e), slice)) => (Err(IoFail::Io(e)), slice.into_inner()),
         Err(_) => (Err(IoFail::Timeout), Vec::new()),

@@ -73,7 +73,7 @@ async fn accept_loop(w: Rc<Worker>, listener: Rc<Listener>, ctl: Rc<AcceptCtl>) 
                     }
                 };
                 if let Some(conn) = conn {
-                    let serve = crate::session::serve(conn);
+                    let serve = crate::clock::Fresh::new(crate::session::serve(conn));
                     // Only with `worker_shutdown_timeout` does a session race a reload.
                     match snap.shutdown_timeout {
                         None => drop(monoio::spawn(serve)),
@@ -118,6 +118,7 @@ async fn worker_main(w: Rc<Worker>, initial: Vec<(SocketAddr, Listener)>) {
     let mut listeners: HashMap<SocketAddr, Rc<AcceptCtl>> = HashMap::new();
     let reaper = w.clone();
     monoio::spawn(async move { reaper.idle.reap().await });
+    monoio::spawn(crate::deadline::reap());
     monoio::spawn(sweep(w.clone()));
     for (addr, l) in initial {
         listeners.insert(addr, spawn_accept(&w, l));

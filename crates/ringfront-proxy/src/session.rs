@@ -9,7 +9,6 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll};
-use std::time::Instant;
 
 use crate::stream::ClientStream;
 use monoio::buf::IoBufMut;
@@ -399,7 +398,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
     let mut _busy = busy.unwrap_or_else(|| Busy::new(w));
     _busy.head_read();
     requests += 1;
-    let start = Instant::now();
+    let start = crate::clock::now();
     let mut rw = match snap.rewriting {
         true => RwState::new(&snap.variables),
         false => RwState::default(),
@@ -858,7 +857,7 @@ async fn read_head<'w>(
 ) -> Result<usize, Ended> {
     let (hdr_bufs, hdr_size) = base.large_client_header_buffers;
     let max_head = hdr_bufs.saturating_mul(hdr_size).max(1024);
-    let deadline = Instant::now() + base.client_header_timeout.saturating_sub(spent);
+    let deadline = crate::clock::now() + base.client_header_timeout.saturating_sub(spent);
     loop {
         if !buf.is_empty() {
             if busy.is_none() {
@@ -878,7 +877,7 @@ async fn read_head<'w>(
         } else if w.stopping() {
             return Err(Ended::Quiet);
         }
-        let limit = deadline.saturating_duration_since(Instant::now());
+        let limit = deadline.saturating_duration_since(crate::clock::now());
         if limit.is_zero() {
             return Err(Ended::TimedOut);
         }

@@ -189,11 +189,11 @@ pub async fn send(conn: &mut Conn, request: &Request, limit: Duration) -> Result
     let mut done = 0;
     while done < total {
         let r = if done == 0 {
-            monoio::time::timeout(limit, conn.stream.writev(request.clone()))
+            crate::deadline::timeout(limit, conn.stream.writev(request.clone()))
                 .await
                 .map(|(r, _)| r)
         } else {
-            monoio::time::timeout(limit, conn.stream.writev(request.rest(done)))
+            crate::deadline::timeout(limit, conn.stream.writev(request.rest(done)))
                 .await
                 .map(|(r, _)| r)
         };

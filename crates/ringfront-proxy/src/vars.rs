@@ -483,7 +483,9 @@ pub fn push_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, dash: bool) {
             out.extend_from_slice(text.map_or(empty, str::as_bytes));
         }
         Variable::RequestLength => push_num(out, v.request_length),
-        Variable::RequestTime => push_secs(out, v.start.elapsed()),
+        Variable::RequestTime => {
+            push_secs(out, crate::clock::now().saturating_duration_since(v.start))
+        }
         Variable::TimeLocal => out.extend_from_slice(clock::wall().time_local().as_bytes()),
         Variable::TimeIso8601 => out.extend_from_slice(clock::wall().iso8601().as_bytes()),
         Variable::Msec => {
