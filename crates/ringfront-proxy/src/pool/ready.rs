@@ -7,10 +7,15 @@
 //! `take` never returns it and a reuse only reads the slot.
 //!
 //! A socket's registration outlives its idle periods, so it also reports while the
-//! connection is in use: `epoll_wait` polls each reported socket again and leaves out one
-//! whose bytes the request already read, so what is left for a busy connection is marked
-//! `suspect`, and its next entry into the pool looks with one non-blocking peek (rare: a
-//! response that arrived before its read was queued, or a close right behind it). The
+//! connection is in use: its response arriving (`epoll_wait` polls each reported socket
+//! again, so one whose bytes the request already read is left out, but a response that
+//! arrived before its read ran is reported: most of them, measured). Bytes reported while
+//! in use are the response's and are not looked at again; a close reported while in use
+//! (`EPOLLRDHUP`, `EPOLLHUP`, `EPOLLERR`: it is not reported again) marks the connection
+//! `suspect`, and its next entry into the pool looks with one non-blocking peek (rare).
+//! What the per-connection watcher saw and this does not: unsolicited bytes without a
+//! close that arrive after the response was read and before the connection is pooled (the
+//! client write between), with nothing after them. The
 //! instance holds no reference on the sockets (one leaves it with its last descriptor);
 //! tokens carry the descriptor's registration generation, so a late report for a closed
 //! socket never marks the one that took its descriptor.
@@ -144,7 +149,7 @@ async fn watch(ready: Rc<Ready>, shared: Weak<Shared>) {
                 let dead = shared
                     .try_borrow_mut()
                     .ok()
-                    .and_then(|mut st| st.reported(ev.u64));
+                    .and_then(|mut st| st.reported(ev.u64, ev.events));
                 drop(dead);
             }
             if n < events.len() {
@@ -215,16 +220,17 @@ impl State {
         Some(held)
     }
 
-    /// A report with `token`: an idle connection's is closed (returned, to be dropped), a
-    /// busy one's marks it suspect.
-    fn reported(&mut self, token: u64) -> Option<UpstreamStream> {
+    /// A report (`events`) with `token`: an idle connection's is closed (returned, to be
+    /// dropped); a close on a busy one marks it suspect.
+    fn reported(&mut self, token: u64, events: u32) -> Option<UpstreamStream> {
         let (fd, generation) = (token as u32 as usize, (token >> 32) as u32);
         let w = self
             .fds
             .get_mut(fd)
             .filter(|w| w.generation == generation)?;
         if w.slot == NO_SLOT {
-            w.suspect = true;
+            let close = (libc::EPOLLRDHUP | libc::EPOLLHUP | libc::EPOLLERR) as u32;
+            w.suspect |= events & close != 0;
             return None;
         }
         let id = w.slot;
