@@ -13,6 +13,7 @@ mod proxy_protocol;
 mod request;
 mod response;
 mod span;
+mod spare_headers;
 mod status;
 pub mod uri;
 

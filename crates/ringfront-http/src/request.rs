@@ -172,13 +172,12 @@ impl RequestHead {
     }
 
     fn clear(&mut self) {
+        let names = self.names;
         let mut headers = std::mem::take(&mut self.headers);
         headers.clear();
-        *self = RequestHead {
-            headers,
-            names: self.names,
-            ..RequestHead::default()
-        };
+        *self = RequestHead::default();
+        self.names = names;
+        self.headers = headers;
     }
 
     fn interpret_headers(&mut self, buf: &[u8], need_host: bool) -> Result<(), RequestError> {
@@ -386,3 +385,10 @@ fn unique_bit(name: &[u8]) -> u16 {
 #[cfg(test)]
 #[path = "request_tests.rs"]
 mod tests;
+
+impl Drop for RequestHead {
+    /// Its header list is kept for the thread's next head (spare_headers.rs).
+    fn drop(&mut self) {
+        crate::spare_headers::give(std::mem::take(&mut self.headers));
+    }
+}

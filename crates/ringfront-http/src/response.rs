@@ -184,3 +184,10 @@ fn parse_error(e: httparse::Error) -> ResponseError {
 #[cfg(test)]
 #[path = "response_tests.rs"]
 mod tests;
+
+impl Drop for ResponseHead {
+    /// Its header list is kept for the thread's next head (spare_headers.rs).
+    fn drop(&mut self) {
+        crate::spare_headers::give(std::mem::take(&mut self.headers));
+    }
+}

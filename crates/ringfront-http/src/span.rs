@@ -73,6 +73,9 @@ pub(crate) fn push_headers(
     raw: &[httparse::Header<'_>],
     out: &mut Vec<Header>,
 ) -> Option<()> {
+    if out.capacity() == 0 {
+        *out = crate::spare_headers::take();
+    }
     out.reserve(raw.len());
     for h in raw {
         out.push(Header {

@@ -1,8 +1,8 @@
 //! The unit tests' global allocator: the test kit's counting one, so a test can show that a
 //! request path allocates nothing.
 
-pub use ringfront_testkit::alloc_count::allocations;
 use ringfront_testkit::alloc_count::Counting;
+pub use ringfront_testkit::alloc_count::{allocations, track_this_thread, tracked};
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;

@@ -69,8 +69,8 @@ async fn send(
     let mut pacer = crate::paced::pacer(cx);
     let (r, o) = write_paced(&mut stream, out, cx.settings().send_timeout, pacer.as_mut()).await;
     cx.w.give_buf(o);
-    let reusable = made.reusable && r.is_ok();
-    (Reply { reusable, ..made }, Some(stream))
+    made.reusable &= r.is_ok();
+    (made, Some(stream))
 }
 
 /// Answers the request: a refusal (403, or a TLS one), what the rewrite phases decided

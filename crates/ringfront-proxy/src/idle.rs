@@ -144,7 +144,12 @@ impl IdleQueue {
         if total > 2 * self.live.get() + 64 {
             for l in lanes.iter_mut() {
                 l.q.retain(|e| e.live().is_some());
-                l.q.shrink_to(2 * l.q.len() + 64);
+                // Shrunk only when far larger than needed: a queue shrunk to its floor
+                // would grow again (reallocate) before the next compaction.
+                let keep = 2 * l.q.len() + 64;
+                if l.q.capacity() > 4 * keep {
+                    l.q.shrink_to(keep);
+                }
             }
         }
         drop(lanes);

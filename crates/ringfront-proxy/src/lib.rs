@@ -58,6 +58,8 @@ mod pass_vars;
 mod pool;
 mod precontent;
 mod proxy;
+#[cfg(test)]
+mod proxy_alloc_tests;
 mod proxy_protocol;
 mod proxy_redirect;
 mod quiet;

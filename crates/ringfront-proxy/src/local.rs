@@ -27,11 +27,10 @@ pub async fn error(
     let (taken, mut pacer) = (std::mem::take(out), crate::paced::pacer(cx));
     let (r, o) = write_paced(stream, taken, cx.settings().send_timeout, pacer.as_mut()).await;
     *out = o;
-    Reply {
-        bytes_sent: bytes,
-        reusable: made.reusable && r.is_ok(),
-        ..made
-    }
+    let mut made = made;
+    made.bytes_sent = bytes;
+    made.reusable &= r.is_ok();
+    made
 }
 
 /// nginx's special response for an error status, into `out`: the built-in page, or the
@@ -50,10 +49,9 @@ fn special(out: &mut Vec<u8>, cx: &Cx<'_>, status: u16) -> Reply {
             (status, n)
         }
         Plan::Internal(r) => {
-            return Reply {
-                redirect: Some(r),
-                ..Reply::new(status, 0, 0, keep_alive)
-            }
+            let mut reply = Reply::new(status, 0, 0, keep_alive);
+            reply.redirect = Some(r);
+            return reply;
         }
     };
     Reply::new(status, n, out.len() as u64, keep_alive)
@@ -183,10 +181,9 @@ pub fn redirect(out: &mut Vec<u8>, cx: &Cx<'_>, code: u16, url: Vec<u8>) -> Repl
         }
         Plan::Internal(mut r) => {
             r.location = Some(url);
-            return Reply {
-                redirect: Some(r),
-                ..Reply::new(code, 0, 0, req.keep_alive)
-            };
+            let mut reply = Reply::new(code, 0, 0, req.keep_alive);
+            reply.redirect = Some(r);
+            return reply;
         }
     }
     let url = crate::location_url::absolute(cx, url);

@@ -7,6 +7,7 @@
 //! for the peers that survive it while the removed peers' are closed at once.
 
 mod lru;
+mod ready;
 pub mod sweep;
 mod watch;
 
@@ -41,7 +42,14 @@ impl Pool {
 
     /// `peer`'s most recently used idle connection, taken out of the cache.
     pub fn take(&mut self, peer: PeerId) -> Option<Pooled> {
-        let id = self.shared.borrow_mut().lru.pop_mru(peer)?;
+        let mut st = self.shared.borrow_mut();
+        let id = st.lru.pop_mru(peer)?;
+        if let Some(held) = st.unhold(id) {
+            let tag = st.tag_of(id);
+            st.free_slot(id);
+            return Some(Pooled::held(self.shared.clone(), tag, held));
+        }
+        drop(st);
         Some(Pooled::new(self.shared.clone(), id))
     }
 
@@ -85,6 +93,12 @@ impl Pool {
         if cap == 0 || peer >= st.lru.peer_count() {
             return;
         }
+        // io_uring: the pool's readiness watch (ready.rs); epoll: a watcher task each.
+        let fd = stream.raw_fd();
+        let held = !monoio::utils::is_legacy();
+        if held && !st.admit(&self.shared, fd, requests) {
+            return;
+        }
         while st.lru.group_len(group) >= cap {
             let Some(id) = st.lru.pop_lru(group) else {
                 break;
@@ -96,6 +110,10 @@ impl Pool {
         st.set_tag(id, tag, born);
         let key = st.lru.push(group, peer, crate::clock::now_ms(), id);
         st.set_key(id, key);
+        if held {
+            st.hold(id, fd, stream, requests);
+            return;
+        }
         drop(guard);
         watch::spawn(self.shared.clone(), id, stream, requests);
     }

@@ -214,7 +214,7 @@ pub async fn run_in(
     }
     let mut io = Io {
         tls,
-        request: Request(Rc::new(outbound)),
+        request: Request::new(outbound),
         peer: None,
         conn: None,
         head: None,
@@ -635,10 +635,9 @@ async fn relay(cx: &Cx<'_>, g: &Group<'_>, io: &mut Io, tries: &[TryRecord]) -> 
         .req
         .rw
         .map_or(reply.status, |r| r.error.sent(reply.status));
-    io.relayed = Some(Reply {
-        status: sent,
-        ..reply
-    });
+    let mut reply = reply;
+    reply.status = sent;
+    io.relayed = Some(reply);
     event
 }
 
@@ -891,13 +890,11 @@ async fn accel(
     cx.w.give_buf(io.out);
     // The body read stays the request's (nginx keeps `r->request_body`).
     let body = io.request.0.client_body().to_vec();
-    let reply = Reply {
-        redirect: Some(crate::error_redirect::Redirect::accel(
-            goal, carried, rate, body,
-        )),
-        tries,
-        ..Reply::new(head.status, 0, 0, cx.req.keep_alive)
-    };
+    let mut reply = Reply::new(head.status, 0, 0, cx.req.keep_alive);
+    reply.redirect = Some(crate::error_redirect::Redirect::accel(
+        goal, carried, rate, body,
+    ));
+    reply.tries = tries;
     (reply, io.client)
 }
 

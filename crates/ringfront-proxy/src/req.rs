@@ -41,6 +41,13 @@ impl Reply {
     }
 }
 
+impl Drop for Reply {
+    /// Its try list is kept for the worker's next exchange (ringfront-upstream's spare.rs).
+    fn drop(&mut self) {
+        ringfront_upstream::exchange::keep_tries(std::mem::take(&mut self.tries));
+    }
+}
+
 /// Request facts shared by the proxy loop and the logs.
 pub struct Req<'a> {
     pub buf: &'a [u8],

@@ -256,6 +256,9 @@ pub fn run(
     listeners: Vec<StdListener>,
     ready: std::sync::mpsc::Sender<Result<(), String>>,
 ) {
+    // The unit tests count a worker's allocations (proxy_alloc_tests.rs).
+    #[cfg(test)]
+    crate::alloc_count::track_this_thread();
     let snap = shared.snapshot.load_full();
     let w = Rc::new(Worker::new(index, shared.clone(), &snap));
     let started = ready.clone();

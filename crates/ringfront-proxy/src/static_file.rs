@@ -38,11 +38,11 @@ pub async fn serve(
             return crate::static_send::send(cx, stream, out, opened, &type_uri).await
         }
         Found::Redirect(url) => {
-            let made = crate::local::redirect(&mut out, cx, 301, url);
+            let mut made = crate::local::redirect(&mut out, cx, 301, url);
             let (r, o) = crate::io::write_all(&mut stream, out, cx.settings().send_timeout).await;
             cx.w.give_buf(o);
-            let reusable = made.reusable && r.is_ok();
-            return (Reply { reusable, ..made }, Some(stream));
+            made.reusable &= r.is_ok();
+            return (made, Some(stream));
         }
         Found::Status(status) => status,
     };

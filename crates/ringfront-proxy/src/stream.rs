@@ -68,6 +68,16 @@ where
         }
     }
 
+    /// The socket's descriptor (the pool's readiness watch registers it).
+    pub fn raw_fd(&self) -> std::os::fd::RawFd {
+        use std::os::fd::AsRawFd;
+        match self {
+            Stream::Plain(s) => s.as_raw_fd(),
+            Stream::Tls(t) => t.tcp().as_raw_fd(),
+            Stream::Unix(s) => s.as_raw_fd(),
+        }
+    }
+
     /// Waits until the socket itself is readable (bytes, or the peer's close), whatever
     /// TLS holds: the pool's watch on an idle connection.
     pub async fn socket_readable(&self) -> io::Result<()> {

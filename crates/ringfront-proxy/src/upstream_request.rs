@@ -3,6 +3,7 @@
 //! applied, the body framed by Content-Length. Built once per request, resent on retries;
 //! the head and the body go out in one `writev` from where they are, the body never copied.
 
+use std::cell::RefCell;
 use std::rc::Rc;
 
 use ringfront_config::LocationMatch;
@@ -167,6 +168,73 @@ impl Outbound {
 #[derive(Clone)]
 pub struct Request(pub Rc<Outbound>);
 
+/// Spare requests kept per thread, and the largest head capacity one keeps.
+const SPARES: usize = 32;
+const SPARE_HEAD: usize = 8192;
+
+thread_local! {
+    /// Requests whose last `Request` ended, kept for the next ones on this thread: their
+    /// `Rc` and their head's capacity (bodies are dropped), so that building a request
+    /// allocates neither once the worker is warm. Only this list holds each of them.
+    static SPARE: RefCell<Vec<Rc<Outbound>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// An empty head buffer of at least `cap` bytes: a spare request's, else a new one.
+fn head_buf(cap: usize) -> Vec<u8> {
+    let spare = SPARE.try_with(|s| {
+        let mut s = s.try_borrow_mut().ok()?;
+        let m = Rc::get_mut(s.last_mut()?)?;
+        Some(std::mem::take(&mut m.head))
+    });
+    let mut head = spare.ok().flatten().unwrap_or_default();
+    head.clear();
+    head.reserve(cap);
+    head
+}
+
+impl Request {
+    /// The request for `outbound`, in a spare request's allocation when there is one.
+    pub fn new(outbound: Outbound) -> Request {
+        let spare = SPARE
+            .try_with(|s| s.try_borrow_mut().ok()?.pop())
+            .ok()
+            .flatten();
+        match spare {
+            Some(mut rc) => match Rc::get_mut(&mut rc) {
+                Some(m) => {
+                    *m = outbound;
+                    Request(rc)
+                }
+                None => Request(Rc::new(outbound)),
+            },
+            None => Request(Rc::new(outbound)),
+        }
+    }
+}
+
+impl Drop for Request {
+    /// The last handle of a request (no write holds it) keeps it as a spare: its body
+    /// dropped, its head emptied (one that grew past `SPARE_HEAD` is not kept).
+    fn drop(&mut self) {
+        let Some(m) = Rc::get_mut(&mut self.0) else {
+            return;
+        };
+        if m.head.capacity() > SPARE_HEAD {
+            return;
+        }
+        m.body = Vec::new();
+        m.client_body = None;
+        m.head.clear();
+        let _ = SPARE.try_with(|s| {
+            if let Ok(mut s) = s.try_borrow_mut() {
+                if s.len() < SPARES {
+                    s.push(Rc::clone(&self.0));
+                }
+            }
+        });
+    }
+}
+
 /// What a short write left: the rest of the request from some byte on (rare: a request
 /// larger than the socket's send buffer). The vector is boxed so that its address holds
 /// while the ring owns it.
@@ -189,7 +257,8 @@ impl Request {
 }
 
 // SAFETY: the iovecs point into `head` and `body`, which the `Outbound` owns and never
-// changes after `Outbound::new` (nothing hands out `&mut` to them); the `Rc` keeps both and
+// changes after `Outbound::new` while a `Request` holds it (only a spare, held by nothing
+// but the spare list, is changed: emptied, then replaced whole); the `Rc` keeps both and
 // the array alive, at a fixed address, for as long as the runtime holds this value. The
 // count is the number of non-empty parts, within the array's length.
 #[allow(unsafe_code)]
@@ -246,18 +315,23 @@ pub fn build(
         (None, Some(n)) => (body, Some(n)),
         (None, None) => body_sent(cx, &v, body),
     };
-    let mut method = Vec::new();
-    match &s.proxy_method {
-        Some(t) => vars::render(&mut method, t, &v, false),
-        None => method.extend_from_slice(req.method()),
-    }
-    let mut out = Vec::with_capacity(req.head.head_len + 128);
+    let rendered;
+    let method: &[u8] = match &s.proxy_method {
+        Some(t) => {
+            let mut m = Vec::new();
+            vars::render(&mut m, t, &v, false);
+            rendered = m;
+            &rendered
+        }
+        None => req.method(),
+    };
+    let mut out = head_buf(req.head.head_len + 128);
     let http10 = s.proxy_http_version == "1.0";
     let uri_start = method.len() + 1;
     let mut uri_end = uri_start;
     let mut h = HeadWriter::request(
         &mut out,
-        &method,
+        method,
         |o| {
             upstream_uri(cx, o, vars_uri);
             uri_end = o.len();

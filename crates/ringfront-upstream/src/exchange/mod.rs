@@ -15,6 +15,7 @@ mod failure;
 mod pick;
 mod policy;
 mod record;
+mod spare;
 #[cfg(test)]
 mod tests;
 
@@ -24,6 +25,7 @@ pub use failure::{Cause, Errno, FailClass, Failure, Phase, SslFault, ECONNREFUSE
 pub use pick::{Peers, Pick};
 pub use policy::{non_idempotent, status_is_failure, NextUpstream, Policy};
 pub use record::{TryPeer, TryRecord};
+pub use spare::keep_tries;
 
 use crate::attempt::Selection;
 use crate::board::FailKind;
@@ -158,7 +160,7 @@ impl<'a> Exchange<'a> {
             reused: false,
             requests: 0,
             head: None,
-            tries: Vec::with_capacity(1),
+            tries: spare::take(),
             budget: None,
             denied: false,
         }
