@@ -29,6 +29,10 @@ pub struct Elapsed;
 
 /// Timeouts longer than this never fire (no nginx timeout is anywhere near it).
 const NEVER_MS: u128 = 1 << 40;
+/// Lanes (one per distinct timeout) kept through a compaction even when empty, so the
+/// next entry for their timeout does not allocate a new queue; past this many, empty
+/// lanes are dropped (timeouts taken from variables could make many).
+const MAX_IDLE_LANES: usize = 16;
 
 /// Runs `fut` until it finishes or `limit` has passed, whichever comes first.
 pub fn timeout<F: Future>(limit: Duration, fut: F) -> Timeout<F> {
@@ -174,9 +178,17 @@ impl Inner {
         let mut lanes = std::mem::take(&mut self.lanes);
         for l in lanes.iter_mut() {
             l.q.retain(|e| self.is_live(e.key));
-            l.q.shrink_to(2 * l.q.len() + 64);
+            // Shrunk only when far larger than needed, and an empty lane kept while there
+            // are few: a queue shrunk to its floor, or a lane dropped, would be allocated
+            // again before the next compaction (one allocation per few requests, measured).
+            let keep = 2 * l.q.len() + 64;
+            if l.q.capacity() > 4 * keep {
+                l.q.shrink_to(keep);
+            }
         }
-        lanes.retain(|l| !l.q.is_empty());
+        if lanes.len() > MAX_IDLE_LANES {
+            lanes.retain(|l| !l.q.is_empty());
+        }
         self.queued = lanes.iter().map(|l| l.q.len()).sum();
         self.lanes = lanes;
     }
