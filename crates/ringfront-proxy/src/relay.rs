@@ -21,9 +21,10 @@ use crate::response_headers::Decor;
 /// The response to relay and where it comes from.
 pub struct Relay<'a> {
     pub cx: &'a Cx<'a>,
-    /// The peer's name and the URI sent, for log lines (`http[s]://PEER/URI`).
+    /// The peer's name and the URI sent, for log lines (`http[s]://PEER/URI`): its bytes,
+    /// made text only when a line is written.
     pub peer: &'a str,
-    pub uri: &'a str,
+    pub uri: &'a [u8],
     pub head: &'a ResponseHead,
     /// The tries so far (this one last), for `$upstream_*` in `add_header`.
     pub tries: &'a [ringfront_upstream::exchange::TryRecord],
@@ -89,7 +90,8 @@ impl Relay<'_> {
     }
 
     fn url(&self) -> String {
-        self.cx.upstream_url(self.peer, self.uri)
+        self.cx
+            .upstream_url(self.peer, &String::from_utf8_lossy(self.uri))
     }
 
     fn log_upstream(&self, f: &Failure) {

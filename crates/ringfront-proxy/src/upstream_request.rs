@@ -150,7 +150,12 @@ impl Outbound {
 
     /// The URI sent (for log lines).
     pub fn uri(&self) -> std::borrow::Cow<'_, str> {
-        String::from_utf8_lossy(self.head.get(self.uri.clone()).unwrap_or_default())
+        String::from_utf8_lossy(self.uri_bytes())
+    }
+
+    /// The URI sent, as bytes.
+    pub fn uri_bytes(&self) -> &[u8] {
+        self.head.get(self.uri.clone()).unwrap_or_default()
     }
 
     pub fn len(&self) -> usize {
