@@ -238,6 +238,12 @@ thread_local! {
     static QUEUE: Queue = Queue::default();
 }
 
+/// `limit` rounded up to whole milliseconds: a deadline is never early. u64 arithmetic (no
+/// 128-bit division per I/O); the caller keeps `limit` below `NEVER_MS`, so it fits.
+fn whole_ms(limit: Duration) -> u64 {
+    limit.as_secs() * 1000 + u64::from(limit.subsec_nanos().div_ceil(1_000_000))
+}
+
 impl Queue {
     fn register(&self, limit: Duration, waker: &Waker) -> State {
         if limit.as_millis() >= NEVER_MS {
@@ -246,8 +252,7 @@ impl Queue {
         if !self.running.get() {
             return State::Fallback(Box::pin(monoio::time::sleep(limit)));
         }
-        // Round up to whole milliseconds: never early.
-        let limit_ms = limit.as_micros().div_ceil(1000) as u64;
+        let limit_ms = whole_ms(limit);
         let at = coarse_ms() + coarse_slack_ms() + limit_ms;
         let mut inner = self.inner.borrow_mut();
         let key = inner.take(waker);

@@ -123,3 +123,13 @@ fn without_a_reaper_monoio_timers_stand_in() {
         assert!(timeout(Duration::ZERO, pending::<()>()).await.is_err());
     });
 }
+
+#[test]
+fn limits_round_up_to_whole_milliseconds() {
+    assert_eq!(whole_ms(Duration::ZERO), 0);
+    assert_eq!(whole_ms(Duration::from_nanos(1)), 1);
+    assert_eq!(whole_ms(Duration::from_micros(1_000)), 1);
+    assert_eq!(whole_ms(Duration::from_nanos(1_000_001)), 2);
+    assert_eq!(whole_ms(Duration::from_millis(60_000)), 60_000);
+    assert_eq!(whole_ms(Duration::new(86_400, 999_999_999)), 86_401_000);
+}
