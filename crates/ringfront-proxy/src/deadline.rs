@@ -15,13 +15,13 @@
 //! to monoio's own timer.
 
 use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use crate::clock::{coarse_ms, coarse_slack_ms, precise_ms};
+use crate::lanes::Lanes;
 
 /// The deadline passed before the operation finished.
 #[derive(Debug)]
@@ -29,10 +29,6 @@ pub struct Elapsed;
 
 /// Timeouts longer than this never fire (no nginx timeout is anywhere near it).
 const NEVER_MS: u128 = 1 << 40;
-/// Lanes (one per distinct timeout) kept through a compaction even when empty, so the
-/// next entry for their timeout does not allocate a new queue; past this many, empty
-/// lanes are dropped (timeouts taken from variables could make many).
-const MAX_IDLE_LANES: usize = 16;
 
 /// Runs `fut` until it finishes or `limit` has passed, whichever comes first.
 pub fn timeout<F: Future>(limit: Duration, fut: F) -> Timeout<F> {
@@ -123,17 +119,12 @@ struct Entry {
     key: Key,
 }
 
-/// Deadlines of one timeout value, ascending.
-struct Lane {
-    limit: u64,
-    q: VecDeque<Entry>,
-}
-
 #[derive(Default)]
 struct Inner {
     slots: Vec<Slot>,
     free: Vec<u32>,
-    lanes: Vec<Lane>,
+    /// Per timeout in whole milliseconds.
+    lanes: Lanes<u64, Entry>,
     /// Slots taken now; entries beyond these are stale.
     live: usize,
     queued: usize,
@@ -161,36 +152,14 @@ impl Inner {
     }
 
     fn push(&mut self, limit: u64, entry: Entry) {
-        match self.lanes.iter_mut().find(|l| l.limit == limit) {
-            Some(l) => l.q.push_back(entry),
-            None => self.lanes.push(Lane {
-                limit,
-                q: VecDeque::from([entry]),
-            }),
-        }
+        self.lanes.push(limit, entry);
         self.queued += 1;
         if self.queued > 2 * self.live + 64 {
-            self.compact();
+            let mut lanes = std::mem::take(&mut self.lanes);
+            lanes.compact(|e| self.is_live(e.key));
+            self.queued = lanes.len();
+            self.lanes = lanes;
         }
-    }
-
-    fn compact(&mut self) {
-        let mut lanes = std::mem::take(&mut self.lanes);
-        for l in lanes.iter_mut() {
-            l.q.retain(|e| self.is_live(e.key));
-            // Shrunk only when far larger than needed, and an empty lane kept while there
-            // are few: a queue shrunk to its floor, or a lane dropped, would be allocated
-            // again before the next compaction (one allocation per few requests, measured).
-            let keep = 2 * l.q.len() + 64;
-            if l.q.capacity() > 4 * keep {
-                l.q.shrink_to(keep);
-            }
-        }
-        if lanes.len() > MAX_IDLE_LANES {
-            lanes.retain(|l| !l.q.is_empty());
-        }
-        self.queued = lanes.iter().map(|l| l.q.len()).sum();
-        self.lanes = lanes;
     }
 
     /// Marks every live entry due at `now` fired and collects its waker; the next deadline.
@@ -216,7 +185,7 @@ impl Inner {
                 woken.extend(slot.waker.take());
             }
         }
-        lanes.retain(|l| !l.q.is_empty());
+        lanes.settle();
         self.lanes = lanes;
         next
     }

@@ -5,10 +5,11 @@
 //! timer of its own (a monoio timer entry is a few hundred bytes, cache-line aligned).
 
 use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
 use std::rc::{Rc, Weak};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
+
+use crate::lanes::{Lane, Lanes};
 
 /// One connection's "close now" signal.
 #[derive(Default)]
@@ -64,22 +65,15 @@ impl Entry {
     }
 }
 
-/// Entries of one `keepalive_timeout` value: pushed in time order, so deadlines ascend.
-struct Lane {
-    timeout: Ms,
-    q: VecDeque<Entry>,
-}
-
-impl Lane {
-    /// Drops stale entries at the front; the live front entry's deadline and connection.
-    fn front(&mut self) -> Option<(Ms, Rc<IdleSignal>)> {
-        loop {
-            let e = self.q.front()?;
-            match e.live() {
-                Some(s) => return Some((e.deadline, s)),
-                None => {
-                    self.q.pop_front();
-                }
+/// Drops stale entries at the front of a lane (one `keepalive_timeout` value); the live
+/// front entry's deadline and connection.
+fn live_front(lane: &mut Lane<Ms, Entry>) -> Option<(Ms, Rc<IdleSignal>)> {
+    loop {
+        let e = lane.q.front()?;
+        match e.live() {
+            Some(s) => return Some((e.deadline, s)),
+            None => {
+                lane.q.pop_front();
             }
         }
     }
@@ -88,7 +82,7 @@ impl Lane {
 /// The worker's idle connections, one lane per `keepalive_timeout` value in use.
 pub struct IdleQueue {
     epoch: Instant,
-    lanes: RefCell<Vec<Lane>>,
+    lanes: RefCell<Lanes<Ms, Entry>>,
     /// Connections idle now; entries beyond these are stale and compacted away.
     live: Cell<usize>,
     /// When the reaper wakes next (`None`: parked until a push).
@@ -131,26 +125,11 @@ impl IdleQueue {
             sig: Rc::downgrade(sig),
         };
         let mut lanes = self.lanes.borrow_mut();
-        match lanes.iter_mut().find(|l| l.timeout == timeout) {
-            Some(l) => l.q.push_back(entry),
-            None => lanes.push(Lane {
-                timeout,
-                q: VecDeque::from([entry]),
-            }),
-        }
+        lanes.push(timeout, entry);
         // Entries of connections that became busy again are dropped lazily; compact when
         // they outnumber the live ones so the queue stays proportional to idle connections.
-        let total: usize = lanes.iter().map(|l| l.q.len()).sum();
-        if total > 2 * self.live.get() + 64 {
-            for l in lanes.iter_mut() {
-                l.q.retain(|e| e.live().is_some());
-                // Shrunk only when far larger than needed: a queue shrunk to its floor
-                // would grow again (reallocate) before the next compaction.
-                let keep = 2 * l.q.len() + 64;
-                if l.q.capacity() > 4 * keep {
-                    l.q.shrink_to(keep);
-                }
-            }
+        if lanes.len() > 2 * self.live.get() + 64 {
+            lanes.compact(|e| e.live().is_some());
         }
         drop(lanes);
         // Wake the reaper only when this deadline comes before the one it sleeps until.
@@ -172,8 +151,8 @@ impl IdleQueue {
         let mut lanes = self.lanes.borrow_mut();
         let mut oldest: Option<(usize, Ms)> = None;
         for (i, l) in lanes.iter_mut().enumerate() {
-            let timeout = l.timeout;
-            if let Some((deadline, _)) = l.front() {
+            let timeout = l.limit;
+            if let Some((deadline, _)) = live_front(l) {
                 let age = now.wrapping_sub(deadline.wrapping_sub(timeout));
                 if oldest.is_none_or(|(_, a)| age > a) {
                     oldest = Some((i, age));
@@ -181,7 +160,11 @@ impl IdleQueue {
             }
         }
         let Some((i, _)) = oldest else { return false };
-        let Some(sig) = lanes[i].q.pop_front().and_then(|e| e.live()) else {
+        let Some(sig) = lanes
+            .get_mut(i)
+            .and_then(|l| l.q.pop_front())
+            .and_then(|e| e.live())
+        else {
             return false;
         };
         drop(lanes);
@@ -195,7 +178,7 @@ impl IdleQueue {
         let mut next: Option<Ms> = None;
         let mut lanes = self.lanes.borrow_mut();
         for l in lanes.iter_mut() {
-            while let Some((deadline, sig)) = l.front() {
+            while let Some((deadline, sig)) = live_front(l) {
                 if !due(deadline, now) {
                     if next.is_none_or(|n| due(deadline, n)) {
                         next = Some(deadline);
@@ -206,7 +189,7 @@ impl IdleQueue {
                 closing.push(sig);
             }
         }
-        lanes.retain(|l| !l.q.is_empty());
+        lanes.settle();
         drop(lanes);
         for sig in closing {
             sig.close();
@@ -289,7 +272,7 @@ mod tests {
         // A connection idle again starts a new period: its old entry is stale.
         q.leave(&long);
         q.push(&long, Duration::from_secs(90));
-        assert_eq!(q.lanes.borrow().iter().map(|l| l.q.len()).sum::<usize>(), 2);
+        assert_eq!(q.lanes.borrow().len(), 2);
         q.expire(now + 61_000);
         assert!(!long.closed.get());
         assert!(q.expire(now + 120_000).is_none());
@@ -311,7 +294,7 @@ mod tests {
             q.push(&s, Duration::from_secs(75));
             q.leave(&s);
         }
-        let total: usize = q.lanes.borrow().iter().map(|l| l.q.len()).sum();
+        let total = q.lanes.borrow().len();
         assert!(total <= 65, "{total}");
         assert_eq!(std::mem::size_of::<Entry>(), 16);
     }

@@ -41,6 +41,7 @@ pub mod health;
 mod http_time;
 mod idle;
 mod io;
+mod lanes;
 mod limits;
 mod linger;
 pub mod listen;

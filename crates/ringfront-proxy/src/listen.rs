@@ -117,8 +117,8 @@ pub fn bind_std(l: &crate::snapshot::ListenRt) -> std::io::Result<std::net::TcpL
 }
 
 /// `rcvbuf=`, `sndbuf=`, `so_keepalive=`, `fastopen=` on the listening socket; accepted
-/// connections inherit them (as nginx sets them on its listening sockets). So they do
-/// `TCP_NODELAY`, which ringfront sets on every client connection: set here once, it costs
+/// connections inherit them (as nginx sets them on its listening sockets). `TCP_NODELAY`,
+/// which every client connection gets, is inherited the same way: set here once, it costs
 /// no `setsockopt` per accept.
 fn set_options(sock: &socket2::Socket, o: &ringfront_config::SocketOptions) -> std::io::Result<()> {
     use ringfront_config::KeepAlive;

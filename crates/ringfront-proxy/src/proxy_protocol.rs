@@ -42,9 +42,9 @@ pub async fn read(mut conn: Conn, tls: bool) -> Option<Conn> {
     let elapsed = crate::clock::now_ms().saturating_sub(conn.opened_ms);
     let limit = limit.saturating_sub(Duration::from_millis(elapsed));
     let size = if tls { TLS_PEEK } else { PLAIN_PEEK };
-    let client = match conn.unix {
-        Some(_) => "unix:".to_string(),
-        None => crate::vars::client_text(conn.peer),
+    let client = match conn.stream {
+        Stream::Unix(_) => "unix:".to_string(),
+        _ => crate::vars::client_text(conn.peer),
     };
     let server = snap
         .listens

@@ -143,11 +143,8 @@ pub struct Conn {
     /// The status every request on this connection gets instead of an answer: 497 (plain
     /// HTTP on a TLS port), 495/496 (`ssl_verify_client` not satisfied).
     pub(crate) refuse: Option<u16>,
-    /// Accepted on `listen unix:`: the listen's key (`ringfront_config::unix_addr`), its
-    /// local address; the client's is then `UNIX_CLIENT`.
-    pub(crate) unix: Option<SocketAddr>,
-    /// The client's address and the socket's own (for a unix client `UNIX_CLIENT` and the
-    /// listen's key), read once at the accept.
+    /// The client's address and the socket's own, read once at the accept; on a `listen
+    /// unix:` they are `UNIX_CLIENT` and the listen's key (`ringfront_config::unix_addr`).
     pub(crate) peer: SocketAddr,
     pub(crate) local: SocketAddr,
     /// What the PROXY protocol header said (`listen ... proxy_protocol`).
@@ -179,21 +176,16 @@ impl Conn {
             Some(a) => a,
             None => stream.local_addr().ok()?,
         };
-        Some(Self::open(w, stream.into(), None, [peer, local]))
+        Some(Self::open(w, stream.into(), [peer, local]))
     }
 
     /// A connection accepted on the `listen unix:` keyed `key`.
     pub fn new_unix(w: Rc<Worker>, stream: monoio::net::UnixStream, key: SocketAddr) -> Self {
         let addrs = [ringfront_config::unix_addr::UNIX_CLIENT, key];
-        Self::open(w, crate::stream::Stream::Unix(stream), Some(key), addrs)
+        Self::open(w, crate::stream::Stream::Unix(stream), addrs)
     }
 
-    fn open(
-        w: Rc<Worker>,
-        stream: ClientStream,
-        unix: Option<SocketAddr>,
-        [peer, local]: [SocketAddr; 2],
-    ) -> Self {
+    fn open(w: Rc<Worker>, stream: ClientStream, [peer, local]: [SocketAddr; 2]) -> Self {
         let id = w
             .shared
             .next_conn
@@ -210,7 +202,6 @@ impl Conn {
             idle: Rc::default(),
             tls: None,
             refuse: None,
-            unix,
             peer,
             local,
             proxy_protocol: None,
@@ -330,7 +321,6 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         idle,
         tls,
         refuse,
-        unix,
         peer,
         local,
         proxy_protocol,
@@ -715,7 +705,6 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         idle,
         tls,
         refuse,
-        unix,
         peer,
         local,
         proxy_protocol,
