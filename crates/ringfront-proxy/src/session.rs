@@ -685,9 +685,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         w.logs_written_since(logged).await;
         close_notify(&mut stream, s.send_timeout).await;
         let pending = unread || unfinished || buf.len() > consumed;
-        if crate::linger::wanted(s, pending) {
-            crate::linger::linger(&mut stream, s).await;
-        }
+        crate::linger::close(&mut stream, s, pending).await;
         return None;
     }
     if let Some(st) = streamed.and_then(RefCell::into_inner) {
