@@ -41,16 +41,54 @@ pub fn connection_lists(connection_value: &[u8], name: &[u8]) -> bool {
 /// transfer-encoding, upgrade (case-insensitive). Headers listed in `Connection` are
 /// hop-by-hop as well; check those with [`connection_lists`].
 pub fn is_hop_by_hop(name: &[u8]) -> bool {
-    const HOP: [&[u8]; 7] = [
-        b"connection",
-        b"keep-alive",
-        b"proxy-connection",
-        b"te",
-        b"trailer",
-        b"transfer-encoding",
-        b"upgrade",
-    ];
-    HOP.iter().any(|h| h.eq_ignore_ascii_case(name))
+    // By length first: most names have none of these lengths.
+    let is = |h: &[u8]| name.eq_ignore_ascii_case(h);
+    match name.len() {
+        2 => is(b"te"),
+        7 => is(b"trailer") || is(b"upgrade"),
+        10 => is(b"connection") || is(b"keep-alive"),
+        16 => is(b"proxy-connection"),
+        17 => is(b"transfer-encoding"),
+        _ => false,
+    }
+}
+
+/// A message's `Connection` value, looked at once: whether it lists a field name other than
+/// `close` and the hop-by-hop names (nearly every message lists only `close`, `keep-alive` or
+/// `upgrade`), so that asking about each of the message's fields costs nothing then.
+#[derive(Clone, Copy, Debug)]
+pub struct ConnectionList<'a> {
+    value: &'a [u8],
+    names_fields: bool,
+    close: bool,
+}
+
+impl<'a> ConnectionList<'a> {
+    pub fn new(value: &'a [u8]) -> Self {
+        let mut list = ConnectionList {
+            value,
+            names_fields: false,
+            close: false,
+        };
+        for t in list_elements(value) {
+            if t.eq_ignore_ascii_case(b"close") {
+                list.close = true;
+            } else if !is_hop_by_hop(t) {
+                list.names_fields = true;
+            }
+        }
+        list
+    }
+
+    /// Whether the field `name` is hop-by-hop in this message: by its name
+    /// ([`is_hop_by_hop`]) or listed in this value ([`connection_lists`]).
+    pub fn hop_by_hop(&self, name: &[u8]) -> bool {
+        is_hop_by_hop(name)
+            || match self.names_fields {
+                true => connection_lists(self.value, name),
+                false => self.close && name.eq_ignore_ascii_case(b"close"),
+            }
+    }
 }
 
 /// Tokens of interest collected from every `Connection` header of a message.
@@ -78,6 +116,64 @@ impl ConnectionTokens {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn connection_list_answers_as_the_plain_checks() {
+        let values: [&[u8]; 7] = [
+            b"",
+            b"keep-alive",
+            b"close",
+            b"Upgrade, Keep-Alive",
+            b"close, x-secret",
+            b" , X-Secret ,te",
+            b"CLOSE",
+        ];
+        let names: [&[u8]; 10] = [
+            b"x-secret",
+            b"X-SECRET",
+            b"close",
+            b"Close",
+            b"te",
+            b"Keep-Alive",
+            b"content-type",
+            b"upgrade",
+            b"Transfer-Encoding",
+            b"proxy-connectio",
+        ];
+        for v in values {
+            let list = ConnectionList::new(v);
+            for n in names {
+                let plain = is_hop_by_hop(n) || connection_lists(v, n);
+                assert_eq!(list.hop_by_hop(n), plain, "{v:?} {n:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn hop_by_hop_names_by_length() {
+        for n in [
+            &b"Connection"[..],
+            b"keep-alive",
+            b"Proxy-Connection",
+            b"TE",
+            b"trailer",
+            b"Transfer-Encoding",
+            b"UPGRADE",
+        ] {
+            assert!(is_hop_by_hop(n), "{n:?}");
+        }
+        for n in [
+            &b"t"[..],
+            b"tee",
+            b"trailers",
+            b"upgrades",
+            b"connectio",
+            b"",
+            b"host",
+        ] {
+            assert!(!is_hop_by_hop(n), "{n:?}");
+        }
+    }
 
     #[test]
     fn trims_ows_only() {

@@ -79,11 +79,15 @@ fn valid_authority(a: &[u8]) -> bool {
 
 /// `ngx_http_validate_host`: whether a `Host` value (or a target's host) is acceptable.
 pub fn is_valid_host(host: &[u8]) -> bool {
-    !host.windows(2).any(|w| w == b"..")
-        && host
-            .iter()
-            .all(|&b| b > b' ' && b != 0x7f && b != b'/' && b != b'\\')
-        && !host_name(host).is_empty()
+    // One pass: no control byte, space, DEL, slash or backslash, and no "..".
+    let mut prev = 0u8;
+    for &b in host {
+        if b <= b' ' || b == 0x7f || b == b'/' || b == b'\\' || (b == b'.' && prev == b'.') {
+            return false;
+        }
+        prev = b;
+    }
+    !host_name(host).is_empty()
 }
 
 /// The name part of a host value as nginx keeps it for `$host` and server selection: up to

@@ -70,9 +70,11 @@ impl ResponseHead {
     /// `Ok(Some(head_len))`: parsed. `Err`: invalid header (nginx's `invalid_header`).
     pub fn parse(&mut self, buf: &[u8]) -> Result<Option<usize>, ResponseError> {
         self.clear();
-        let mut raw = [httparse::EMPTY_HEADER; MAX_HEADERS];
-        let mut res = httparse::Response::new(&mut raw);
-        let head_len = match res.parse(buf) {
+        // Uninitialised, as the request parser's (request.rs).
+        let mut raw = [const { std::mem::MaybeUninit::uninit() }; MAX_HEADERS];
+        let mut res = httparse::Response::new(&mut []);
+        let config = httparse::ParserConfig::default();
+        let head_len = match config.parse_response_with_uninit_headers(&mut res, buf, &mut raw) {
             Ok(Status::Complete(n)) => n,
             Ok(Status::Partial) => return Ok(None),
             Err(e) => return Err(parse_error(e)),

@@ -18,6 +18,9 @@ struct Cache {
     /// Inside a `Fresh` poll.
     scoped: Cell<bool>,
     at: Cell<Option<Instant>>,
+    /// `at` since the epoch, once asked for in the poll (the failure accounting and the
+    /// deadlines ask several times a request).
+    since: Cell<Option<std::time::Duration>>,
 }
 
 thread_local! {
@@ -25,6 +28,7 @@ thread_local! {
         Cache {
             scoped: Cell::new(false),
             at: Cell::new(None),
+            since: Cell::new(None),
         }
     };
 }
@@ -66,11 +70,13 @@ impl<F: Future> Future for Fresh<F> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let outer = CACHE.with(|c| {
             c.at.set(None);
+            c.since.set(None);
             c.scoped.replace(true)
         });
         let r = self.project().fut.poll(cx);
         CACHE.with(|c| {
             c.at.set(None);
+            c.since.set(None);
             c.scoped.set(outer);
         });
         r
@@ -83,8 +89,17 @@ fn epoch() -> Instant {
 }
 
 fn since_epoch() -> std::time::Duration {
-    let epoch = epoch();
-    now().saturating_duration_since(epoch)
+    CACHE.with(|c| {
+        let scoped = c.scoped.get();
+        if let (true, Some(d)) = (scoped, c.since.get()) {
+            return d;
+        }
+        let d = now().saturating_duration_since(epoch());
+        if scoped {
+            c.since.set(Some(d));
+        }
+        d
+    })
 }
 
 /// Monotonic time since the process started, plus a constant (the exchange machine's and
@@ -244,15 +259,20 @@ impl Wall {
 mod tests {
     use super::*;
 
-    /// A future that reads `now()` twice per poll, 2 ms apart, and is ready on its 2nd poll.
-    struct Reads(Vec<(Instant, Instant)>);
+    /// A future that reads a clock twice per poll, 2 ms apart, and is ready on its 2nd poll.
+    struct ReadsOf<T>(Vec<(T, T)>, fn() -> T);
 
-    impl Future for Reads {
-        type Output = Vec<(Instant, Instant)>;
+    fn reads() -> ReadsOf<Instant> {
+        ReadsOf(Vec::new(), now)
+    }
+
+    impl<T: Unpin> Future for ReadsOf<T> {
+        type Output = Vec<(T, T)>;
         fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-            let a = now();
+            let a = (self.1)();
             std::thread::sleep(std::time::Duration::from_millis(2));
-            self.0.push((a, now()));
+            let b = (self.1)();
+            self.0.push((a, b));
             if self.0.len() == 2 {
                 return Poll::Ready(std::mem::take(&mut self.0));
             }
@@ -273,12 +293,22 @@ mod tests {
 
     #[test]
     fn fresh_reads_the_clock_once_per_poll() {
-        let polls = block_on(Fresh::new(Reads(Vec::new())));
+        let polls = block_on(Fresh::new(reads()));
         assert_eq!(polls[0].0, polls[0].1, "one poll, one time");
         assert!(polls[1].0 >= polls[0].0 + std::time::Duration::from_millis(2));
         // Outside `Fresh`, each read is the clock's, and a `Fresh` poll leaves no cache.
-        let plain = block_on(Reads(Vec::new()));
+        let plain = block_on(reads());
         assert!(plain[0].1 >= plain[0].0 + std::time::Duration::from_millis(2));
+    }
+
+    #[test]
+    fn fresh_keeps_the_time_since_the_epoch_for_the_poll() {
+        let two = std::time::Duration::from_millis(2);
+        let polls = block_on(Fresh::new(ReadsOf(Vec::new(), mono)));
+        assert_eq!(polls[0].0, polls[0].1, "one poll, one time");
+        assert!(polls[1].0 >= polls[0].0 + two, "the next poll reads again");
+        let plain = block_on(ReadsOf(Vec::new(), mono));
+        assert!(plain[0].1 >= plain[0].0 + two);
     }
 
     #[test]

@@ -8,9 +8,7 @@
 use crate::stream::{ClientStream, UpstreamStream};
 use monoio::io::{AsyncReadRent, AsyncWriteRent};
 use ringfront_config::{IgnoreHeaders, LogLevel};
-use ringfront_http::{
-    connection_lists, is_hop_by_hop, BodyFraming, ChunkedDecoder, HeadWriter, ResponseHead,
-};
+use ringfront_http::{BodyFraming, ChunkedDecoder, ConnectionList, HeadWriter, ResponseHead};
 use ringfront_upstream::exchange::{Cause, Event, Failure, Phase};
 
 use crate::io::{read_more, write_all, IoFail};
@@ -496,7 +494,7 @@ fn encode_head(
     if let Some(c) = sticky {
         h.header(b"Set-Cookie", c);
     }
-    let conn_hdr = head.header(rbuf, "connection").unwrap_or(b"");
+    let conn = ConnectionList::new(head.header(rbuf, "connection").unwrap_or(b""));
     for (i, f) in head.headers.iter().enumerate() {
         let name = f.name.get(rbuf);
         if superseded_type(head, rbuf, i, name) {
@@ -504,7 +502,7 @@ fn encode_head(
         }
         let keep_upgrade = upgrade
             && (name.eq_ignore_ascii_case(b"upgrade") || name.eq_ignore_ascii_case(b"connection"));
-        if !keep_upgrade && (is_hop_by_hop(name) || connection_lists(conn_hdr, name)) {
+        if !keep_upgrade && conn.hop_by_hop(name) {
             continue;
         }
         if decor.hides(name)

@@ -185,8 +185,9 @@ pub struct Snapshot {
     pub groups: Vec<GroupConf>,
     pub listens: Vec<ListenRt>,
     pub servers: Vec<ServerRt>,
-    /// For each listen address, the servers on it; the default server first.
-    pub by_listen: HashMap<SocketAddr, Vec<usize>>,
+    /// For each listen address, the servers on it, the default server first; sorted by
+    /// address (a binary search per request: no SipHash of the address).
+    pub by_listen: Vec<(SocketAddr, Vec<usize>)>,
     pub log_formats: Vec<(Template, ringfront_config::LogEscape)>,
     /// `map` variables, ready to evaluate.
     pub maps: Vec<crate::map::MapRt>,
@@ -658,7 +659,11 @@ impl Snapshot {
             groups,
             listens,
             servers,
-            by_listen,
+            by_listen: {
+                let mut v: Vec<_> = by_listen.into_iter().collect();
+                v.sort_unstable_by_key(|(addr, _)| *addr);
+                v
+            },
             carried: None,
             splits: cfg.http.splits.clone(),
             geos: cfg.http.geos.clone(),
@@ -756,13 +761,14 @@ impl Snapshot {
 
     /// The servers listening on `local` (the socket's own address), default first.
     pub fn servers_for(&self, local: SocketAddr) -> &[usize] {
-        if let Some(v) = self.by_listen.get(&local) {
-            return v;
-        }
-        self.by_listen
-            .get(&wildcard(local))
-            .map(Vec::as_slice)
-            .unwrap_or(&[])
+        let find = |addr: SocketAddr| {
+            self.by_listen
+                .binary_search_by_key(&addr, |(a, _)| *a)
+                .ok()
+                .and_then(|i| self.by_listen.get(i))
+                .map(|(_, servers)| servers.as_slice())
+        };
+        find(local).or_else(|| find(wildcard(local))).unwrap_or(&[])
     }
 }
 

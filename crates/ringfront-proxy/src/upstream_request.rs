@@ -402,15 +402,15 @@ fn body_sent(cx: &Cx<'_>, v: &vars::Vars<'_>, body: Vec<u8>) -> (Vec<u8>, Option
 /// The client's header fields, minus hop-by-hop ones, those ringfront sets itself and
 /// those `proxy_set_header` overrides.
 fn client_headers(req: &Req<'_>, h: &mut HeadWriter<'_>, overridden: impl Fn(&[u8]) -> bool) {
-    let conn_hdr = req.head.header(req.buf, "connection").unwrap_or(b"");
+    let conn =
+        ringfront_http::ConnectionList::new(req.head.header(req.buf, "connection").unwrap_or(b""));
     for f in &req.head.headers {
         let name = f.name.get(req.buf);
-        if ringfront_http::is_hop_by_hop(name)
+        if conn.hop_by_hop(name)
             || name.eq_ignore_ascii_case(b"content-length")
             || name.eq_ignore_ascii_case(b"expect")
             || name.eq_ignore_ascii_case(b"host")
             || overridden(name)
-            || ringfront_http::connection_lists(conn_hdr, name)
         {
             continue;
         }

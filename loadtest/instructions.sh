@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# User-space instructions per request, counted by valgrind's callgrind: the one cost figure
+# this shared, noisy machine gives the same way every run (CPU time moves by ±20 % from
+# round to round; an instruction count does not move with the neighbours). Each proxy runs
+# one worker under callgrind in front of the same backend (nginx, not under valgrind);
+# after a warm-up the counters are zeroed, wrk drives DURATION seconds, the counters are
+# dumped, and the instructions of every thread of the proxy are divided by the requests wrk
+# completed. Kernel work (TCP, the ring) is not counted: this is the user-space row of
+# issue 13's table, measured exactly; CPU time per request stays loadtest/run.sh's.
+#
+# Usage: [PROXIES="ringfront nginx relay"] [SHAPE=keepalive|close] [CONNS=50]
+#        [DURATION=10] [RINGFRONT_BIN=target/release/ringfront]
+#        [RELAY_BIN=target/release/ringfront-floor-relay] [TOP=0] bash loadtest/instructions.sh
+# TOP=N also prints each proxy's N costliest functions (exclusive instructions per request).
+# Needs valgrind (apt-get install valgrind), nginx and wrk.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PROXIES=${PROXIES:-ringfront nginx relay} SHAPE=${SHAPE:-keepalive}
+DURATION=${DURATION:-10} TOP=${TOP:-0}
+RINGFRONT_BIN=${RINGFRONT_BIN:-$ROOT/target/release/ringfront}
+RELAY_BIN=${RELAY_BIN:-$ROOT/target/release/ringfront-floor-relay}
+BACKEND_PORT=${BACKEND_PORT:-19300} PORT=${PORT:-18300}
+case $SHAPE in
+keepalive) CONNS=${CONNS:-50} HDR=() ;;
+close) CONNS=${CONNS:-16} HDR=(-H 'Connection: close') ;;
+*) echo "unknown SHAPE '$SHAPE'" >&2 && exit 2 ;;
+esac
+command -v valgrind >/dev/null || { echo "needs valgrind: apt-get install -y valgrind" >&2; exit 1; }
+OUT=$(mktemp -d)
+PIDS=()
+cleanup() { kill "${PIDS[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$OUT"; }
+trap cleanup EXIT
+
+cat >"$OUT/backend.conf" <<CONF
+daemon off; master_process off; worker_processes 1; pid $OUT/backend.pid;
+error_log $OUT/backend.err warn;
+events { worker_connections 4096; }
+http { access_log off; keepalive_requests 1000000;
+  server { listen 127.0.0.1:$BACKEND_PORT; location / { return 200 "hello from backend\n"; } } }
+CONF
+cat >"$OUT/ringfront.conf" <<CONF
+worker_processes 1;
+events { worker_connections 1024; }
+http { keepalive_requests 1000000;
+    upstream b { server 127.0.0.1:$BACKEND_PORT; keepalive 64; keepalive_requests 1000000; }
+    server { listen 127.0.0.1:$PORT; location / { proxy_pass http://b; } } }
+CONF
+cat >"$OUT/nginx.conf" <<CONF
+daemon off; master_process off; worker_processes 1; pid $OUT/nginx.pid;
+error_log $OUT/nginx.err warn;
+events { worker_connections 1024; }
+http { access_log off; keepalive_requests 1000000;
+    upstream b { server 127.0.0.1:$BACKEND_PORT; keepalive 64; keepalive_requests 1000000; }
+    server { listen 127.0.0.1:$PORT; location / { proxy_pass http://b;
+        proxy_http_version 1.1; proxy_set_header Connection ""; } } }
+CONF
+/usr/sbin/nginx -p "$OUT/" -c "$OUT/backend.conf" -e "$OUT/backend.err" &
+PIDS+=($!)
+
+command_of() {
+    case $1 in
+    ringfront) echo "$RINGFRONT_BIN -c $OUT/ringfront.conf --workers 1" ;;
+    nginx) echo "/usr/sbin/nginx -p $OUT/ -c $OUT/nginx.conf -e $OUT/nginx.err" ;;
+    relay) echo "$RELAY_BIN 127.0.0.1:$PORT 127.0.0.1:$BACKEND_PORT" ;;
+    *) echo "unknown proxy '$1'" >&2 && exit 2 ;;
+    esac
+}
+
+echo "| proxy | requests | user-space instructions / request |"
+echo "|---|---:|---:|"
+for p in $PROXIES; do
+    # shellcheck disable=SC2046 # the command line is split on purpose
+    valgrind --tool=callgrind --callgrind-out-file="$OUT/$p.cg" --dump-instr=no \
+        $(command_of "$p") >"$OUT/$p.log" 2>&1 &
+    pid=$!
+    ready=
+    for _ in $(seq 200); do
+        curl -sf "http://127.0.0.1:$PORT/" >/dev/null 2>&1 && ready=1 && break
+        sleep 0.1
+    done
+    [[ -n $ready ]] || { echo "$p did not start (see $OUT/$p.log)" >&2; cat "$OUT/$p.log" >&2; exit 1; }
+    wrk -t1 -c"$CONNS" -d3s "${HDR[@]}" "http://127.0.0.1:$PORT/" >/dev/null
+    callgrind_control -z "$pid" >/dev/null
+    wrk -t1 -c"$CONNS" -d"${DURATION}s" "${HDR[@]}" "http://127.0.0.1:$PORT/" >"$OUT/$p.wrk"
+    callgrind_control -d "$pid" >/dev/null
+    # Counted already (the dump); nothing after it is wanted.
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    requests=$(awk '/requests in/ {print $1}' "$OUT/$p.wrk")
+    # The dump after zeroing: the files callgrind_control -d wrote (one per thread or one).
+    total=0
+    for f in "$OUT/$p.cg".*; do
+        n=$(callgrind_annotate --threshold=100 --auto=no "$f" 2>/dev/null |
+            awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}')
+        total=$((total + ${n:-0}))
+    done
+    echo "| $p | $requests | $((total / requests)) |"
+    if ((TOP > 0)); then
+        for f in "$OUT/$p.cg".*; do
+            callgrind_annotate --threshold=100 --auto=no "$f" 2>/dev/null |
+                awk -v n="$requests" -v top="$TOP" '
+                    $2 ~ /^\(/ && $3 !~ /PROGRAM/ {
+                        v = $1; gsub(",", "", v); fn = $3; sub(/^[^:]*:/, "", fn)
+                        sum[fn] += v
+                    }
+                    END { for (k in sum) printf "%8.0f %s\n", sum[k] / n, k }' |
+                sort -rn | grep -v -E 'clone|start_thread|thread_start|call_once' | head -n "$TOP"
+        done
+    fi
+done
