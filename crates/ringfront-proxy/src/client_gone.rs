@@ -66,18 +66,12 @@ pub async fn unless_gone<F: Future>(
     Ok(wait.await)
 }
 
-/// A connection joins the hang-up watch only once one of its waits has lasted this long:
-/// most upstream answers come sooner, and a connection that ends after one quick request
-/// (`Connection: close`) then costs the kernel no `epoll_ctl` and no epoll removal at its
-/// close (about 4 % of such a request's CPU on loopback, docs/benchmarks.md). A close
-/// during those first milliseconds of a connection's waits is seen when they are over (the
-/// registration reports a close already there), not at once.
-const REGISTER_AFTER: Duration = Duration::from_millis(10);
-
 /// [`unless_gone`] on the worker's hang-up watch (io_uring, hangup.rs): the connection is
-/// registered there once, when one of its waits has lasted [`REGISTER_AFTER`], and a wait
-/// costs the kernel nothing. On the epoll driver, or when the watch cannot take the
-/// connection, it is [`unless_gone`].
+/// registered there once, at its first watched wait, and a wait costs the kernel nothing.
+/// On the epoll driver, or when the watch cannot take the connection, it is
+/// [`unless_gone`]. (Registering only once a wait had lasted 10 ms saved a one-request
+/// connection its `epoll_ctl`, but a close in those 10 ms was then seen late, and with it
+/// the `limit_conn` slot came back late: nginx's limit_conn.t catches that.)
 pub async fn unless_gone_standing<F: Future>(
     s: Option<&ClientStream>,
     standing: Option<&Standing>,
@@ -90,15 +84,10 @@ pub async fn unless_gone_standing<F: Future>(
     let Some(standing) = standing.filter(|_| !monoio::utils::is_legacy()) else {
         return unless_gone(s, watch, wait).await;
     };
-    let mut wait = std::pin::pin!(wait);
-    if !standing.is_registered() {
-        if let Ok(out) = crate::deadline::timeout(REGISTER_AFTER, wait.as_mut()).await {
-            return Ok(out);
-        }
-    }
     let Some((hangups, key)) = standing.registered(tcp) else {
         return unless_gone(s, watch, wait).await;
     };
+    let mut wait = std::pin::pin!(wait);
     let out = std::future::poll_fn(|cx| {
         // The wait first: one that is ready at once looks at nothing else.
         if let Poll::Ready(out) = wait.as_mut().poll(cx) {
@@ -120,17 +109,12 @@ pub async fn unless_gone_standing<F: Future>(
     Ok(wait.await)
 }
 
-/// A connection's place in the worker's hang-up watch (hangup.rs), taken when one of its
-/// watched waits has lasted [`REGISTER_AFTER`] and given back when the connection is
-/// dropped.
+/// A connection's place in the worker's hang-up watch (hangup.rs), taken at its first
+/// watched wait and given back when the connection is dropped.
 #[derive(Default)]
 pub struct Standing(RefCell<Option<(Rc<Hangups>, Key)>>);
 
 impl Standing {
-    fn is_registered(&self) -> bool {
-        self.0.try_borrow().is_ok_and(|slot| slot.is_some())
-    }
-
     /// The watch and the connection's key in it (registered now if not yet).
     fn registered(&self, tcp: &TcpStream) -> Option<(Rc<Hangups>, Key)> {
         let mut slot = self.0.try_borrow_mut().ok()?;

@@ -23,22 +23,6 @@ pub(crate) fn wanted(s: &LocationSettings, pending: bool) -> bool {
     }
 }
 
-/// Ends a connection after its last response: lingers when [`wanted`]; else, with nothing
-/// left unread, shuts the sending side at once, so the client sees the end right after the
-/// response, as nginx's `close()` right after its last write gives it, and not only once
-/// this connection's task has unwound and its close reached the ring. That is also the
-/// cheaper order on loopback: the side that ends first leaves the last steps of the close
-/// (the peer's end, the `TIME_WAIT` entry) to the peer. With bytes unread the close is
-/// left to reset the connection, as nginx's does; a TLS connection has ended with its
-/// close_notify already.
-pub(crate) async fn close(stream: &mut ClientStream, s: &LocationSettings, pending: bool) {
-    if wanted(s, pending) {
-        linger(stream, s).await;
-    } else if let (false, Stream::Plain(tcp)) = (pending, &mut *stream) {
-        let _ = tcp.shutdown().await;
-    }
-}
-
 /// Shuts the sending side (a TLS one has sent close_notify already), then reads and drops
 /// until the client closes, a read waits `lingering_timeout`, or `lingering_time` is over.
 pub(crate) async fn linger(stream: &mut ClientStream, s: &LocationSettings) {

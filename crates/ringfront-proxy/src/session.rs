@@ -685,7 +685,9 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         w.logs_written_since(logged).await;
         close_notify(&mut stream, s.send_timeout).await;
         let pending = unread || unfinished || buf.len() > consumed;
-        crate::linger::close(&mut stream, s, pending).await;
+        if crate::linger::wanted(s, pending) {
+            crate::linger::linger(&mut stream, s).await;
+        }
         return None;
     }
     if let Some(st) = streamed.and_then(RefCell::into_inner) {
