@@ -26,13 +26,7 @@ OUT=$(mktemp -d)
 cleanup() { kill "${PID[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$OUT"; }
 trap cleanup EXIT
 
-cat >"$OUT/backend.conf" <<CONF
-daemon off; master_process off; worker_processes 1; pid $OUT/backend.pid;
-error_log $OUT/backend.err warn;
-events { worker_connections 4096; }
-http { access_log off; keepalive_requests 1000000;
-  server { listen 127.0.0.1:$BACKEND_PORT; location / { return 200 "hello from backend\n"; } } }
-CONF
+write_backend_conf "$OUT" "$BACKEND_PORT"
 taskset -c "$CLIENT_CPU" /usr/sbin/nginx -p "$OUT/" -c "$OUT/backend.conf" -e "$OUT/backend.err" &
 PID[backend]=$!
 for v in A B; do

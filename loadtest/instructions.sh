@@ -15,6 +15,9 @@
 # Needs valgrind (apt-get install valgrind), nginx and wrk.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+LOG_TAG=instructions
+# shellcheck source=loadtest/lib.sh
+source "$ROOT/loadtest/lib.sh"
 PROXIES=${PROXIES:-ringfront nginx relay} SHAPE=${SHAPE:-keepalive}
 DURATION=${DURATION:-10} TOP=${TOP:-0}
 RINGFRONT_BIN=${RINGFRONT_BIN:-$ROOT/target/release/ringfront}
@@ -23,21 +26,15 @@ BACKEND_PORT=${BACKEND_PORT:-19300} PORT=${PORT:-18300}
 case $SHAPE in
 keepalive) CONNS=${CONNS:-50} HDR=() ;;
 close) CONNS=${CONNS:-16} HDR=(-H 'Connection: close') ;;
-*) echo "unknown SHAPE '$SHAPE'" >&2 && exit 2 ;;
+*) die "unknown SHAPE '$SHAPE'" ;;
 esac
-command -v valgrind >/dev/null || { echo "needs valgrind: apt-get install -y valgrind" >&2; exit 1; }
+command -v valgrind >/dev/null || die "needs valgrind: apt-get install -y valgrind"
 OUT=$(mktemp -d)
 PIDS=()
 cleanup() { kill "${PIDS[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$OUT"; }
 trap cleanup EXIT
 
-cat >"$OUT/backend.conf" <<CONF
-daemon off; master_process off; worker_processes 1; pid $OUT/backend.pid;
-error_log $OUT/backend.err warn;
-events { worker_connections 4096; }
-http { access_log off; keepalive_requests 1000000;
-  server { listen 127.0.0.1:$BACKEND_PORT; location / { return 200 "hello from backend\n"; } } }
-CONF
+write_backend_conf "$OUT" "$BACKEND_PORT"
 cat >"$OUT/ringfront.conf" <<CONF
 worker_processes 1;
 events { worker_connections 1024; }
@@ -62,10 +59,11 @@ command_of() {
     ringfront) echo "$RINGFRONT_BIN -c $OUT/ringfront.conf --workers 1" ;;
     nginx) echo "/usr/sbin/nginx -p $OUT/ -c $OUT/nginx.conf -e $OUT/nginx.err" ;;
     relay) echo "$RELAY_BIN 127.0.0.1:$PORT 127.0.0.1:$BACKEND_PORT" ;;
-    *) echo "unknown proxy '$1'" >&2 && exit 2 ;;
+    *) die "unknown proxy '$1'" ;;
     esac
 }
 
+for p in $PROXIES; do command_of "$p" >/dev/null; done
 echo "| proxy | requests | user-space instructions / request |"
 echo "|---|---:|---:|"
 for p in $PROXIES; do
@@ -78,7 +76,7 @@ for p in $PROXIES; do
         curl -sf "http://127.0.0.1:$PORT/" >/dev/null 2>&1 && ready=1 && break
         sleep 0.1
     done
-    [[ -n $ready ]] || { echo "$p did not start (see $OUT/$p.log)" >&2; cat "$OUT/$p.log" >&2; exit 1; }
+    [[ -n $ready ]] || { cat "$OUT/$p.log" >&2; die "$p did not start"; }
     wrk -t1 -c"$CONNS" -d3s "${HDR[@]}" "http://127.0.0.1:$PORT/" >/dev/null
     callgrind_control -z "$pid" >/dev/null
     wrk -t1 -c"$CONNS" -d"${DURATION}s" "${HDR[@]}" "http://127.0.0.1:$PORT/" >"$OUT/$p.wrk"

@@ -69,9 +69,7 @@ pub async fn unless_gone<F: Future>(
 /// [`unless_gone`] on the worker's hang-up watch (io_uring, hangup.rs): the connection is
 /// registered there once, at its first watched wait, and a wait costs the kernel nothing.
 /// On the epoll driver, or when the watch cannot take the connection, it is
-/// [`unless_gone`]. (Registering only once a wait had lasted 10 ms saved a one-request
-/// connection its `epoll_ctl`, but a close in those 10 ms was then seen late, and with it
-/// the `limit_conn` slot came back late: nginx's limit_conn.t catches that.)
+/// [`unless_gone`].
 pub async fn unless_gone_standing<F: Future>(
     s: Option<&ClientStream>,
     standing: Option<&Standing>,
@@ -81,10 +79,10 @@ pub async fn unless_gone_standing<F: Future>(
     let Some(tcp) = s.and_then(ClientStream::tcp).filter(|_| watch.0) else {
         return Ok(wait.await);
     };
-    let Some(standing) = standing.filter(|_| !monoio::utils::is_legacy()) else {
-        return unless_gone(s, watch, wait).await;
-    };
-    let Some((hangups, key)) = standing.registered(tcp) else {
+    let registered = standing
+        .filter(|_| !monoio::utils::is_legacy())
+        .and_then(|st| st.registered(tcp));
+    let Some((hangups, key)) = registered else {
         return unless_gone(s, watch, wait).await;
     };
     let mut wait = std::pin::pin!(wait);

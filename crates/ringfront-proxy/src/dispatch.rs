@@ -21,13 +21,6 @@ pub(crate) fn server<'s>(
     buf: &[u8],
     head: &RequestHead,
 ) -> Option<(&'s ServerRt, Option<usize>)> {
-    // One server on the address and no regex names: it answers whatever the Host says.
-    if let [only] = candidates {
-        let s = snap.servers.get(*only)?;
-        if s.name_regexes.is_empty() {
-            return Some((s, None));
-        }
-    }
     // Server names are stored lower-cased; copy the Host only when it is not.
     let host = vars::host(buf, head);
     let lowered;

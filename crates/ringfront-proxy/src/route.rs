@@ -44,6 +44,13 @@ pub fn server_by<'a>(
     candidates: &[usize],
     host: &[u8],
 ) -> Option<(&'a ServerRt, Option<usize>)> {
+    // One server on the address and no regex names: it answers whatever the Host says.
+    if let [only] = candidates {
+        let s = snap.servers.get(*only)?;
+        if s.name_regexes.is_empty() {
+            return Some((s, None));
+        }
+    }
     let servers = candidates.iter().filter_map(|&i| snap.servers.get(i));
     let host = std::str::from_utf8(host).unwrap_or("");
     if host.is_empty() {
