@@ -10,8 +10,10 @@
 #
 # Usage: [PROXIES="ringfront nginx relay"] [SHAPE=keepalive|close] [CONNS=50]
 #        [DURATION=10] [RINGFRONT_BIN=target/release/ringfront]
-#        [RELAY_BIN=target/release/ringfront-floor-relay] [TOP=0] bash loadtest/instructions.sh
-# TOP=N also prints each proxy's N costliest functions (exclusive instructions per request).
+#        [RELAY_BIN=target/release/ringfront-floor-relay] [TOP=0] [KEEP=DIR]
+#        bash loadtest/instructions.sh
+# TOP=N also prints each proxy's N costliest functions (exclusive instructions per request);
+# KEEP=DIR keeps the callgrind files there (for callgrind_annotate FILE SOURCE.rs per line).
 # Needs valgrind (apt-get install valgrind), nginx and wrk.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -19,7 +21,7 @@ LOG_TAG=instructions
 # shellcheck source=loadtest/lib.sh
 source "$ROOT/loadtest/lib.sh"
 PROXIES=${PROXIES:-ringfront nginx relay} SHAPE=${SHAPE:-keepalive}
-DURATION=${DURATION:-10} TOP=${TOP:-0}
+DURATION=${DURATION:-10} TOP=${TOP:-0} KEEP=${KEEP:-}
 RINGFRONT_BIN=${RINGFRONT_BIN:-$ROOT/target/release/ringfront}
 RELAY_BIN=${RELAY_BIN:-$ROOT/target/release/ringfront-floor-relay}
 BACKEND_PORT=${BACKEND_PORT:-19300} PORT=${PORT:-18300}
@@ -93,13 +95,15 @@ for p in $PROXIES; do
         total=$((total + ${n:-0}))
     done
     echo "| $p | $requests | $((total / requests)) |"
+    if [[ -n $KEEP ]]; then mkdir -p "$KEEP" && cp "$OUT/$p.cg".* "$KEEP/"; fi
     if ((TOP > 0)); then
         for f in "$OUT/$p.cg".*; do
             callgrind_annotate --threshold=100 --auto=no "$f" 2>/dev/null |
                 awk -v n="$requests" -v top="$TOP" '
-                    $2 ~ /^\(/ && $3 !~ /PROGRAM/ {
-                        v = $1; gsub(",", "", v); fn = $3; sub(/^[^:]*:/, "", fn)
-                        sum[fn] += v
+                    /^ *[0-9,]+ \( *[0-9.]+%\) / && !/PROGRAM/ {
+                        v = $1; gsub(",", "", v); fn = $0
+                        sub(/^ *[0-9,]+ \( *[0-9.]+%\) +/, "", fn); sub(/^[^:]*:/, "", fn)
+                        sub(/ \[[^]]*\]$/, "", fn); sum[fn] += v
                     }
                     END { for (k in sum) printf "%8.0f %s\n", sum[k] / n, k }' |
                 sort -rn | grep -v -E 'clone|start_thread|thread_start|call_once' | head -n "$TOP"
