@@ -3,6 +3,7 @@
 //! goes through `HeadWriter`, so the wire format (CRLF, `name: value`, status digits) is
 //! written in one place.
 
+use crate::span::Header;
 use crate::status::{reason, wire_status};
 
 /// Appends one head to a buffer: a start line, header fields, and the blank line.
@@ -75,6 +76,20 @@ impl<'a> HeadWriter<'a> {
         self
     }
 
+    /// A received field `f` of `buf`, passed on as `name: value`: its bytes as received in
+    /// one copy when they are exactly that (one space after the colon, as nearly every
+    /// sender writes them), else name and value apart.
+    pub fn field(&mut self, buf: &[u8], f: &Header) -> &mut Self {
+        match f.as_written(buf) {
+            Some(line) => {
+                self.out.extend_from_slice(line);
+                self.out.extend_from_slice(b"\r\n");
+                self
+            }
+            None => self.header(f.name.get(buf), f.value.get(buf)),
+        }
+    }
+
     pub fn header_num(&mut self, name: &[u8], n: u64) -> &mut Self {
         self.out.extend_from_slice(name);
         self.out.extend_from_slice(b": ");
@@ -129,6 +144,29 @@ mod tests {
 
     fn text(v: &[u8]) -> &str {
         std::str::from_utf8(v).unwrap()
+    }
+
+    #[test]
+    fn a_received_field_goes_out_as_name_and_value_whether_copied_whole_or_not() {
+        let buf = b"GET / HTTP/1.1\r\nHost: a\r\nX-One: b c\r\nX-Two:d\r\nX-Three:   e \r\nX-Four:\r\nX-Five: \r\n\r\n";
+        let mut head = crate::RequestHead::new();
+        head.parse(buf).unwrap().unwrap();
+        let copied: Vec<bool> = head
+            .headers
+            .iter()
+            .map(|f| f.as_written(buf).is_some())
+            .collect();
+        assert_eq!(copied, [true, true, false, false, false, false]);
+        let (mut whole, mut apart) = (Vec::new(), Vec::new());
+        for f in &head.headers {
+            HeadWriter { out: &mut whole }.field(buf, f);
+            HeadWriter { out: &mut apart }.header(f.name.get(buf), f.value.get(buf));
+        }
+        assert_eq!(text(&whole), text(&apart));
+        assert_eq!(
+            text(&whole),
+            "Host: a\r\nX-One: b c\r\nX-Two: d\r\nX-Three: e\r\nX-Four: \r\nX-Five: \r\n"
+        );
     }
 
     #[test]

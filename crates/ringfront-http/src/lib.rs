@@ -14,6 +14,7 @@ mod request;
 mod response;
 mod span;
 mod spare_headers;
+pub use spare_headers::trim as trim_spare_headers;
 mod status;
 pub mod uri;
 

@@ -64,6 +64,17 @@ impl Header {
     pub fn is(&self, buf: &[u8], name: &str) -> bool {
         self.name.get(buf).eq_ignore_ascii_case(name.as_bytes())
     }
+
+    /// The field's bytes from its name to the end of its value, when they are exactly
+    /// `name: value` (one space between the colon and a non-empty value).
+    pub fn as_written<'a>(&self, buf: &'a [u8]) -> Option<&'a [u8]> {
+        let (name_end, value_start) = (self.name.end as usize, self.value.start as usize);
+        let one_space = value_start == name_end + 2 && !self.value.is_empty();
+        match one_space && buf.get(name_end..value_start) == Some(b": ") {
+            true => buf.get(self.name.start as usize..self.value.end as usize),
+            false => None,
+        }
+    }
 }
 
 /// Convert httparse's borrowed headers into spans, appending to `out`.

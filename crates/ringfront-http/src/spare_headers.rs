@@ -6,8 +6,10 @@ use std::cell::RefCell;
 
 use crate::span::Header;
 
-/// Lists kept per thread, and the largest capacity one keeps.
-const KEPT: usize = 64;
+/// Lists kept per thread (a busy worker's heads in flight, two a request), how many `trim`
+/// leaves, and the largest capacity one keeps.
+const KEPT: usize = 1024;
+const QUIET: usize = 64;
 const MAX_FIELDS: usize = 128;
 
 thread_local! {
@@ -38,6 +40,16 @@ pub(crate) fn give(mut list: Vec<Header>) {
     });
 }
 
+/// Keeps only a quiet thread's share of the spare lists (after a busy period).
+pub fn trim() {
+    let _ = SPARE.try_with(|s| {
+        if let Ok(mut s) = s.try_borrow_mut() {
+            s.truncate(QUIET);
+            s.shrink_to_fit();
+        }
+    });
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -51,5 +63,17 @@ mod tests {
         b.parse(buf).unwrap().unwrap();
         assert_eq!(b.headers.as_ptr(), ptr);
         assert_eq!(b.headers.len(), 2);
+    }
+
+    #[test]
+    fn a_busy_threads_lists_are_kept_and_trim_leaves_a_quiet_share() {
+        let spares = || super::SPARE.with(|s| s.borrow().len());
+        let lists: Vec<_> = (0..super::QUIET * 3)
+            .map(|_| Vec::<crate::span::Header>::with_capacity(8))
+            .collect();
+        lists.into_iter().for_each(super::give);
+        assert!(spares() >= super::QUIET * 3);
+        super::trim();
+        assert_eq!(spares(), super::QUIET);
     }
 }

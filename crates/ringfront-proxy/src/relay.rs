@@ -517,7 +517,7 @@ fn encode_head(
         }
         match crate::proxy_redirect::edited(decor, name, value) {
             Some(v) => h.header(name, &v),
-            None => h.header(name, value),
+            None => h.field(rbuf, f),
         };
     }
     if chunked || gz.is_some_and(|g| g.chunked()) {

@@ -166,6 +166,7 @@ async fn worker_main(w: Rc<Worker>, initial: Vec<(SocketAddr, Listener)>) {
         let poked = watching && !w.watch.replace(false);
         if let (Some(q), Some(release)) = (quiet.as_mut(), w.shared.release_memory) {
             if q.update(Instant::now(), w.activity(), w.busy.get(), poked) {
+                w.trim_spares();
                 release();
             }
         }

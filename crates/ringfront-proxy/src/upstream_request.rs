@@ -173,8 +173,10 @@ impl Outbound {
 #[derive(Clone)]
 pub struct Request(pub Rc<Outbound>);
 
-/// Spare requests kept per thread, and the largest head capacity one keeps.
-const SPARES: usize = 32;
+/// Spare requests kept per thread (one per request in flight on a busy worker), how many
+/// `trim_spares` leaves, and the largest head capacity one keeps.
+const SPARES: usize = 1024;
+const QUIET_SPARES: usize = 32;
 const SPARE_HEAD: usize = 8192;
 
 thread_local! {
@@ -182,6 +184,16 @@ thread_local! {
     /// `Rc` and their head's capacity (bodies are dropped), so that building a request
     /// allocates neither once the worker is warm. Only this list holds each of them.
     static SPARE: RefCell<Vec<Rc<Outbound>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Keeps only a quiet worker's share of the spare requests (after a busy period).
+pub fn trim_spares() {
+    let _ = SPARE.try_with(|s| {
+        if let Ok(mut s) = s.try_borrow_mut() {
+            s.truncate(QUIET_SPARES);
+            s.shrink_to_fit();
+        }
+    });
 }
 
 /// An empty head buffer of at least `cap` bytes: a spare request's, else a new one.
@@ -414,7 +426,7 @@ fn client_headers(req: &Req<'_>, h: &mut HeadWriter<'_>, overridden: impl Fn(&[u
         {
             continue;
         }
-        h.header(name, f.value.get(req.buf));
+        h.field(req.buf, f);
     }
 }
 

@@ -72,9 +72,12 @@ fn bump(c: &std::sync::atomic::AtomicU64, by: i64) {
     c.store(v, Ordering::Relaxed);
 }
 
-/// The size of a request buffer, and how many spare ones a worker keeps (256 KiB at most).
+/// The size of a request buffer, and how many spare ones a worker keeps: enough for every
+/// request of a busy worker to take one without allocating (each in flight holds up to three;
+/// 4 MiB at most), trimmed to `QUIET_BUFS` (256 KiB) when the worker has been quiet.
 const BUF_SIZE: usize = 4096;
-const SPARE_BUFS: usize = 64;
+const SPARE_BUFS: usize = 1024;
+const QUIET_BUFS: usize = 64;
 
 impl Worker {
     pub fn new(index: usize, shared: Arc<Shared>, snap: &Snapshot) -> Self {
@@ -228,6 +231,18 @@ impl Worker {
             buf.clear();
             bufs.push(buf);
         }
+    }
+
+    /// After a busy period: keeps only a quiet worker's share of the spares its requests
+    /// reuse (buffers, outbound requests, header and try lists), so the allocator can give the rest
+    /// back.
+    pub fn trim_spares(&self) {
+        let mut bufs = self.bufs.borrow_mut();
+        bufs.truncate(QUIET_BUFS);
+        bufs.shrink_to_fit();
+        crate::upstream_request::trim_spares();
+        ringfront_http::trim_spare_headers();
+        ringfront_upstream::exchange::trim_tries();
     }
 
     pub fn stopping(&self) -> bool {

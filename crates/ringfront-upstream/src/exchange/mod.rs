@@ -25,7 +25,7 @@ pub use failure::{Cause, Errno, FailClass, Failure, Phase, SslFault, ECONNREFUSE
 pub use pick::{Peers, Pick};
 pub use policy::{non_idempotent, status_is_failure, NextUpstream, Policy};
 pub use record::{TryPeer, TryRecord};
-pub use spare::keep_tries;
+pub use spare::{keep_tries, trim_tries};
 
 use crate::attempt::Selection;
 use crate::board::FailKind;

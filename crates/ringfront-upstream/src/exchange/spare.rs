@@ -6,8 +6,10 @@ use std::cell::RefCell;
 
 use super::TryRecord;
 
-/// Lists kept per thread, and the largest capacity one keeps.
-const KEPT: usize = 64;
+/// Lists kept per thread (one per request in flight on a busy worker), how many
+/// [`trim_tries`] leaves, and the largest capacity one keeps.
+const KEPT: usize = 1024;
+const QUIET: usize = 64;
 const MAX_TRIES: usize = 16;
 
 thread_local! {
@@ -35,6 +37,16 @@ pub fn keep_tries(mut list: Vec<TryRecord>) {
             if s.len() < KEPT {
                 s.push(list);
             }
+        }
+    });
+}
+
+/// Keeps only a quiet thread's share of the spare lists (after a busy period).
+pub fn trim_tries() {
+    let _ = SPARE.try_with(|s| {
+        if let Ok(mut s) = s.try_borrow_mut() {
+            s.truncate(QUIET);
+            s.shrink_to_fit();
         }
     });
 }
