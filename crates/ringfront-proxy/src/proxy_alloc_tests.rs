@@ -163,7 +163,7 @@ fn per_request_busy(driver: Driver, conns: usize, rounds: usize) -> f64 {
 /// A worker with 60 requests in flight (below `LEAN_IDLE_ABOVE`, whose connections box
 /// their request future anew after each idle wait) takes every buffer, outbound request,
 /// header and try list from its spares as one with a single request does (the spares were
-/// once too few for that: 1.3 allocations a request here, ~1.2 under `wrk -c50`).
+/// once fewer than that: ~1.2 allocations a request under `wrk -c50`).
 #[test]
 fn a_busy_worker_allocates_nothing_per_request_once_warm() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
