@@ -130,42 +130,10 @@ fn clock_ms(id: libc::clockid_t) -> u64 {
     ts.tv_sec as u64 * 1000 + ts.tv_nsec as u64 / 1_000_000
 }
 
-/// `CLOCK_MONOTONIC_COARSE` in milliseconds: a few ns (no clock-source read), the time of
-/// the last kernel tick, so behind `precise_ms` by less than `coarse_slack_ms`.
-pub fn coarse_ms() -> u64 {
-    clock_ms(libc::CLOCK_MONOTONIC_COARSE)
-}
-
 /// Whole seconds since the Unix epoch from `CLOCK_REALTIME_COARSE` (at most a kernel tick
 /// behind `SystemTime::now()`).
 pub fn coarse_unix_secs() -> u64 {
     clock_ms(libc::CLOCK_REALTIME_COARSE) / 1000
-}
-
-/// `CLOCK_MONOTONIC` in milliseconds (truncated), the clock `Instant` reads.
-pub fn precise_ms() -> u64 {
-    clock_ms(libc::CLOCK_MONOTONIC)
-}
-
-/// How far `coarse_ms` can be behind the real time, in whole ms: its resolution rounded up,
-/// plus one for the truncation to milliseconds.
-#[allow(unsafe_code)]
-pub fn coarse_slack_ms() -> u64 {
-    static SLACK: OnceLock<u64> = OnceLock::new();
-    *SLACK.get_or_init(|| {
-        let mut res = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: `res` is a valid, writable timespec; clock_getres only writes to it.
-        let ok = unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC_COARSE, &mut res) } == 0;
-        let ns = if ok {
-            res.tv_sec as u64 * 1_000_000_000 + res.tv_nsec as u64
-        } else {
-            10_000_000
-        };
-        ns.div_ceil(1_000_000) + 1
-    })
 }
 
 /// Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).

@@ -70,7 +70,7 @@ fn fires_after_the_limit_never_before() {
                 took >= Duration::from_millis(ms),
                 "{ms} ms fired after {took:?}"
             );
-            let late = coarse_slack_ms() + 30;
+            let late = 40;
             assert!(took < Duration::from_millis(ms + late), "{ms} ms: {took:?}");
         }
         QUEUE.with(|q| assert_eq!(q.inner.borrow().live, 0));
@@ -107,7 +107,7 @@ fn a_shorter_deadline_wakes_a_reaper_sleeping_to_a_longer_one() {
         assert!(timeout(Duration::from_millis(20), pending::<()>())
             .await
             .is_err());
-        assert!(t0.elapsed() < Duration::from_millis(20 + coarse_slack_ms() + 30));
+        assert!(t0.elapsed() < Duration::from_millis(20 + 40));
         drop(long);
     });
 }
