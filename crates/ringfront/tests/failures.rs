@@ -166,6 +166,10 @@ fn stale_pooled_upstream_connection_is_replaced() {
     let up = lst.local_addr().unwrap();
     let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let count = accepted.clone();
+    // Each close is reported, so the next request starts only once the pooled connection is
+    // closed (on a loaded machine the backend's thread could otherwise close it after
+    // ringfront had reused it, and that reuse is a real failure, rightly logged).
+    let (closed_tx, closed) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         for s in lst.incoming() {
             let Ok(mut s) = s else { return };
@@ -175,6 +179,7 @@ fn stale_pooled_upstream_connection_is_replaced() {
                 let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
             }
             drop(s); // closed while idle in ringfront's pool
+            let _ = closed_tx.send(());
         }
     });
     let p = port();
@@ -182,6 +187,9 @@ fn stale_pooled_upstream_connection_is_replaced() {
     for _ in 0..5 {
         let r = http::get(("127.0.0.1", p), "/");
         assert_eq!((r.status, r.text().as_str()), (200, "ok"));
+        closed
+            .recv_timeout(Duration::from_secs(5))
+            .expect("the backend closed its connection");
     }
     // Every request needed a fresh connection, and none was reported as a failure.
     assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 5);
