@@ -17,3 +17,36 @@ http { access_log off; keepalive_requests 1000000;
   server { listen 127.0.0.1:$2; location / { return 200 "hello from backend\n"; } } }
 CONF
 }
+
+# Writes DIR/ringfront.conf and DIR/nginx.conf: each proxy with one worker on
+# 127.0.0.1:PORT in front of the backend on BACKEND_PORT, with pooled upstream connections
+# (instructions.sh and ops.sh measure the same configurations).
+write_proxy_confs() {
+    cat >"$1/ringfront.conf" <<CONF
+worker_processes 1;
+events { worker_connections 1024; }
+http { keepalive_requests 1000000;
+    upstream b { server 127.0.0.1:$3; keepalive 64; keepalive_requests 1000000; }
+    server { listen 127.0.0.1:$2; location / { proxy_pass http://b; } } }
+CONF
+    cat >"$1/nginx.conf" <<CONF
+daemon off; master_process off; worker_processes 1; pid $1/nginx.pid;
+error_log $1/nginx.err warn;
+events { worker_connections 1024; }
+http { access_log off; keepalive_requests 1000000;
+    upstream b { server 127.0.0.1:$3; keepalive 64; keepalive_requests 1000000; }
+    server { listen 127.0.0.1:$2; location / { proxy_pass http://b;
+        proxy_http_version 1.1; proxy_set_header Connection ""; } } }
+CONF
+}
+
+# The command line of proxy NAME for the confs above (OUT, PORT, BACKEND_PORT, RINGFRONT_BIN
+# and RELAY_BIN set by the caller).
+command_of() {
+    case $1 in
+    ringfront) echo "$RINGFRONT_BIN -c $OUT/ringfront.conf --workers 1" ;;
+    nginx) echo "/usr/sbin/nginx -p $OUT/ -c $OUT/nginx.conf -e $OUT/nginx.err" ;;
+    relay) echo "$RELAY_BIN 127.0.0.1:$PORT 127.0.0.1:$BACKEND_PORT" ;;
+    *) die "unknown proxy '$1'" ;;
+    esac
+}

@@ -40,33 +40,9 @@ cleanup() { kill "${PIDS[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm 
 trap cleanup EXIT
 
 write_backend_conf "$OUT" "$BACKEND_PORT"
-cat >"$OUT/ringfront.conf" <<CONF
-worker_processes 1;
-events { worker_connections 1024; }
-http { access_log off; keepalive_requests 1000000;
-    upstream b { server 127.0.0.1:$BACKEND_PORT; keepalive 64; keepalive_requests 1000000; }
-    server { listen 127.0.0.1:$PORT; location / { proxy_pass http://b; } } }
-CONF
-cat >"$OUT/nginx.conf" <<CONF
-daemon off; master_process off; worker_processes 1; pid $OUT/nginx.pid;
-error_log $OUT/nginx.err warn;
-events { worker_connections 1024; }
-http { access_log off; keepalive_requests 1000000;
-    upstream b { server 127.0.0.1:$BACKEND_PORT; keepalive 64; keepalive_requests 1000000; }
-    server { listen 127.0.0.1:$PORT; location / { proxy_pass http://b;
-        proxy_http_version 1.1; proxy_set_header Connection ""; } } }
-CONF
+write_proxy_confs "$OUT" "$PORT" "$BACKEND_PORT"
 taskset -c 1 /usr/sbin/nginx -p "$OUT/" -c "$OUT/backend.conf" -e "$OUT/backend.err" &
 PIDS+=($!)
-
-command_of() {
-    case $1 in
-    ringfront) echo "$RINGFRONT_BIN -c $OUT/ringfront.conf --workers 1" ;;
-    nginx) echo "/usr/sbin/nginx -p $OUT/ -c $OUT/nginx.conf -e $OUT/nginx.err" ;;
-    relay) echo "$RELAY_BIN 127.0.0.1:$PORT 127.0.0.1:$BACKEND_PORT" ;;
-    *) die "unknown proxy '$1'" ;;
-    esac
-}
 
 for p in $PROXIES; do command_of "$p" >/dev/null; done
 echo "Per request, $SHAPE, $CONNS connections (wrk -t1 -d${DURATION}s on core 1, proxy on core 0):"
