@@ -14,8 +14,9 @@
 # request each, plus 100 active; the proxy's RSS is read while they are open).
 # Two floor lines run with the proxies in every shape: `backend` (wrk straight at the backend;
 # its CPU is the backend's) and `relay` (loadtest/relay: a minimal monoio relay with
-# ringfront's ring flags, one upstream connection per client connection, no parsing beyond
-# framing), so each proxy's cost can be read against the least this topology can cost.
+# ringfront's ring flags, pooled upstream connections taken per request as a proxy's
+# `keepalive` does, no parsing beyond framing and `Connection: close`), so each proxy's cost
+# can be read against the least this topology can cost.
 #
 # Knobs (environment): SHAPES="keepalive close body64k body1m idle10k", DURATION=10 (s per
 # run), ROUNDS=3, CONNS=50, WARMUP=2 (s per proxy before round 1, 0 = none),
@@ -170,10 +171,10 @@ done
 for port in "$BACKEND_PORT" "${PORT[ringfront]}" "${PORT[nginx]}" "${PORT[haproxy]}" "${PORT[relay]}"; do
     port_free "$port" || die "127.0.0.1:$port is already in use"
 done
-# idle10k holds IDLE client connections (and, through the relay, as many upstream ones).
+# idle10k holds IDLE client connections.
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 NOFILE=$(ulimit -n)
-# The relay holds two descriptors per client connection, haproxy asks for two per maxconn.
+# haproxy asks for two descriptors per maxconn.
 HAPROXY_MAXCONN=$((NOFILE / 2 - 100 < 30000 ? NOFILE / 2 - 100 : 30000))
 if ((IDLE + 100 > HAPROXY_MAXCONN - 100)); then
     log "warning: open-file limit $NOFILE: idle10k holds $((HAPROXY_MAXCONN - 200)) idle connections, not $IDLE"

@@ -1,18 +1,35 @@
 //! The floor for `loadtest/run.sh`: the least a proxy of this topology can do per request.
 //!
-//! One monoio io_uring thread with ringfront's ring flags; one upstream connection per client
-//! connection; per request: read a head, write it upstream, read the response head, find its
-//! `Content-Length`, relay that many body bytes back. No routing, no header rewriting, no
-//! timers, no clock, no logs. GET requests without bodies only (what wrk sends).
+//! One monoio io_uring thread with ringfront's ring flags; upstream connections kept in a pool
+//! (taken for a request, put back after its response, as a proxy's upstream `keepalive`
+//! does, so a client connection per request still reuses them); per request: read a head,
+//! write it upstream, read the response head, find its `Content-Length`, relay that many body
+//! bytes back. A request that says `Connection: close` has that line taken out before it goes
+//! upstream, gets `Connection: close` added to its response, and its connection closed after
+//! it. No routing, no other header rewriting, no timers, no clock, no logs. GET requests
+//! without bodies only (what wrk sends).
 //!
 //! `ringfront-floor-relay LISTEN_ADDR UPSTREAM_ADDR` (both `IP:PORT`); prints `ready` on stderr.
 
 use monoio::buf::IoBufMut;
 use monoio::io::{AsyncReadRent, AsyncWriteRentExt};
 use monoio::net::{TcpListener, TcpStream};
+use std::cell::RefCell;
 use std::net::SocketAddr;
+use std::rc::Rc;
 
 const BUF: usize = 64 * 1024;
+const CLOSE: &[u8] = b"connection: close\r\n";
+const KEEP_ALIVE: &[u8] = b"connection: keep-alive\r\n";
+
+/// The thread's idle upstream connections and spare buffers (last in, first out), so that a
+/// connection per request costs neither a connect nor a fresh buffer's page faults.
+#[derive(Default)]
+struct Spares {
+    upstreams: RefCell<Vec<TcpStream>>,
+    bufs: RefCell<Vec<Vec<u8>>>,
+}
+type Pool = Rc<Spares>;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -41,43 +58,88 @@ fn main() {
 
 async fn serve(listen: SocketAddr, upstream: SocketAddr) {
     let listener = TcpListener::bind(listen).expect("bind");
+    let pool = Pool::default();
     eprintln!("ready");
     loop {
         if let Ok((client, _)) = listener.accept().await {
+            let pool = pool.clone();
             monoio::spawn(async move {
-                if let Ok(up) = TcpStream::connect(upstream).await {
-                    let _ = relay(client, up).await;
+                let spare = pool.bufs.borrow_mut().pop();
+                let mut buf = spare.unwrap_or_else(|| Vec::with_capacity(BUF));
+                let _ = relay(client, &pool, upstream, &mut buf).await;
+                if buf.capacity() > 0 {
+                    pool.bufs.borrow_mut().push(buf);
                 }
             });
         }
     }
 }
 
-/// Requests of one client connection, in turn, over its one upstream connection.
-async fn relay(mut client: TcpStream, mut up: TcpStream) -> std::io::Result<()> {
+/// Requests of one client connection, in turn, each over a pooled upstream connection.
+/// `spare` is the connection's buffer, left in it at the end (empty when an error took it).
+async fn relay(
+    mut client: TcpStream,
+    pool: &Pool,
+    upstream: SocketAddr,
+    spare: &mut Vec<u8>,
+) -> std::io::Result<()> {
     let _ = client.set_nodelay(true);
-    let _ = up.set_nodelay(true);
-    let mut buf = Vec::with_capacity(BUF);
+    let mut buf = std::mem::take(spare);
     loop {
         buf = read_head(&mut client, buf).await?;
+        let len = buf.len();
+        let close = take_line(&mut buf, len, CLOSE);
+        let popped = pool.upstreams.borrow_mut().pop();
+        let mut up = match popped {
+            Some(up) => up,
+            None => {
+                let up = TcpStream::connect(upstream).await?;
+                let _ = up.set_nodelay(true);
+                up
+            }
+        };
         let (r, b) = up.write_all(buf).await;
         r?;
         buf = read_head(&mut up, b).await?;
-        let head = head_len(&buf).unwrap_or(buf.len());
-        let total = head + content_length(&buf[..head]);
-        let mut sent = 0;
+        let mut head = head_len(&buf).unwrap_or(buf.len());
+        let mut left = head + content_length(&buf[..head]);
+        if close {
+            if take_line(&mut buf, head, KEEP_ALIVE) {
+                head -= KEEP_ALIVE.len();
+                left -= KEEP_ALIVE.len();
+            }
+            buf.splice(head - 2..head - 2, CLOSE.iter().copied());
+            left += CLOSE.len();
+        }
         loop {
             let n = buf.len();
             let (r, b) = client.write_all(buf).await;
             r?;
-            sent += n;
-            if sent >= total {
+            if n >= left {
                 buf = b;
                 break;
             }
+            left -= n;
             buf = read_some(&mut up, b).await?;
         }
+        pool.upstreams.borrow_mut().push(up);
+        if close {
+            *spare = buf;
+            return Ok(());
+        }
     }
+}
+
+/// Takes `line` (compared without case, after a line's end) out of the head that is `buf`'s
+/// first `head` bytes: true when it was there.
+fn take_line(buf: &mut Vec<u8>, head: usize, line: &[u8]) -> bool {
+    let found = buf[..head]
+        .windows(line.len() + 2)
+        .position(|w| w[..2] == *b"\r\n" && w[2..].eq_ignore_ascii_case(line));
+    if let Some(at) = found {
+        buf.drain(at + 2..at + 2 + line.len());
+    }
+    found.is_some()
 }
 
 /// Reads (into an emptied `buf`) until it holds a whole head; EOF is an error.
