@@ -18,9 +18,11 @@ struct Cache {
     /// Inside a `Fresh` poll.
     scoped: Cell<bool>,
     at: Cell<Option<Instant>>,
-    /// `at` since the epoch, once asked for in the poll (the failure accounting and the
-    /// deadlines ask several times a request).
-    since: Cell<Option<std::time::Duration>>,
+    /// Nanoseconds since the epoch, once asked for in the poll (the failure accounting and
+    /// the deadlines ask several times a request): read from the monotonic clock as a plain
+    /// number, so that neither a read nor the arithmetic goes through `Instant`'s timespec
+    /// subtraction.
+    since_ns: Cell<Option<u64>>,
 }
 
 thread_local! {
@@ -28,7 +30,7 @@ thread_local! {
         Cache {
             scoped: Cell::new(false),
             at: Cell::new(None),
-            since: Cell::new(None),
+            since_ns: Cell::new(None),
         }
     };
 }
@@ -70,53 +72,69 @@ impl<F: Future> Future for Fresh<F> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let outer = CACHE.with(|c| {
             c.at.set(None);
-            c.since.set(None);
+            c.since_ns.set(None);
             c.scoped.replace(true)
         });
         let r = self.project().fut.poll(cx);
         CACHE.with(|c| {
             c.at.set(None);
-            c.since.set(None);
+            c.since_ns.set(None);
             c.scoped.set(outer);
         });
         r
     }
 }
 
-fn epoch() -> Instant {
-    static EPOCH: OnceLock<Instant> = OnceLock::new();
-    *EPOCH.get_or_init(Instant::now)
+/// The monotonic clock when the process first asked, in nanoseconds.
+fn epoch_ns() -> u64 {
+    static EPOCH: OnceLock<u64> = OnceLock::new();
+    *EPOCH.get_or_init(monotonic_ns)
 }
 
-fn since_epoch() -> std::time::Duration {
+/// Nanoseconds since the epoch, read once per `Fresh` poll (every read outside one).
+fn since_epoch_ns() -> u64 {
     CACHE.with(|c| {
         let scoped = c.scoped.get();
-        if let (true, Some(d)) = (scoped, c.since.get()) {
-            return d;
+        if let (true, Some(ns)) = (scoped, c.since_ns.get()) {
+            return ns;
         }
-        let d = now().saturating_duration_since(epoch());
+        let ns = monotonic_ns().saturating_sub(epoch_ns());
         if scoped {
-            c.since.set(Some(d));
+            c.since_ns.set(Some(ns));
         }
-        d
+        ns
     })
 }
+
+const OFFSET_SECS: u64 = 1_000_000;
 
 /// Monotonic time since the process started, plus a constant (the exchange machine's and
 /// the failure accounting's clock: `mono().as_secs()` is `now_secs()`).
 pub fn mono() -> std::time::Duration {
-    since_epoch() + std::time::Duration::from_secs(1_000_000)
+    std::time::Duration::from_nanos(since_epoch_ns()) + std::time::Duration::from_secs(OFFSET_SECS)
 }
 
 /// Monotonic whole seconds since the process started, plus a constant so that "0" (the
 /// board's initial `checked`) is always far in the past.
 pub fn now_secs() -> u64 {
-    since_epoch().as_secs() + 1_000_000
+    since_epoch_ns() / 1_000_000_000 + OFFSET_SECS
 }
 
 /// Monotonic milliseconds since the process started, plus a constant (never 0).
 pub fn now_ms() -> u64 {
-    u64::try_from(since_epoch().as_millis()).unwrap_or(u64::MAX) + 1_000_000
+    since_epoch_ns() / 1_000_000 + OFFSET_SECS * 1000
+}
+
+/// `CLOCK_MONOTONIC` (the clock `Instant` reads) in nanoseconds.
+#[allow(unsafe_code)]
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; clock_gettime only writes to it.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 #[allow(unsafe_code)]
@@ -277,6 +295,16 @@ mod tests {
         assert!(polls[1].0 >= polls[0].0 + two, "the next poll reads again");
         let plain = block_on(ReadsOf(Vec::new(), mono));
         assert!(plain[0].1 >= plain[0].0 + two);
+    }
+
+    /// Within one poll the three readings of the time since the epoch are one time.
+    #[test]
+    fn mono_now_ms_and_now_secs_agree_within_a_poll() {
+        let read = std::future::poll_fn(|_| Poll::Ready((mono(), now_ms(), now_secs())));
+        let (m, ms, secs) = block_on(Fresh::new(read));
+        assert_eq!(m.as_millis(), u128::from(ms));
+        assert_eq!(m.as_secs(), secs);
+        assert!(secs >= OFFSET_SECS);
     }
 
     #[test]
