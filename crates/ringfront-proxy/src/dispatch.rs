@@ -116,7 +116,8 @@ pub(crate) async fn answer(
             None => match cx.loc.pass_vars() {
                 // Boxed: the plain path's future does not grow by it.
                 Some(url) => {
-                    return Box::pin(crate::pass_vars::run(cx, url, body, stream, out)).await
+                    let run = || crate::pass_vars::run(cx, url, body, stream, out);
+                    return crate::boxed::pinned(run).await;
                 }
                 None => return crate::static_file::serve(cx, stream, out).await,
             },

@@ -17,6 +17,7 @@ mod body_bufs;
 mod body_file;
 mod body_spool;
 mod body_stream;
+mod boxed;
 mod build_error;
 mod check_rt;
 mod client_gone;

@@ -242,7 +242,9 @@ pub async fn run_in(
                 // The cold paths are boxed (here and below): inline, each would make every
                 // request's future as large as its own (accel: 10.9 KB of 12.7), and that
                 // future is allocated and copied once per client connection.
-                Some(status) => return Box::pin(intercept(cx, g, status, io, ex)).await,
+                Some(status) => {
+                    return crate::boxed::pinned(|| intercept(cx, g, status, io, ex)).await
+                }
                 None if accel_redirects(cx, &io) => return Box::pin(accel(cx, g, io, ex)).await,
                 None if g.adhoc => relay(cx, g, &mut io, &by_addr(g, ex.tries())).await,
                 None => relay(cx, g, &mut io, ex.tries()).await,

@@ -252,7 +252,7 @@ pub fn serve(mut conn: Conn) -> impl std::future::Future<Output = ()> {
             // Boxed: allocated when a request starts (the first is read at once, within
             // client_header_timeout from accept), freed when the connection goes idle past
             // LEAN_IDLE_ABOVE connections; then it waits for readability only.
-            conn = match in_place_box(|| started(conn)).await {
+            conn = match crate::boxed::pinned(|| requests(conn)).await {
                 Some(c) => c,
                 None => return,
             };
@@ -268,22 +268,6 @@ pub fn serve(mut conn: Conn) -> impl std::future::Future<Output = ()> {
             }
         }
     }
-}
-
-/// The request future (11 KiB) boxed where it is built: the box is allocated first, so the
-/// future's first state (its arguments) is written straight into it, where `Box::pin(f)`
-/// builds all of it on the stack and copies it over (a 11 KiB copy per connection, the
-/// close shape's largest single user-space cost under callgrind).
-fn in_place_box<F: Future>(make: impl FnOnce() -> F) -> Pin<Box<F>> {
-    let slot = Box::<F>::new_uninit();
-    Box::into_pin(Box::write(slot, make()))
-}
-
-/// `requests(conn)` built by a call that returns it through a pointer, which the optimizer
-/// can point at the box (inlined, the future is built on the stack and copied).
-#[inline(never)]
-fn started(conn: Conn) -> impl Future<Output = Option<Conn>> {
-    requests(conn)
 }
 
 pin_project_lite::pin_project! {
@@ -682,10 +666,8 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
                 server: chosen.0,
             };
             // Boxed: the request's future stays the size it is without error pages.
-            Box::pin(crate::error_redirect::follow(
-                w, &snap, base, &mut rw, reply, back,
-            ))
-            .await
+            let follow = || crate::error_redirect::follow(w, &snap, base, &mut rw, reply, back);
+            crate::boxed::pinned(follow).await
         }
     };
     if let Some(f) = file {
