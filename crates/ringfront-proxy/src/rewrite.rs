@@ -77,7 +77,9 @@ pub async fn process<'s>(
         proxies: std::cell::Cell::new(false),
     };
     // An error_page redirect to a named location skips the server's rewrite directives.
-    if rw.named.is_none() {
+    // (Each `ops` is awaited only for a list that has directives: most levels have none,
+    // and an empty list's future still costs its making, poll and drop per request.)
+    if rw.named.is_none() && !server.rewrite.ops.is_empty() {
         if let Flow::Stop(o) = run.ops(&server.rewrite.ops, rw).await {
             return (&server.fallback, o);
         }
@@ -155,7 +157,7 @@ pub async fn process<'s>(
                 Some(outcome) => return (answering, outcome),
                 // nginx's internal redirect runs the server's rewrite directives again (a
                 // named location's does not).
-                None if rw.named.is_none() => {
+                None if rw.named.is_none() && !server.rewrite.ops.is_empty() => {
                     if let Flow::Stop(o) = run.ops(&server.rewrite.ops, rw).await {
                         return (&server.fallback, o);
                     }
@@ -209,7 +211,10 @@ impl<'a, 's> Run<'a, 's> {
     ) -> Option<(&'s LocationRt, Outcome<'s>)> {
         self.log = loc.settings.rewrite_log;
         self.base = Some(loc);
-        let flow = self.ops(&loc.rewrite.ops, rw).await;
+        let flow = match loc.rewrite.ops.is_empty() {
+            true => Flow::Next,
+            false => self.ops(&loc.rewrite.ops, rw).await,
+        };
         let answering = match self.switched.take() {
             Some(c) => c,
             None => limited(loc, self.req, rw),
