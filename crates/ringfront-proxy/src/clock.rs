@@ -35,7 +35,9 @@ thread_local! {
     };
 }
 
-/// The monotonic time, read once per `Fresh` poll (see the module's doc).
+/// The monotonic time, read once per `Fresh` poll (see the module's doc). Inside one it is
+/// made from the poll's one clock read (`since_epoch_ns`), so a poll that asks for both an
+/// `Instant` and the time since the epoch reads the clock once.
 pub fn now() -> Instant {
     CACHE.with(|c| {
         if !c.scoped.get() {
@@ -44,7 +46,7 @@ pub fn now() -> Instant {
         match c.at.get() {
             Some(t) => t,
             None => {
-                let t = Instant::now();
+                let t = epoch().1 + std::time::Duration::from_nanos(since_epoch_ns());
                 c.at.set(Some(t));
                 t
             }
@@ -85,10 +87,15 @@ impl<F: Future> Future for Fresh<F> {
     }
 }
 
-/// The monotonic clock when the process first asked, in nanoseconds.
-fn epoch_ns() -> u64 {
-    static EPOCH: OnceLock<u64> = OnceLock::new();
-    *EPOCH.get_or_init(monotonic_ns)
+/// The monotonic clock when the process first asked, in nanoseconds and as an `Instant`
+/// read just after: an `Instant` made from it is ahead of `Instant::now()` by at most the
+/// moment between the two reads, never behind (a deadline set from it is never early).
+fn epoch() -> (u64, Instant) {
+    static EPOCH: OnceLock<(u64, Instant)> = OnceLock::new();
+    *EPOCH.get_or_init(|| {
+        let ns = monotonic_ns();
+        (ns, Instant::now())
+    })
 }
 
 /// Nanoseconds since the epoch, read once per `Fresh` poll (every read outside one).
@@ -98,7 +105,7 @@ fn since_epoch_ns() -> u64 {
         if let (true, Some(ns)) = (scoped, c.since_ns.get()) {
             return ns;
         }
-        let ns = monotonic_ns().saturating_sub(epoch_ns());
+        let ns = monotonic_ns().saturating_sub(epoch().0);
         if scoped {
             c.since_ns.set(Some(ns));
         }
@@ -305,6 +312,24 @@ mod tests {
         assert_eq!(m.as_millis(), u128::from(ms));
         assert_eq!(m.as_secs(), secs);
         assert!(secs >= OFFSET_SECS);
+    }
+
+    /// The poll's `Instant`, made from its clock read, is never behind the clock read
+    /// before it (deadlines set from it are never early).
+    #[test]
+    fn the_polls_instant_is_never_behind_the_clock() {
+        let read = || {
+            std::future::poll_fn(|_| {
+                let before = Instant::now();
+                let t = now();
+                Poll::Ready((before, t, now()))
+            })
+        };
+        for _ in 0..1000 {
+            let (before, t, again) = block_on(Fresh::new(read()));
+            assert!(t >= before, "{t:?} behind {before:?}");
+            assert_eq!(t, again, "one time per poll");
+        }
     }
 
     #[test]
