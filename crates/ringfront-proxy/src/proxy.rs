@@ -241,7 +241,9 @@ pub async fn run_in(
             Action::Relay => match intercepted(cx, &io) {
                 // The cold paths are boxed (here and below): inline, each would make every
                 // request's future as large as its own (accel: 10.9 KB of 12.7), and that
-                // future is allocated and copied once per client connection.
+                // future is allocated once per client connection (built in place:
+                // boxed.rs). The intercept's is built in its box too (an error response
+                // per request is common); the others are copied into theirs, rarely.
                 Some(status) => {
                     return crate::boxed::pinned(|| intercept(cx, g, status, io, ex)).await
                 }
