@@ -293,6 +293,31 @@ unsafe impl monoio::buf::IoVecBuf for Request {
     }
 }
 
+/// A request without a body, written as one buffer: the ring's `send` rather than its
+/// `writev` (no iovec to import, no file-write path in the kernel; most proxied requests
+/// have no body).
+pub struct HeadOnly(Request);
+
+impl Request {
+    /// The request as one buffer, when it has no body.
+    pub fn head_only(&self) -> Option<HeadOnly> {
+        self.0.body.is_empty().then(|| HeadOnly(self.clone()))
+    }
+}
+
+// SAFETY: the pointer is the `head` of the `Outbound` this value keeps alive through its
+// `Rc`, which nothing changes while a `Request` holds it (as for `Request`'s iovecs).
+#[allow(unsafe_code)]
+unsafe impl monoio::buf::IoBuf for HeadOnly {
+    fn read_ptr(&self) -> *const u8 {
+        self.0 .0.head.as_ptr()
+    }
+
+    fn bytes_init(&self) -> usize {
+        self.0 .0.head.len()
+    }
+}
+
 // SAFETY: as for `Request`: the iovecs point into the `Outbound` this value keeps alive
 // through its `Rc`, and the array is boxed, so its address does not move with the value.
 #[allow(unsafe_code)]
