@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Paired A/B of two ringfront builds: the same backend, the same config, each build one
 # worker pinned to PROXY_CPU, backend and wrk on CLIENT_CPU; PAIRS short wrk runs of each,
-# interleaved (A B B A A B ...) so the machine's drift hits both alike. CPU per request
+# interleaved (A B B A A B ...) so the machine's drift hits both alike, each run on a build
+# started afresh on the same port and warmed for a second. CPU per request
 # from /proc/PID/stat (utime + stime, all threads) around each run. Prints every run and the
 # medians, and the median of the per-pair ratios B/A.
 #
 # Usage: A=path/to/ringfront-a B=path/to/ringfront-b [PAIRS=10] [DURATION=5] [CONNS=50]
-#        [PROXY_CPU=0] [CLIENT_CPU=1] [BACKEND_PORT=19100] [A_PORT=18181] [B_PORT=18182]
+#        [PROXY_CPU=0] [CLIENT_CPU=1] [BACKEND_PORT=19100] [PORT=18181]
 #        [A_HTTP=directives] [B_HTTP=...] [A_LOCATION=directives] [B_LOCATION=...]
 #        [WRK_HEADER='Connection: close'] (a header wrk adds to every request)
 #        bash loadtest/ab.sh
@@ -21,7 +22,8 @@ source "$ROOT/loadtest/lib.sh"
 PAIRS=${PAIRS:-10} DURATION=${DURATION:-5} CONNS=${CONNS:-50}
 PROXY_CPU=${PROXY_CPU:-0} CLIENT_CPU=${CLIENT_CPU:-1}
 BACKEND_PORT=${BACKEND_PORT:-19100}
-declare -A PORT=([A]=${A_PORT:-18181} [B]=${B_PORT:-18182}) PID=()
+PORT=${PORT:-18181}
+declare -A PID=()
 OUT=$(mktemp -d)
 cleanup() { kill "${PID[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$OUT"; }
 trap cleanup EXIT
@@ -38,31 +40,48 @@ http {
     keepalive_requests 1000000;
     upstream b { server 127.0.0.1:$BACKEND_PORT; keepalive 64; keepalive_requests 1000000; }
     ${!extra_http:-}
-    server { listen 127.0.0.1:${PORT[$v]}; location / { ${!extra_location:-} proxy_pass http://b; } }
+    server { listen 127.0.0.1:$PORT; location / { ${!extra_location:-} proxy_pass http://b; } }
 }
 CONF
+done
+# Each run starts its build afresh (on the one port both use): a process keeps a cost level
+# of its own for its life (the same binary in two processes started once measured B/A
+# 0.93-1.07, seen 2026-12-03), which no interleaving of runs removes; started afresh per run
+# the same binary measured 0.9945 and 1.0055.
+up() { # starts build $1 and waits until it answers
+    local v=$1
     taskset -c "$PROXY_CPU" "${!v}" -c "$OUT/$v.conf" --workers 1 --cpu-affinity "$PROXY_CPU" \
         2>"$OUT/$v.err" &
     PID[$v]=$!
-done
-for v in A B; do
     for _ in $(seq 100); do
-        [[ $(curl -s "http://127.0.0.1:${PORT[$v]}/") == "hello from backend" ]] && break
+        [[ $(curl -s "http://127.0.0.1:$PORT/") == "hello from backend" ]] && return
         sleep 0.1
     done
-done
+    cat "$OUT/$v.err" >&2
+    die "$v did not start"
+}
+down() {
+    kill "${PID[$1]}" 2>/dev/null || true
+    wait "${PID[$1]}" 2>/dev/null || true
+    unset "PID[$1]"
+}
 
 cpu() { local s; s=$(<"/proc/$1/stat"); awk '{ print $12 + $13 }' <<<"${s##*) }"; }
 TCK=$(getconf CLK_TCK)
-run() { # prints µs of CPU per request
+wrk_run() { # prints the requests wrk made against the build on $PORT
+    taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" -d"$1" ${WRK_HEADER:+-H "$WRK_HEADER"} "http://127.0.0.1:$PORT/" |
+        awk '/requests in/ { print $1 }'
+}
+run() { # starts build $1, warms it, prints µs of CPU per request of one measured run
     local v=$1 c0 c1 n
+    up "$v"
+    wrk_run 1s >/dev/null
     c0=$(cpu "${PID[$v]}")
-    n=$(taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" -d"${DURATION}s" ${WRK_HEADER:+-H "$WRK_HEADER"} "http://127.0.0.1:${PORT[$v]}/" |
-        awk '/requests in/ { print $1 }')
+    n=$(wrk_run "${DURATION}s")
     c1=$(cpu "${PID[$v]}")
+    down "$v"
     awk -v c=$((c1 - c0)) -v n="$n" -v t="$TCK" 'BEGIN { printf "%.3f\n", c / t * 1e6 / n }'
 }
-run A >/dev/null; run B >/dev/null # warm-up
 declare -a RA=() RB=() RATIO=()
 for ((i = 0; i < PAIRS; i++)); do
     if ((i % 2 == 0)); then a=$(run A); b=$(run B); else b=$(run B); a=$(run A); fi
