@@ -19,7 +19,7 @@
 # can be read against the least this topology can cost.
 #
 # Knobs (environment): SHAPES="keepalive close body64k body1m idle10k", DURATION=10 (s per
-# run), ROUNDS=3, CONNS=50, WARMUP=2 (s per proxy before round 1, 0 = none),
+# run), ROUNDS=3, CONNS=50, WARMUP=2 (s per proxy before each round, 0 = none),
 # PROXIES="ringfront nginx haproxy", FLOORS="relay backend" (empty: none), PROXY_CPU=0, CLIENT_CPU=1,
 # SKIP_BUILD=1 (use an existing target/release/ringfront), RINGFRONT_BIN=path,
 # REQUIRE_RINGFRONT=1 (fail instead of skipping ringfront when it does not build or start),
@@ -319,28 +319,43 @@ start_relay() {
     PID[relay]=$!
 }
 
-started=
-for p in $PROXIES $(sed 's/\bbackend\b//' <<<"$FLOORS"); do
+# Every round starts each proxy afresh: a process keeps a cost level of its own for its life
+# (two processes of one ringfront binary started once measured 0.93-1.07 of each other in
+# loadtest/ab.sh, 2026-12-03), so proxies started once would carry that offset into every
+# round's figure, and no median removes it.
+start_one() { # proxy; 0 when it answers
+    local p=$1
     "start_$p"
     if wait_http "${PORT[$p]}" "${PID[$p]}"; then
         log "$p pid ${PID[$p]} on 127.0.0.1:${PORT[$p]} (core $PROXY_CPU)"
+        return 0
+    fi
+    log "$p did not answer on 127.0.0.1:${PORT[$p]}; its stderr:"
+    tail -20 "$OUT/$p/stderr.log" >&2 || true
+    kill -KILL "${PID[$p]}" 2>/dev/null || true
+    wait "${PID[$p]}" 2>/dev/null || true
+    unset "PID[$p]"
+    return 1
+}
+stop_one() {
+    kill -TERM "${PID[$1]}" 2>/dev/null || true
+    wait "${PID[$1]}" 2>/dev/null || true
+    unset "PID[$1]"
+}
+started=
+for p in $PROXIES $(sed 's/\bbackend\b//' <<<"$FLOORS"); do
+    if start_one "$p"; then
         started+=" $p"
+    elif [[ $p == ringfront ]]; then
+        skip_ringfront "ringfront did not start or did not proxy"
     else
-        log "$p did not answer on 127.0.0.1:${PORT[$p]}; its stderr:"
-        tail -20 "$OUT/$p/stderr.log" >&2 || true
-        kill -KILL "${PID[$p]}" 2>/dev/null || true
-        wait "${PID[$p]}" 2>/dev/null || true
-        unset "PID[$p]"
-        if [[ $p == ringfront ]]; then
-            skip_ringfront "ringfront did not start or did not proxy"
-        else
-            die "$p did not start"
-        fi
+        die "$p did not start"
     fi
 done
 [[ " $FLOORS " == *" backend "* ]] && started+=" backend"
 RUNNERS=$started
 [[ -n ${RUNNERS// /} ]] || die "no proxy started"
+PROCS=$(sed 's/\bbackend\b//' <<<"$RUNNERS")
 
 # ---------------------------------------------------------------- runs
 # shape -> wrk connections, extra wrk arguments, path
@@ -388,16 +403,18 @@ close_idle() {
 }
 rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
 
-if ((WARMUP > 0)); then
-    for p in $RUNNERS; do
-        log "warm-up $p (${WARMUP}s)"
-        run_wrk "$p" keepalive "$WARMUP" "$OUT/wrk-$p-warmup.txt"
-    done
-fi
-
 echo "shape,round,proxy,requests,seconds,rps,p50_us,p99_us,transfer_bps,errors,non2xx,proxy_ticks,proxy_uticks,backend_ticks,rss_kb,clk_tck" >"$OUT/raw.csv"
-for shape in $SHAPES; do
-    for ((r = 1; r <= ROUNDS; r++)); do
+for ((r = 1; r <= ROUNDS; r++)); do
+    if ((r > 1)); then
+        for p in $PROCS; do start_one "$p" || die "$p did not start for round $r"; done
+    fi
+    if ((WARMUP > 0)); then
+        for p in $RUNNERS; do
+            log "warm-up $p (${WARMUP}s)"
+            run_wrk "$p" keepalive "$WARMUP" "$OUT/wrk-$p-warmup.txt"
+        done
+    fi
+    for shape in $SHAPES; do
         for p in $RUNNERS; do
             report="$OUT/wrk-$shape-$p-r$r.txt"
             [[ $shape == idle10k ]] && open_idle "$p"
@@ -438,6 +455,7 @@ print(f"{shape},{rnd},{proxy},{reqs},{secs:.3f},{rps:.2f},{p50:.1f},{p99:.1f},{b
 PY
         done
     done
+    for p in $PROCS; do stop_one "$p"; done
 done
 
 # ---------------------------------------------------------------- table
