@@ -91,7 +91,11 @@ mod tests {
                     ignore_invalid: true,
                 };
                 let valid = b.is_ascii_alphanumeric() || b == b'-' || (b == b'_' && underscores);
-                assert_eq!(n.drops(&name), !valid, "byte {b:#04x}, underscores {underscores}");
+                assert_eq!(
+                    n.drops(&name),
+                    !valid,
+                    "byte {b:#04x}, underscores {underscores}"
+                );
             }
         }
     }
