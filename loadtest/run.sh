@@ -224,8 +224,8 @@ log "backend nginx pid $BACKEND_PID on 127.0.0.1:$BACKEND_PORT (core $CLIENT_CPU
 # ---------------------------------------------------------------- proxies
 # Same settings everywhere: one worker, upstream keepalive (64 idle connections), no access
 # log, keepalive_requests raised so neither side recycles connections mid-run (haproxy has
-# no such limit), and client keep-alive long enough for idle10k's connections to last all
-# its rounds.
+# no such limit), and client keep-alive long enough that idle10k's connections outlast its
+# run.
 start_ringfront() {
     local d="$OUT/ringfront"
     mkdir -p "$d"

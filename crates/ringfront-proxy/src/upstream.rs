@@ -182,17 +182,15 @@ fn outlived(born: u64, now: u64, keepalive_time: Duration) -> bool {
 }
 
 /// Writes the whole request: head and body in one `writev` (a head alone in one `send`),
-/// the rest after a short write in more (`proxy_send_timeout` bounds each, as nginx's send timer does).
+/// the rest after a short write in more (`proxy_send_timeout` bounds each, as nginx's send
+/// timer does).
 pub async fn send(conn: &mut Conn, request: &Request, limit: Duration) -> Result<(), Failure> {
     use monoio::io::AsyncWriteRent;
     let total = request.0.len();
     let mut done = 0;
     while done < total {
-        let whole = match done {
-            0 => request.head_only(),
-            _ => None,
-        };
-        let r = if let Some(head) = whole {
+        let head = if done == 0 { request.head_only() } else { None };
+        let r = if let Some(head) = head {
             crate::deadline::timeout(limit, conn.stream.write(head))
                 .await
                 .map(|(r, _)| r)

@@ -488,4 +488,21 @@ mod tests {
         let rest = req.rest(head.len() + 3);
         assert_eq!(bytes(&rest.iov[..rest.count]), b"3456789");
     }
+
+    #[test]
+    fn a_request_without_a_body_is_one_buffer_of_its_head() {
+        use monoio::buf::IoBuf;
+        let head = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n".to_vec();
+        let bare = Request(Rc::new(Outbound::new(head.clone(), Vec::new(), 4..5)));
+        let one = bare.head_only().expect("no body: one buffer");
+        // SAFETY: the pointer and length are the head's, kept alive by `one`.
+        #[allow(unsafe_code)]
+        let sent = unsafe { std::slice::from_raw_parts(one.read_ptr(), one.bytes_init()) };
+        assert_eq!(sent, &head[..]);
+        let with_body = Request(Rc::new(Outbound::new(head, b"x".to_vec(), 4..5)));
+        assert!(
+            with_body.head_only().is_none(),
+            "a body goes with the head in a writev"
+        );
+    }
 }
