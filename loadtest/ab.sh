@@ -40,7 +40,8 @@ http {
     keepalive_requests 1000000;
     upstream b { server 127.0.0.1:$BACKEND_PORT; keepalive 64; keepalive_requests 1000000; }
     ${!extra_http:-}
-    server { listen 127.0.0.1:$PORT; location / { ${!extra_location:-} proxy_pass http://b; } }
+    server { listen 127.0.0.1:$PORT; location / { ${!extra_location:-} proxy_pass http://b;
+        proxy_http_version 1.1; proxy_set_header Connection ""; } }
 }
 CONF
 done

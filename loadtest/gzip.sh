@@ -51,7 +51,8 @@ worker_processes 1;
 events { worker_connections 1024; }
 http {
     $HTTP_BLOCK
-    server { listen 127.0.0.1:${PORT[ringfront]}; location / { proxy_pass http://b; } }
+    server { listen 127.0.0.1:${PORT[ringfront]}; location / { proxy_pass http://b;
+        proxy_http_version 1.1; proxy_set_header Connection ""; } }
 }
 CONF
 cat >"$OUT/nginx.conf" <<CONF

@@ -27,7 +27,8 @@ worker_processes 1;
 events { worker_connections 1024; }
 http { keepalive_requests 1000000;
     upstream b { server 127.0.0.1:$3; keepalive 64; keepalive_requests 1000000; }
-    server { listen 127.0.0.1:$2; location / { proxy_pass http://b; } } }
+    server { listen 127.0.0.1:$2; location / { proxy_pass http://b;
+        proxy_http_version 1.1; proxy_set_header Connection ""; } } }
 CONF
     cat >"$1/nginx.conf" <<CONF
 daemon off; master_process off; worker_processes 1; pid $1/nginx.pid;

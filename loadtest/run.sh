@@ -239,7 +239,7 @@ http {
     upstream b { server 127.0.0.1:$BACKEND_PORT; keepalive 64; keepalive_requests 1000000; }
     server {
         listen 127.0.0.1:${PORT[ringfront]} backlog=16384;
-        location / { proxy_pass http://b; }
+        location / { proxy_pass http://b; proxy_http_version 1.1; proxy_set_header Connection ""; }
     }
 }
 EOF

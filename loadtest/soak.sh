@@ -201,7 +201,7 @@ http {
     upstream b { server 127.0.0.1:$BACKEND_PORT; keepalive 64; keepalive_requests 1000000; }
     server {
         listen 127.0.0.1:${PORT[ringfront]};
-        location / { proxy_pass http://b; }
+        location / { proxy_pass http://b; proxy_http_version 1.1; proxy_set_header Connection ""; }
     }
 }
 EOF
@@ -420,7 +420,7 @@ if want soak; then
         echo "    }"
         echo "    server {"
         echo "        listen 127.0.0.1:$SOAK_PORT;"
-        echo "        location / { proxy_pass http://demo; }"
+        echo "        location / { proxy_pass http://demo; proxy_http_version 1.1; proxy_set_header Connection \"\"; }"
         echo "    }"
         echo "}"
     } >"$d/ringfront.conf"

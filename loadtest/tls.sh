@@ -228,7 +228,7 @@ $logs
         ssl_certificate $CERT;
         ssl_certificate_key $KEY;
         ssl_protocols $TLS_PROTOCOLS;
-$extra        location / { proxy_pass http://b; }
+$extra        location / { proxy_pass http://b; proxy_http_version 1.1; proxy_set_header Connection ""; }
     }
 }
 EOF

@@ -12,8 +12,7 @@
 //! - A missing `include ...mime.types` is skipped (the Debian layout keeps that file outside
 //!   the folder relative includes start at); `types` then holds what the rest wrote.
 //! - No access log unless one is written (nginx writes `logs/access.log`).
-//! - Upstreams keep 32 idle connections unless `keepalive N` says otherwise (`0` = none);
-//!   `proxy_http_version` defaults to 1.1.
+//! - `keepalive 0` is accepted (none kept, the default; nginx refuses 0).
 //! - Variables are checked where they are written, with a place, even if unused.
 //! - Accepted and checked, then ignored: [`NOOP_DIRECTIVES`], `error_log` below the main
 //!   level, `log_format ... escape=`, `access_log ... buffer= flush=`, the second argument of

@@ -122,7 +122,7 @@ pub struct Origin {
 pub struct Upstream {
     pub name: String,
     pub servers: Vec<UpstreamServer>,
-    /// Idle keepalive connections kept per worker; ringfront's default is 32 (0 disables).
+    /// Idle keepalive connections kept per worker (`keepalive N`); none by default, as nginx.
     pub keepalive: usize,
     /// Upstream `keepalive_timeout`, default 60s.
     pub keepalive_timeout: Duration,
@@ -902,8 +902,7 @@ impl AccessRule {
 pub struct LocationSettings {
     pub proxy_pass: Option<ProxyPass>,
     /// `proxy_set_header` in order. When none is written at any level, nginx's defaults
-    /// apply: `Host $proxy_host` and `Connection close` (ringfront manages Connection to the
-    /// upstream itself for keepalive; see docs).
+    /// apply: `Host $proxy_host` and `Connection close`.
     pub proxy_set_header: Vec<(String, Template)>,
     /// `proxy_method` (variables allowed): the method sent upstream instead of the client's.
     pub proxy_method: Option<Template>,
@@ -919,7 +918,7 @@ pub struct LocationSettings {
     pub proxy_ignore_client_abort: bool,
     /// `proxy_set_body`: the body sent upstream instead of the client's.
     pub proxy_set_body: Option<Template>,
-    /// "1.0" or "1.1"; ringfront's default is 1.1 (upstream keepalive on by default).
+    /// "1.0" (the default, as nginx) or "1.1".
     pub proxy_http_version: String,
     pub proxy_connect_timeout: Duration,
     pub proxy_read_timeout: Duration,

@@ -109,15 +109,15 @@ pub(crate) struct Level {
 
 const MINUTE: Duration = Duration::from_secs(60);
 
-/// nginx's defaults, with ringfront's choices where the model documents one: HTTP/1.1 to
-/// upstreams, and no access log unless one is written (nginx writes `logs/access.log`).
+/// nginx's defaults (HTTP/1.0 to upstreams among them), with ringfront's choices where the
+/// model documents one: no access log unless one is written (nginx writes `logs/access.log`).
 /// `root` is `html`, which the loader makes relative to the configuration's folder.
 impl Default for LocationSettings {
     fn default() -> Self {
         LocationSettings {
             proxy_pass: None,
             proxy_set_header: Vec::new(),
-            proxy_http_version: "1.1".to_string(),
+            proxy_http_version: "1.0".to_string(),
             proxy_method: None,
             proxy_bind: None,
             proxy_pass_request_headers: true,

@@ -17,8 +17,9 @@ use crate::tree::Directive;
 use crate::units::{parse_number, parse_size, parse_time_mode, TimeMode};
 use crate::values::{err, msec, number, set_once, template};
 
-/// ringfront keeps idle upstream connections by default (nginx needs `keepalive N`).
-pub(crate) const DEFAULT_KEEPALIVE: usize = 32;
+/// No idle upstream connections are kept unless `keepalive N` says so, as in nginx (decision
+/// 0018).
+pub(crate) const DEFAULT_KEEPALIVE: usize = 0;
 pub(crate) const DEFAULT_KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(60);
 pub(crate) const DEFAULT_KEEPALIVE_REQUESTS: u64 = 1000;
 /// nginx's upstream `keepalive_time` default (1.21.3+): one hour.

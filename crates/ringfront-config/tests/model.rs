@@ -39,7 +39,7 @@ fn nginx_defaults() {
     let d = LocationSettings::default();
     assert_eq!(s.proxy_pass, None);
     assert!(s.proxy_set_header.is_empty());
-    assert_eq!(s.proxy_http_version, "1.1");
+    assert_eq!(s.proxy_http_version, "1.0");
     assert_eq!(
         (
             s.proxy_connect_timeout,

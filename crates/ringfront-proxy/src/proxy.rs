@@ -145,22 +145,14 @@ pub async fn run_in(
     out: Vec<u8>,
 ) -> (Reply, Option<ClientStream>) {
     let (up, group, state) = (g.id, g.conf, &g.state);
-    let keepalive = group.keepalive > 0;
     let mut streamed = cx.req.body_stream.and_then(|c| c.borrow_mut().take());
     let body = match first_body(cx, streamed.as_mut(), body).await {
         Ok(body) => body,
         Err(status) => return Box::pin(respond_error(cx, status, client, out, Vec::new())).await,
     };
     let file_len = from_file(cx).map(BodyFile::len);
-    let outbound = upstream_request::build(
-        cx,
-        g.proxy_host,
-        keepalive,
-        body,
-        g.uri,
-        streamed.as_ref(),
-        file_len,
-    );
+    let outbound =
+        upstream_request::build(cx, g.proxy_host, body, g.uri, streamed.as_ref(), file_len);
     let mut hash_key = Vec::new();
     if let Some(t) = &group.hash_key {
         vars::render(

@@ -53,10 +53,10 @@ enum Mode {
 }
 
 /// What the body passes through on its way out: the gzip filter, or our chunks ending
-/// with the `add_trailer` fields (never both).
+/// with the `add_trailer` fields, if any (never both).
 struct Filters<'g> {
     gz: &'g mut Option<Box<crate::gzip_relay::RelayGzip>>,
-    trailers: bool,
+    own_chunks: bool,
     /// The upstream's head and the one sent, for the trailers' variables.
     heads: &'g [Vec<u8>; 2],
 }
@@ -141,13 +141,21 @@ impl Relay<'_> {
             .gzip
             .as_ref()
             .and_then(|g| crate::gzip_relay::start(g, self.cx, self.head, &rbuf));
+        let compresses = gz.as_ref().is_some_and(|g| g.compresses());
+        // A body that ends with the upstream's close goes to an HTTP/1.1 client as chunks of
+        // ours, so its connection stays open (nginx's chunked filter; HTTP/1.0 upstream
+        // requests, the default, get such bodies from many servers).
+        let close_chunked = matches!(mode, Mode::UntilClose)
+            && s.chunked_transfer_encoding
+            && !compresses
+            && crate::trailers::possible(req.head.minor_version, req.head_only);
         let keep = req.keep_alive
             && !upgrade
             && match gz.as_ref().filter(|g| g.compresses()) {
                 Some(g) => g.keeps_alive(),
-                None => !matches!(mode, Mode::UntilClose | Mode::Dechunk(_)),
+                None => close_chunked || !matches!(mode, Mode::UntilClose | Mode::Dechunk(_)),
             };
-        if let (Mode::Chunked(dec), Some(true)) = (&mode, gz.as_ref().map(|g| g.compresses())) {
+        if let (Mode::Chunked(dec), true) = (&mode, compresses) {
             // Compressed: the upstream's chunks are decoded before zlib.
             mode = Mode::Dechunk(dec.clone());
         }
@@ -162,9 +170,11 @@ impl Relay<'_> {
         // Not on a compressed body (the gzip filter frames it).
         let trailers = !s.add_trailers.is_empty()
             && !matches!(mode, Mode::Done)
-            && !gz.as_ref().is_some_and(|g| g.compresses())
+            && !compresses
             && crate::trailers::possible(req.head.minor_version, req.head_only)
             && decor.trailers_apply(status);
+        // Chunks of ours: for the trailers, or for a body that ends with the close.
+        let own_chunks = trailers || close_chunked;
         if trailers {
             if let Mode::Chunked(dec) = mode {
                 mode = Mode::Dechunk(dec);
@@ -178,7 +188,7 @@ impl Relay<'_> {
         {
             decor = decor.with_mtime(t);
         }
-        let chunk_out = matches!(mode, Mode::Chunked(_)) || trailers;
+        let chunk_out = matches!(mode, Mode::Chunked(_)) || own_chunks;
         let head_bytes = encode_head(
             self.head,
             &rbuf,
@@ -219,7 +229,7 @@ impl Relay<'_> {
         if let Some(g) = gz.as_mut() {
             g.seal(&mut out, head_bytes as usize, end.complete);
         }
-        if trailers {
+        if own_chunks {
             let last = end.complete.then(|| self.last_chunk(&heads, end.read));
             crate::trailers::frame(&mut out, head_bytes as usize, last.as_deref());
         }
@@ -251,7 +261,7 @@ impl Relay<'_> {
         if !end.complete && end.failure.is_none() {
             let mut filters = Filters {
                 gz: &mut gz,
-                trailers,
+                own_chunks,
                 heads: &heads,
             };
             self.body(
@@ -331,7 +341,7 @@ impl Relay<'_> {
     }
 
     /// The body loop: a read from the upstream, then the write of what it brought; with
-    /// `trailers`, each piece framed as a chunk of ours. `parked` keeps the request buffer
+    /// `own_chunks`, each piece framed as a chunk of ours. `parked` keeps the request buffer
     /// while a large one reads.
     #[allow(clippy::too_many_arguments)] // `body`'s, and the parked buffer
     async fn body_loop(
@@ -345,7 +355,7 @@ impl Relay<'_> {
         parked: &mut Option<Vec<u8>>,
     ) {
         let s = self.cx.settings();
-        let (gz, trailers, heads) = (&mut *filters.gz, filters.trailers, filters.heads);
+        let (gz, own_chunks, heads) = (&mut *filters.gz, filters.own_chunks, filters.heads);
         loop {
             let mut rbuf = std::mem::take(&mut bufs[0]);
             rbuf.clear();
@@ -363,7 +373,7 @@ impl Relay<'_> {
             match r {
                 Ok(0) if matches!(mode, Mode::UntilClose) => {
                     end.complete = true;
-                    if trailers {
+                    if own_chunks {
                         self.send_last_chunk(client, heads, end).await;
                         return;
                     }
@@ -402,7 +412,7 @@ impl Relay<'_> {
                 i = g.pass(bufs, i, end.complete);
             }
             let mut chunk = std::mem::take(&mut bufs[i]);
-            if trailers {
+            if own_chunks {
                 let last = end.complete.then(|| self.last_chunk(heads, end.read));
                 crate::trailers::frame(&mut chunk, 0, last.as_deref());
             }

@@ -335,7 +335,6 @@ unsafe impl monoio::buf::IoVecBuf for Rest {
 pub fn build(
     cx: &Cx<'_>,
     proxy_host: &str,
-    keepalive: bool,
     body: Vec<u8>,
     vars_uri: Option<&[u8]>,
     streamed: Option<&crate::body_stream::BodyStream>,
@@ -388,7 +387,7 @@ pub fn build(
     if !overridden(b"host") {
         h.header(b"Host", proxy_host.as_bytes());
     }
-    if (!keepalive || http10) && !overridden(b"connection") {
+    if !overridden(b"connection") {
         h.header(b"Connection", b"close");
     }
     for (name, t) in set {

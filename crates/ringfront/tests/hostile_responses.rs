@@ -135,7 +135,7 @@ fn config(port: u16, backends: &[RawBackend]) -> String {
     let mut locs = String::new();
     for (i, b) in backends.iter().enumerate() {
         ups.push_str(&format!(
-            "    upstream u{i} {{ server 127.0.0.1:{} max_fails=0; }}\n",
+            "    upstream u{i} {{ server 127.0.0.1:{} max_fails=0; keepalive 2; }}\n",
             b.port()
         ));
         locs.push_str(&format!(
@@ -149,6 +149,8 @@ events {{ worker_connections 1024; }}
 http {{
     proxy_read_timeout 2s;
     proxy_next_upstream off;
+    proxy_http_version 1.1;
+    proxy_set_header Connection \"\";
 {ups}    server {{
         listen 127.0.0.1:{port};
         server_name localhost;

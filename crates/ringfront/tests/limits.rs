@@ -7,7 +7,7 @@ use std::net::TcpStream;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{addr, port, proxy_config};
+use common::{addr, port, proxy_config, REUSE};
 use ringfront_testkit::{http, Backend, Client, Ringfront};
 
 fn cpu_ticks(pid: u32) -> u64 {
@@ -202,7 +202,7 @@ fn keepalive_requests_closes_after_the_nth_request() {
 fn client_gone_mid_response_never_leaves_bytes_on_a_pooled_connection() {
     let be = Backend::start();
     let p = port();
-    let _rf = Ringfront::start(&proxy_config(p, &[addr(&be)], "", ""));
+    let _rf = Ringfront::start(&proxy_config(p, &[addr(&be)], "keepalive 8;", REUSE));
     // Warm one pooled connection.
     assert_eq!(http::get(("127.0.0.1", p), "/").status, 200);
     assert_eq!(be.accepted(), 1);

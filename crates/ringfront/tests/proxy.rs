@@ -84,6 +84,12 @@ fn response_bodies_content_length_chunked_and_large() {
     let r = c.request("GET", "/?size=70000&chunked=1", &[], b"");
     assert_eq!(r.header("transfer-encoding"), Some("chunked"));
     assert_eq!(r.body, body_pattern(70_000));
+    // The upstream request is HTTP/1.0 (nginx's default), so that body came delimited by
+    // the backend's close: it went out as chunks of ours and the client connection stays
+    // open, as nginx's chunked filter does.
+    assert_eq!(be.requests().pop().unwrap().version, "HTTP/1.0");
+    let r = c.request("GET", "/?size=10", &[], b"");
+    assert_eq!((r.status, r.body.len()), (200, 10));
     // HTTP/1.0 client: chunked response de-chunked, connection closed after.
     let mut c10 = Client::connect(("127.0.0.1", p));
     c10.send_raw(b"GET /?size=5000&chunked=1 HTTP/1.0\r\n\r\n");

@@ -21,7 +21,7 @@ fn reload(rf: &Ringfront, cfg: &str, generation: u64) {
 fn keepalive_connections_to_surviving_peers_are_reused_after_reload() {
     let b = Backend::start();
     let p = port();
-    let cfg = proxy_config(p, &[addr(&b)], "keepalive 8;", "");
+    let cfg = proxy_config(p, &[addr(&b)], "keepalive 8;", common::REUSE);
     let rf = Ringfront::start(&cfg);
     let mut c = http::Client::connect(("127.0.0.1", p));
     assert_eq!(c.request("GET", "/", &[], b"").status, 200);

@@ -86,6 +86,8 @@ events { worker_connections 256; }
 http {
     log_format up '$status $upstream_addr $upstream_status $request_uri';
     access_log {LOG} up;
+    proxy_http_version 1.1;
+    proxy_set_header Connection \"\";
     upstream b { server 127.0.0.1:{B}; keepalive 8; }
     upstream plain { server 127.0.0.1:{PLAIN}; }
     upstream once { server 127.0.0.1:{B}; keepalive 0; }

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{port, proxy_config};
+use common::{port, proxy_config, REUSE};
 use ringfront_testkit::{http, Ringfront, SIGHUP};
 
 #[derive(Default)]
@@ -21,6 +21,8 @@ struct Seen {
     accepted: usize,
     /// Connections the proxy closed (EOF while waiting for a request).
     closed: BTreeSet<usize>,
+    /// Each request's line and its `Connection` field (`-` for none), in arrival order.
+    heads: Vec<String>,
 }
 
 /// Answers `GET /?sleep=MS` with `X-Conn: <connection number>` after MS milliseconds, over
@@ -59,6 +61,10 @@ impl CountingBackend {
         self.seen.lock().unwrap().closed.clone()
     }
 
+    fn heads(&self) -> Vec<String> {
+        self.seen.lock().unwrap().heads.clone()
+    }
+
     /// Waits up to 3 s for the proxy to have closed `want` connections.
     fn wait_closed(&self, want: usize) -> BTreeSet<usize> {
         let end = Instant::now() + Duration::from_secs(3);
@@ -88,12 +94,20 @@ fn serve(conn: TcpStream, n: usize, idle_close: Option<Duration>, seen: &Mutex<S
             .split_once("sleep=")
             .and_then(|(_, v)| v.split(' ').next()?.parse().ok())
             .unwrap_or(0);
+        let mut connection = "-".to_string();
         loop {
             let mut h = String::new();
             if r.read_line(&mut h).unwrap_or(0) == 0 || h == "\r\n" {
                 break;
             }
+            if let Some((name, value)) = h.split_once(':') {
+                if name.eq_ignore_ascii_case("connection") {
+                    connection = value.trim().to_string();
+                }
+            }
         }
+        let head = format!("{} | {connection}", line.trim_end());
+        seen.lock().unwrap().heads.push(head);
         thread::sleep(Duration::from_millis(sleep));
         let answer = format!("HTTP/1.1 200 OK\r\nX-Conn: {n}\r\nContent-Length: 2\r\n\r\nok");
         if w.write_all(answer.as_bytes()).is_err() {
@@ -117,7 +131,7 @@ fn errors(rf: &Ringfront) -> Vec<String> {
 fn a_full_cache_closes_the_least_recently_used_connection() {
     let b = CountingBackend::start(None);
     let p = port();
-    let rf = Ringfront::start(&proxy_config(p, &[b.addr()], "keepalive 2;", ""));
+    let rf = Ringfront::start(&proxy_config(p, &[b.addr()], "keepalive 2;", REUSE));
     // Three at once need three connections; they finish (and are pooled) in sleep order.
     let clients: Vec<_> = [100, 400, 700]
         .into_iter()
@@ -147,7 +161,7 @@ fn a_full_cache_closes_the_least_recently_used_connection() {
 fn a_backend_closing_idle_connections_costs_no_failed_request_and_no_error_line() {
     let b = CountingBackend::start(Some(Duration::from_millis(50)));
     let p = port();
-    let rf = Ringfront::start(&proxy_config(p, &[b.addr()], "keepalive 8;", ""));
+    let rf = Ringfront::start(&proxy_config(p, &[b.addr()], "keepalive 8;", REUSE));
     for i in 1..=5 {
         assert_eq!(http::get(("127.0.0.1", p), "/").status, 200);
         assert_eq!(b.accepted(), i);
@@ -161,7 +175,7 @@ fn keepalive_timeout_closes_idle_connections_without_a_request() {
     let b = CountingBackend::start(None);
     let p = port();
     let up = "keepalive 4; keepalive_timeout 300ms;";
-    let _rf = Ringfront::start(&proxy_config(p, &[b.addr()], up, ""));
+    let _rf = Ringfront::start(&proxy_config(p, &[b.addr()], up, REUSE));
     let started = Instant::now();
     let c = conn_of(&http::get(("127.0.0.1", p), "/"));
     assert_eq!(b.wait_closed(1), BTreeSet::from([c]));
@@ -173,13 +187,13 @@ fn keepalive_timeout_closes_idle_connections_without_a_request() {
 fn a_reload_closes_the_idle_connections_of_removed_peers() {
     let (gone, kept) = (CountingBackend::start(None), CountingBackend::start(None));
     let p = port();
-    let cfg = proxy_config(p, &[gone.addr(), kept.addr()], "keepalive 8;", "");
+    let cfg = proxy_config(p, &[gone.addr(), kept.addr()], "keepalive 8;", REUSE);
     let rf = Ringfront::start(&cfg);
     for _ in 0..2 {
         assert_eq!(http::get(("127.0.0.1", p), "/").status, 200);
     }
     assert_eq!((gone.accepted(), kept.accepted()), (1, 1));
-    rf.write_config(&proxy_config(p, &[kept.addr()], "keepalive 8;", ""));
+    rf.write_config(&proxy_config(p, &[kept.addr()], "keepalive 8;", REUSE));
     rf.signal(SIGHUP);
     let line = "reconfigured (generation 2)";
     assert!(rf.wait_for_stderr(line, Duration::from_secs(10)));
@@ -210,7 +224,7 @@ fn a_peer_marked_down_loses_its_idle_connections() {
         &[b.addr()],
         "keepalive 4; keepalive_timeout 60s;",
         &format!(
-            "health_check interval=100ms fails=1 passes=1 uri=/health port={};",
+            "health_check interval=100ms fails=1 passes=1 uri=/health port={}; {REUSE}",
             health.port()
         ),
     ));
@@ -241,7 +255,7 @@ fn a_peer_marked_down_loses_its_idle_connections() {
 fn a_connection_in_flight_across_a_reload_is_kept() {
     let b = CountingBackend::start(None);
     let p = port();
-    let cfg = proxy_config(p, &[b.addr()], "keepalive 4;", "");
+    let cfg = proxy_config(p, &[b.addr()], "keepalive 4;", REUSE);
     let rf = Ringfront::start(&cfg);
     let slow = thread::spawn(move || http::get(("127.0.0.1", p), "/?sleep=800"));
     let end = Instant::now() + Duration::from_secs(3);
@@ -260,4 +274,30 @@ fn a_connection_in_flight_across_a_reload_is_kept() {
     assert_eq!(conn_of(&http::get(("127.0.0.1", p), "/")), first, "reused");
     assert_eq!(b.accepted(), 1);
     assert!(b.closed().is_empty());
+}
+
+/// Upstream connections are reused as nginx reuses them (decision 0018): a group without
+/// `keepalive` keeps none, even from a backend that keeps them open; with `keepalive N` but
+/// not the location's recipe each request goes as HTTP/1.0 with `Connection: close`; with
+/// the recipe as HTTP/1.1 without it, all over one connection.
+#[test]
+fn reuse_needs_keepalive_and_nginx_recipe() {
+    let get = |p: u16| assert_eq!(http::get(("127.0.0.1", p), "/").status, 200);
+    let (b, p) = (CountingBackend::start(None), port());
+    let _rf = Ringfront::start(&proxy_config(p, &[b.addr()], "", ""));
+    (0..3).for_each(|_| get(p));
+    assert_eq!(b.accepted(), 3, "a connection per request");
+    assert_eq!(b.wait_closed(3).len(), 3, "each closed after its response");
+    assert_eq!(b.heads(), vec!["GET / HTTP/1.0 | close"; 3]);
+
+    let (b, p) = (CountingBackend::start(None), port());
+    let _rf = Ringfront::start(&proxy_config(p, &[b.addr()], "keepalive 4;", ""));
+    get(p);
+    assert_eq!(b.heads(), vec!["GET / HTTP/1.0 | close"]);
+
+    let (b, p) = (CountingBackend::start(None), port());
+    let _rf = Ringfront::start(&proxy_config(p, &[b.addr()], "keepalive 4;", REUSE));
+    (0..3).for_each(|_| get(p));
+    assert_eq!(b.accepted(), 1, "one connection, reused");
+    assert_eq!(b.heads(), vec!["GET / HTTP/1.1 | -"; 3]);
 }
