@@ -361,7 +361,7 @@ fn upstreams_explicit_later_and_implicit() {
     );
     assert_eq!(
         (i.keepalive, i.keepalive_timeout, i.keepalive_requests),
-        (32, secs(60), 1000)
+        (0, secs(60), 1000)
     );
     assert_eq!(i.servers.len(), 1);
     assert_eq!(

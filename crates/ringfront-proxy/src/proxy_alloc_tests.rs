@@ -46,7 +46,7 @@ http {{
     upstream b {{ server 127.0.0.1:{backend}; keepalive {keepalive}; keepalive_requests 1000000; }}
     server {{
         listen 127.0.0.1:{port};
-        location / {{ proxy_pass http://b; proxy_http_version 1.1; proxy_set_header Connection ""; }}
+        location / {{ proxy_pass http://b; proxy_http_version 1.1; proxy_set_header Connection \"\"; }}
     }}
 }}
 "
