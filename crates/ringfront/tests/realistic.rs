@@ -211,11 +211,12 @@ fn record(run: &Run, port: u16, req: &Req) -> String {
     }
     line.push_str(&format!(" | backend {}", run.backend_of(&r)));
     if let Some(up) = run.newest(&before) {
-        line.push_str(&format!(" | upstream {} {}", up.method, up.target));
+        line.push_str(&format!(
+            " | upstream {} {} {}",
+            up.method, up.target, up.version
+        ));
         for f in UPSTREAM_FIELDS {
-            // nginx adds `Connection: close` to upstreams by default; ringfront keeps
-            // them alive (docs: upstream connections).
-            if let Some(v) = up.header(f).filter(|v| *f != "connection" || *v != "close") {
+            if let Some(v) = up.header(f) {
                 let v = v.replace(&port.to_string(), "PORT");
                 line.push_str(&format!(" | >{f}: {v}"));
             }
