@@ -115,6 +115,7 @@ pub(crate) fn apply(
         "chunked_transfer_encoding" => set_once(&mut level.chunked_transfer_encoding, flag(d)?, d)?,
         "underscores_in_headers" => set_once(&mut level.underscores_in_headers, flag(d)?, d)?,
         "ignore_invalid_headers" => set_once(&mut level.ignore_invalid_headers, flag(d)?, d)?,
+        "max_headers" => set_once(&mut level.max_headers, number(d, arg)?, d)?,
         "merge_slashes" => set_once(&mut level.merge_slashes, flag(d)?, d)?,
         "proxy_socket_keepalive" => set_once(&mut level.proxy_socket_keepalive, flag(d)?, d)?,
         "lingering_close" => {

@@ -985,6 +985,9 @@ pub struct LocationSettings {
     /// `ignore_invalid_headers` (server; default on): request header lines with invalid
     /// names are dropped.
     pub ignore_invalid_headers: bool,
+    /// `max_headers` (server; nginx 1.27.4, default 1000): a request with more header lines
+    /// is a 400. ringfront's parser takes at most 100 whatever this says.
+    pub max_headers: usize,
     /// `merge_slashes` (server; default on): `//` in the request's path is one `/`.
     pub merge_slashes: bool,
     /// `proxy_socket_keepalive` (default off): `SO_KEEPALIVE` on upstream connections.

@@ -82,6 +82,7 @@ pub(crate) struct Level {
     pub chunked_transfer_encoding: Option<bool>,
     pub underscores_in_headers: Option<bool>,
     pub ignore_invalid_headers: Option<bool>,
+    pub max_headers: Option<usize>,
     pub merge_slashes: Option<bool>,
     pub proxy_socket_keepalive: Option<bool>,
     pub lingering_close: Option<crate::model::LingeringClose>,
@@ -159,6 +160,7 @@ impl Default for LocationSettings {
             chunked_transfer_encoding: true,
             underscores_in_headers: false,
             ignore_invalid_headers: true,
+            max_headers: 1000,
             merge_slashes: true,
             proxy_socket_keepalive: false,
             lingering_close: crate::model::LingeringClose::On,
@@ -265,6 +267,7 @@ impl Level {
                 &self.ignore_invalid_headers,
                 &outer.ignore_invalid_headers,
             ),
+            max_headers: pick(&self.max_headers, &outer.max_headers),
             merge_slashes: pick(&self.merge_slashes, &outer.merge_slashes),
             proxy_socket_keepalive: pick(
                 &self.proxy_socket_keepalive,
@@ -366,6 +369,7 @@ impl Level {
             ignore_invalid_headers: self
                 .ignore_invalid_headers
                 .unwrap_or(d.ignore_invalid_headers),
+            max_headers: self.max_headers.unwrap_or(d.max_headers),
             merge_slashes: self.merge_slashes.unwrap_or(d.merge_slashes),
             proxy_socket_keepalive: self
                 .proxy_socket_keepalive

@@ -286,6 +286,7 @@ pub(crate) static TABLE: &[Spec] = &[
     d("chunked_transfer_encoding", HSL, 1, 1),
     d("underscores_in_headers", HS, 1, 1),
     d("ignore_invalid_headers", HS, 1, 1),
+    d("max_headers", HS, 1, 1),
     d("merge_slashes", HS, 1, 1),
     d("proxy_socket_keepalive", HSL, 1, 1),
     d("lingering_close", HSL, 1, 1),

@@ -113,6 +113,10 @@ fn values() {
         h("keepalive_requests -1;"),
         "\"keepalive_requests\" directive invalid number in F:3"
     );
+    assert_eq!(
+        h("max_headers x;"),
+        "\"max_headers\" directive invalid number in F:3"
+    );
     assert_eq!(h("proxy_http_version 2.0;"), "invalid value \"2.0\" in F:3");
     assert_eq!(
         h("proxy_next_upstream error http_418;"),

@@ -40,6 +40,7 @@ fn nginx_defaults() {
     assert_eq!(s.proxy_pass, None);
     assert!(s.proxy_set_header.is_empty());
     assert_eq!(s.proxy_http_version, "1.0");
+    assert_eq!(s.max_headers, 1000);
     assert_eq!(
         (
             s.proxy_connect_timeout,

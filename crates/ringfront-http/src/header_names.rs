@@ -10,6 +10,9 @@ pub struct HeaderNames {
     pub underscores: bool,
     /// `ignore_invalid_headers` (default `on`).
     pub ignore_invalid: bool,
+    /// `max_headers`: more header lines than this are [`crate::RequestError::TooManyHeaders`]
+    /// (at most [`crate::MAX_HEADERS`], the parser's own bound).
+    pub max_lines: usize,
 }
 
 impl Default for HeaderNames {
@@ -17,6 +20,7 @@ impl Default for HeaderNames {
         HeaderNames {
             underscores: false,
             ignore_invalid: true,
+            max_lines: crate::MAX_HEADERS,
         }
     }
 }
@@ -69,13 +73,13 @@ mod tests {
     fn underscores_on_keeps_them_and_ignore_off_keeps_all() {
         let u = HeaderNames {
             underscores: true,
-            ignore_invalid: true,
+            ..HeaderNames::default()
         };
         assert!(!u.drops(b"X_Api_Key"));
         assert!(u.drops(b"X.Dot"));
         let keep = HeaderNames {
-            underscores: false,
             ignore_invalid: false,
+            ..HeaderNames::default()
         };
         assert!(!keep.drops(b"X_Api_Key"));
         assert!(!keep.drops(b"X.Dot"));
@@ -88,7 +92,7 @@ mod tests {
             for underscores in [false, true] {
                 let n = HeaderNames {
                     underscores,
-                    ignore_invalid: true,
+                    ..HeaderNames::default()
                 };
                 let valid = b.is_ascii_alphanumeric() || b == b'-' || (b == b'_' && underscores);
                 assert_eq!(

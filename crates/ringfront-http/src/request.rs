@@ -24,7 +24,8 @@ pub enum RequestError {
     /// 501: a `Transfer-Encoding` other than exactly `chunked`.
     #[error("not implemented: {0}")]
     NotImplemented(&'static str),
-    /// 400 (as nginx): more than [`MAX_HEADERS`] header fields.
+    /// 400 (as nginx's `max_headers`): more header lines than `names.max_lines` allows, or
+    /// than [`MAX_HEADERS`].
     #[error("too many header fields")]
     TooManyHeaders,
     /// 405 (as nginx): `TRACE` and `CONNECT`.
@@ -140,9 +141,12 @@ impl RequestHead {
         self.target = Span::within(buf, target.as_bytes()).ok_or(TOO_LARGE)?;
         self.minor_version = minor;
         push_headers(buf, req.headers, &mut self.headers).ok_or(TOO_LARGE)?;
+        let names = self.names;
+        if self.headers.len() > names.max_lines {
+            return Err(RequestError::TooManyHeaders);
+        }
         // Nearly every head has no invalid name: looked for first, so `retain` (which moves
         // every entry) runs only when one is there.
-        let names = self.names;
         if names.ignore_invalid && self.headers.iter().any(|h| names.drops(h.name.get(buf))) {
             let ignored = &mut self.ignored;
             self.headers.retain(|h| {

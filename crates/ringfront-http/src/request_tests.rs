@@ -397,6 +397,26 @@ fn header_limit() {
     assert_eq!(err(&raw), RequestError::TooManyHeaders);
 }
 
+/// `max_headers N`: N header lines pass, one more is a 400, invalid lines counted too.
+#[test]
+fn max_headers_counts_every_line() {
+    let head = |n: usize| {
+        let mut raw = b"GET / HTTP/1.0\r\nHost: h\r\n".to_vec();
+        for i in 1..n {
+            raw.extend_from_slice(format!("X.Blah: {i}\r\n").as_bytes());
+        }
+        raw.extend_from_slice(b"\r\n");
+        raw
+    };
+    let mut h = RequestHead::new();
+    h.names.max_lines = 5;
+    assert!(matches!(h.parse(&head(5)), Ok(Some(_))));
+    assert_eq!(h.headers.len(), 1, "the invalid names dropped");
+    assert_eq!(h.parse(&head(6)), Err(RequestError::TooManyHeaders));
+    h.names.max_lines = 0;
+    assert_eq!(h.parse(&head(1)), Err(RequestError::TooManyHeaders));
+}
+
 #[test]
 fn error_statuses() {
     assert_eq!(RequestError::TooManyHeaders.status(), 400);

@@ -344,6 +344,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
     head.names = ringfront_http::HeaderNames {
         underscores: base.underscores_in_headers,
         ignore_invalid: base.ignore_invalid_headers,
+        max_lines: base.max_headers.min(ringfront_http::MAX_HEADERS),
     };
     let mut busy = None;
     // The first request's head shares one timer from the accept with the PROXY protocol
