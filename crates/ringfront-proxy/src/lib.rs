@@ -173,9 +173,19 @@ pub struct WorkerStats {
     pub reading: AtomicU64,
 }
 
+/// A counter alone on its cache lines: written rarely, read by every worker per request, so
+/// no write to a neighbour makes those reads miss.
+#[derive(Debug, Default)]
+#[repr(align(128))]
+pub(crate) struct Alone(pub(crate) AtomicU64);
+
 /// State every worker shares.
 pub struct Shared {
     pub snapshot: ArcSwap<Snapshot>,
+    /// Bumped after every publish of `snapshot`; a worker keeps its own reference to the
+    /// snapshot and loads it anew only when this moved (`Worker::snapshot`), so requests
+    /// touch no reference count every worker writes.
+    pub(crate) published: Alone,
     pub(crate) state: AtomicU8,
     pub(crate) next_conn: AtomicU64,
     pub logger: Logger,
@@ -194,6 +204,17 @@ pub struct Shared {
 }
 
 impl Shared {
+    /// Replaces `cur` with `next` if `cur` is still the published snapshot, and tells the
+    /// workers' copies so; false (nothing published) if another publish came first.
+    pub(crate) fn publish(&self, cur: &Arc<Snapshot>, next: Arc<Snapshot>) -> bool {
+        let prev = self.snapshot.compare_and_swap(cur, next);
+        let done = Arc::ptr_eq(&prev, cur);
+        if done {
+            self.published.0.fetch_add(1, Ordering::Release);
+        }
+        done
+    }
+
     /// Wakes every worker and the checker to look at `state` and `snapshot` again; called
     /// after changing either (a worker still starting registers before it first looks).
     fn wake_all(&self) {
@@ -234,6 +255,8 @@ impl Engine {
     /// Binds every listener for every worker (so errors surface here), then starts the workers.
     pub fn start(snap: Snapshot, opts: &EngineOptions, logger: Logger) -> std::io::Result<Engine> {
         let workers = opts.workers.max(1);
+        // One block of request counters per worker in every peer counted from now on.
+        ringfront_upstream::set_shards(workers);
         let unix = unix_listen::UnixSockets::default();
         unix.sync(&snap)?;
         let mut per_worker = Vec::with_capacity(workers);
@@ -249,6 +272,7 @@ impl Engine {
         let generation = snap.generation;
         let shared = Arc::new(Shared {
             snapshot: ArcSwap::from_pointee(snap),
+            published: Alone(AtomicU64::new(1)),
             state: AtomicU8::new(RUN),
             next_conn: AtomicU64::new(0),
             logger,
@@ -335,8 +359,7 @@ impl Engine {
             next.adopt(&cur);
             let generation = next.generation;
             let next = Arc::new(next);
-            let prev = self.shared.snapshot.compare_and_swap(&cur, next.clone());
-            if Arc::ptr_eq(&prev, &cur) {
+            if self.shared.publish(&cur, next.clone()) {
                 break (generation, cur.generation);
             }
             // A membership change published meanwhile: start over from it.

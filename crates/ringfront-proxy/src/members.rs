@@ -206,8 +206,7 @@ impl Shared {
             snap.membership_only = true;
             snap.adopt(&cur);
             slow_start_new(&snap, group);
-            let prev = self.snapshot.compare_and_swap(&cur, Arc::new(snap));
-            if Arc::ptr_eq(&prev, &cur) {
+            if self.publish(&cur, Arc::new(snap)) {
                 self.wake_all();
                 return Ok(r);
             }

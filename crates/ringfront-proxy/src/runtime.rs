@@ -260,6 +260,8 @@ pub fn run(
     // The unit tests count a worker's allocations (proxy_alloc_tests.rs).
     #[cfg(test)]
     crate::alloc_count::track_this_thread();
+    // This thread writes its own block of every peer's request counters.
+    ringfront_upstream::set_shard(index);
     let snap = shared.snapshot.load_full();
     let w = Rc::new(Worker::new(index, shared.clone(), &snap));
     let started = ready.clone();

@@ -33,6 +33,12 @@ impl PeerState {
     }
 }
 
+/// A worker's reference to the published snapshot. The `Rc` is the point: cloning it per
+/// request touches only this worker's count, where cloning the `Arc` would write a count
+/// every worker writes.
+#[allow(clippy::redundant_allocation)]
+pub type LocalSnapshot = Rc<Arc<Snapshot>>;
+
 pub struct Worker {
     pub index: usize,
     pub shared: Arc<Shared>,
@@ -45,6 +51,10 @@ pub struct Worker {
     /// Spare large buffers for response bodies (body_bufs.rs).
     pub big_bufs: crate::body_bufs::BigBufs,
     state: RefCell<Rc<PeerState>>,
+    /// This worker's reference to the published snapshot and the `Shared::published` count
+    /// it was loaded at: a request clones the `Rc`, not the shared `Arc`, whose count every
+    /// worker would write (a cache line moving between cores on every request).
+    snap: RefCell<(u64, LocalSnapshot)>,
     /// Wakes the main task (raised by the bell, or by `poke`).
     pub(crate) wake: Rc<Signal>,
     /// The main task wants to hear when the worker may have gone idle.
@@ -81,6 +91,7 @@ const QUIET_BUFS: usize = 64;
 
 impl Worker {
     pub fn new(index: usize, shared: Arc<Shared>, snap: &Snapshot) -> Self {
+        let published = Rc::new(shared.snapshot.load_full());
         Worker {
             index,
             shared,
@@ -89,6 +100,7 @@ impl Worker {
             bufs: Default::default(),
             big_bufs: Default::default(),
             state: RefCell::new(Rc::new(PeerState::new(snap))),
+            snap: RefCell::new((0, published)),
             wake: Rc::new(Signal::default()),
             sweep: Signal::default(),
             sweep_parked: Cell::new(false),
@@ -100,8 +112,15 @@ impl Worker {
         }
     }
 
-    pub fn snapshot(&self) -> Arc<Snapshot> {
-        self.shared.snapshot.load_full()
+    /// The published snapshot: this worker's reference, loaded anew when a publish moved
+    /// `Shared::published` since (one plain load per call otherwise).
+    pub fn snapshot(&self) -> LocalSnapshot {
+        let now = self.shared.published.0.load(Ordering::Acquire);
+        let mut cached = self.snap.borrow_mut();
+        if cached.0 != now {
+            *cached = (now, Rc::new(self.shared.snapshot.load_full()));
+        }
+        cached.1.clone()
     }
 
     /// The peer state for `snap`; rebuilt when a reload published a newer generation.

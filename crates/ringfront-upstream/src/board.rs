@@ -9,8 +9,9 @@
 //! the limit can be passed by at most one request per other worker, for as long as those
 //! requests last.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
-use std::sync::Arc;
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 
 /// `PeerHealth::state`: selectable.
 pub const UP: u8 = 0;
@@ -73,6 +74,41 @@ pub const RT_BUCKETS_US: [u64; 11] = [
     10_000_000,
 ];
 
+/// The counters of one peer that every request writes, one block per worker thread on
+/// cache lines of its own, summed when read. A count every worker wrote would move its cache
+/// line between the cores on every request (measured: ringfront's user time per request rose
+/// 1.8x from one to eight workers, nginx's 1.4x; docs/benchmarks.md, 2026-12-04).
+#[derive(Debug, Default)]
+#[repr(align(64))]
+pub struct Counts {
+    /// Picks minus frees on this thread (wrapping: a request is freed on the thread that
+    /// picked it, but the sum is what counts).
+    active: AtomicU64,
+    requests: AtomicU64,
+    responses: [AtomicU64; 5],
+    rt_sum_us: AtomicU64,
+    rt_buckets: [AtomicU64; 12],
+}
+
+/// Blocks of [`Counts`] a peer makes on first use: the number of workers (`set_shards`).
+static SHARDS: AtomicUsize = AtomicUsize::new(1);
+
+thread_local! {
+    /// The block this thread writes (`set_shard`); threads that are no worker share block 0.
+    static SHARD: Cell<usize> = const { Cell::new(0) };
+}
+
+/// How many blocks of counters a peer makes: one per worker. Set before the workers start;
+/// a peer counted earlier keeps the blocks it made (threads share them, modulo).
+pub fn set_shards(n: usize) {
+    SHARDS.store(n.max(1), Ordering::Relaxed);
+}
+
+/// The block of counters this thread writes: worker `i` writes block `i`.
+pub fn set_shard(i: usize) {
+    SHARD.with(|s| s.set(i));
+}
+
 /// The last state change of a peer, for status pages.
 #[derive(Debug, Clone)]
 pub struct StateChange {
@@ -89,6 +125,8 @@ pub struct PeerHealth {
     pub accessed: AtomicU64,
     pub checked: AtomicU64,
     /// Active requests on the peer, all workers together (nginx's `conns` under `zone`).
+    /// Kept only for groups that read it ([`Upstream::counts_conns`](crate::Upstream));
+    /// [`PeerHealth::conns`] is the count for status pages.
     pub conns: AtomicU32,
     /// `least_time`: moving average of the response time in microseconds (0 = no sample yet).
     pub response_time_us: AtomicU64,
@@ -102,17 +140,13 @@ pub struct PeerHealth {
     pub ramp: AtomicU32,
     /// Slow start: when the ramp began (milliseconds on the checker's clock); 0 = none.
     pub ramp_since_ms: AtomicU64,
-    /// Tries sent to the peer (every `select` that picked it).
-    pub requests: AtomicU64,
-    /// Responses by class, 1xx..5xx.
-    pub responses: [AtomicU64; 5],
+    /// What every request counts (tries, active requests, responses, response times): one
+    /// block per worker, made on first use (see [`Counts`]).
+    counts: OnceLock<Box<[Counts]>>,
     /// Failed tries by [`FailKind`].
     pub failures: [AtomicU64; 6],
     /// The last eight failure kinds, four bits each, newest in the low bits.
     pub last_failures: AtomicU32,
-    /// Response-time histogram (to the last byte), `RT_BUCKETS_US.len() + 1` buckets.
-    pub rt_buckets: [AtomicU64; 12],
-    pub rt_sum_us: AtomicU64,
     /// Active-check probes run and failed.
     pub checks: AtomicU64,
     pub checks_failed: AtomicU64,
@@ -161,12 +195,9 @@ impl Default for PeerHealth {
             state: AtomicU8::new(UP),
             ramp: AtomicU32::new(1000),
             ramp_since_ms: AtomicU64::new(0),
-            requests: AtomicU64::new(0),
-            responses: Default::default(),
+            counts: OnceLock::new(),
             failures: Default::default(),
             last_failures: AtomicU32::new(0),
-            rt_buckets: Default::default(),
-            rt_sum_us: AtomicU64::new(0),
             checks: AtomicU64::new(0),
             checks_failed: AtomicU64::new(0),
             last_probe: AtomicU8::new(0),
@@ -227,18 +258,75 @@ impl PeerHealth {
 
     /// Counts a response (its status class) and its time to the last byte.
     pub fn note_response(&self, status: u16, elapsed_us: u64) {
+        let mine = self.mine();
         let class = usize::from(status / 100).clamp(1, 5) - 1;
-        if let Some(c) = self.responses.get(class) {
+        if let Some(c) = mine.responses.get(class) {
             c.fetch_add(1, Ordering::Relaxed);
         }
         let b = RT_BUCKETS_US
             .iter()
             .position(|&le| elapsed_us <= le)
             .unwrap_or(RT_BUCKETS_US.len());
-        if let Some(c) = self.rt_buckets.get(b) {
+        if let Some(c) = mine.rt_buckets.get(b) {
             c.fetch_add(1, Ordering::Relaxed);
         }
-        self.rt_sum_us.fetch_add(elapsed_us, Ordering::Relaxed);
+        mine.rt_sum_us.fetch_add(elapsed_us, Ordering::Relaxed);
+    }
+
+    /// Every worker's blocks of counters.
+    fn blocks(&self) -> &[Counts] {
+        self.counts.get_or_init(|| {
+            (0..SHARDS.load(Ordering::Relaxed).max(1))
+                .map(|_| Counts::default())
+                .collect()
+        })
+    }
+
+    /// This thread's block of counters.
+    fn mine(&self) -> &Counts {
+        static SPARE: Counts = Counts {
+            active: AtomicU64::new(0),
+            requests: AtomicU64::new(0),
+            responses: [const { AtomicU64::new(0) }; 5],
+            rt_sum_us: AtomicU64::new(0),
+            rt_buckets: [const { AtomicU64::new(0) }; 12],
+        };
+        let blocks = self.blocks();
+        let i = SHARD.with(Cell::get) % blocks.len().max(1);
+        blocks.get(i).unwrap_or(&SPARE)
+    }
+
+    fn sum(&self, f: impl Fn(&Counts) -> &AtomicU64) -> u64 {
+        self.blocks()
+            .iter()
+            .fold(0u64, |t, c| t.wrapping_add(f(c).load(Ordering::Relaxed)))
+    }
+
+    /// Tries sent to the peer (every `select` that picked it), all workers together.
+    pub fn requests(&self) -> u64 {
+        self.sum(|c| &c.requests)
+    }
+
+    /// Responses of status class `class` (1 for 1xx .. 5 for 5xx; 0 for any other).
+    pub fn responses(&self, class: usize) -> u64 {
+        match class {
+            1..=5 => self.sum(|c| &c.responses[class - 1]),
+            _ => 0,
+        }
+    }
+
+    /// The response-time histogram's bucket `i` (`RT_BUCKETS_US`, then one for slower; 0
+    /// past that).
+    pub fn rt_bucket(&self, i: usize) -> u64 {
+        match i <= RT_BUCKETS_US.len() {
+            true => self.sum(|c| &c.rt_buckets[i]),
+            false => 0,
+        }
+    }
+
+    /// The response times counted in the histogram, summed (microseconds).
+    pub fn rt_sum_us(&self) -> u64 {
+        self.sum(|c| &c.rt_sum_us)
     }
 
     pub fn fails(&self) -> u32 {
@@ -249,7 +337,15 @@ impl PeerHealth {
         self.checked.load(Ordering::Relaxed)
     }
 
+    /// Active requests on the peer, all workers together (for status pages and tests).
     pub fn conns(&self) -> u32 {
+        let n = self.sum(|c| &c.active) as i64;
+        u32::try_from(n.max(0)).unwrap_or(u32::MAX)
+    }
+
+    /// The active requests balancers read (`least_conn`, `max_conns`, ...): kept only when
+    /// the group counts them, see [`PeerHealth::conns`] for the count every group keeps.
+    pub fn balance_conns(&self) -> u32 {
         self.conns.load(Ordering::Relaxed)
     }
 
@@ -257,19 +353,35 @@ impl PeerHealth {
         self.response_time_us.load(Ordering::Relaxed)
     }
 
-    pub(crate) fn acquire(&self) {
-        self.conns.fetch_add(1, Ordering::Relaxed);
-        self.requests.fetch_add(1, Ordering::Relaxed);
+    /// A try picked the peer: counted in this thread's block, and in the shared count when
+    /// its group's balancer reads it (`shared`).
+    pub(crate) fn pick(&self, shared: bool) {
+        let mine = self.mine();
+        mine.active.fetch_add(1, Ordering::Relaxed);
+        mine.requests.fetch_add(1, Ordering::Relaxed);
+        if shared {
+            self.conns.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
-    /// Saturating: a release without its acquire (a board reused across topologies) must
-    /// not wrap the count into "always at max_conns".
-    pub(crate) fn release(&self) {
-        let _ = self
-            .conns
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |c| {
-                Some(c.saturating_sub(1))
-            });
+    /// The try ended (`shared` as at its `pick`). The shared count saturates: a release
+    /// without its acquire (a board reused across topologies) must not wrap it into "always
+    /// at max_conns".
+    pub(crate) fn unpick(&self, shared: bool) {
+        self.mine().active.fetch_sub(1, Ordering::Relaxed);
+        if shared {
+            let _ = self
+                .conns
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |c| {
+                    Some(c.saturating_sub(1))
+                });
+        }
+    }
+
+    /// A pick counted everywhere (tests of the balancers that read the shared count).
+    #[cfg(test)]
+    pub(crate) fn acquire(&self) {
+        self.pick(true);
     }
 
     /// Fold one response time into the average: `avg += (sample - avg) * 0.05`, in integer
@@ -360,6 +472,11 @@ impl Board {
     /// Active requests on a peer across all workers.
     pub fn conns(&self, id: usize) -> u32 {
         self.get(id).map_or(0, PeerHealth::conns)
+    }
+
+    /// The shared count balancers read ([`PeerHealth::balance_conns`]).
+    pub fn balance_conns(&self, id: usize) -> u32 {
+        self.get(id).map_or(0, PeerHealth::balance_conns)
     }
 
     pub fn len(&self) -> usize {

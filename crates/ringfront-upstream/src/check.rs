@@ -17,7 +17,7 @@ pub fn failed_out(spec: &PeerSpec, h: &PeerHealth, now: u64) -> bool {
 
 /// `max_conns != 0 && conns >= max_conns`, over every worker's active requests.
 pub(crate) fn at_max_conns(spec: &PeerSpec, h: &PeerHealth) -> bool {
-    spec.max_conns != 0 && h.conns() >= spec.max_conns
+    spec.max_conns != 0 && h.balance_conns() >= spec.max_conns
 }
 
 /// Not `down`, up for the health checker, not failed out, not at `max_conns`.

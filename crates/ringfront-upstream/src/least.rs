@@ -40,7 +40,7 @@ const BUCKET_MS: u64 = 20;
 impl Score {
     fn of(self, spec: &PeerSpec, h: &PeerHealth, now: u64) -> u64 {
         match self {
-            Score::Conns => u64::from(h.conns()),
+            Score::Conns => u64::from(h.balance_conns()),
             Score::Time { inflight } => eta(spec, h, now, inflight),
         }
     }
@@ -64,7 +64,7 @@ pub(crate) fn eta(spec: &PeerSpec, h: &PeerHealth, now: u64, inflight: bool) -> 
     } else {
         rt + BUCKET_MS - rt % BUCKET_MS
     };
-    rt.saturating_mul(1 + u64::from(h.conns()))
+    rt.saturating_mul(1 + u64::from(h.balance_conns()))
 }
 
 /// `a.score / a.weight` against `b.score / b.weight` without division or overflow.

@@ -82,7 +82,7 @@ pub fn select(
         return Selection::NoLive;
     };
     if let Some(h) = board.get(id) {
-        h.acquire();
+        h.pick(up.counts_conns);
         if let Balancer::LeastTime { inflight: true, .. } = up.balancer {
             h.inflight_start(now);
             at.inflight_since = Some(now);
@@ -126,7 +126,7 @@ pub fn free(
     let (Some(spec), Some(h)) = (up.peer(id), board.get(id)) else {
         return out;
     };
-    h.release();
+    h.unpick(up.counts_conns);
     if let Some(since) = inflight_since {
         h.inflight_done(since);
     }

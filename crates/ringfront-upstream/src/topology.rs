@@ -175,6 +175,11 @@ pub struct Upstream {
     pub revive: bool,
     /// The ketama ring of `hash ... consistent`, over the primaries.
     pub(crate) ring: Option<Ring>,
+    /// Something picks by the active requests of every worker together
+    /// ([`PeerHealth::balance_conns`](crate::PeerHealth::balance_conns)): `least_conn`,
+    /// `least_time`, `random two`, or a peer's `max_conns`. Other groups leave that shared
+    /// count alone, so their requests write no cache line another core writes.
+    pub counts_conns: bool,
 }
 
 impl fmt::Debug for Upstream {
@@ -240,6 +245,16 @@ impl Topology {
                 next += backup.len();
                 let ring = (s.balancer == Balancer::Hash { consistent: true })
                     .then(|| Ring::new(&primary.peers));
+                let counts_conns = matches!(
+                    s.balancer,
+                    Balancer::LeastConn
+                        | Balancer::LeastTime { .. }
+                        | Balancer::Random { two: true, .. }
+                ) || primary
+                    .peers
+                    .iter()
+                    .chain(&backup.peers)
+                    .any(|p| p.max_conns != 0);
                 Upstream {
                     name: s.name,
                     primary,
@@ -248,6 +263,7 @@ impl Topology {
                     balancer: s.balancer,
                     revive: s.revive,
                     ring,
+                    counts_conns,
                 }
             })
             .collect();

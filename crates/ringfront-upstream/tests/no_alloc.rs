@@ -121,6 +121,10 @@ fn select_and_free_never_allocate() {
                 let mut ws = WorkerPeers::new(&topo, 42);
                 // Allocated before counting: the attempts reused for every request.
                 let mut attempts = [Attempt::new(&topo, 0, 0), Attempt::new(&topo, 0, 0)];
+                // A peer makes its blocks of request counters on first use (once per peer,
+                // not per request): reading each peer's count makes them here.
+                let made: u32 = (0..topo.peer_count).map(|id| board.conns(id)).sum();
+                assert_eq!(made, 0);
                 let before = allocations();
                 for now in [1000, 1001, 1020, 1040] {
                     run(&topo, &mut ws, &board, &mut attempts, &keys, now);

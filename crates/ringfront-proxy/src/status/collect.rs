@@ -46,15 +46,12 @@ fn peer(
     };
     let mut rt_buckets: Vec<(f64, u64)> = RT_BUCKETS_US
         .iter()
-        .zip(&h.rt_buckets)
-        .map(|(&le, c)| (le as f64 / 1e6, load(c)))
+        .enumerate()
+        .map(|(i, &le)| (le as f64 / 1e6, h.rt_bucket(i)))
         .collect();
-    rt_buckets.push((
-        f64::INFINITY,
-        h.rt_buckets.get(RT_BUCKETS_US.len()).map_or(0, load),
-    ));
+    rt_buckets.push((f64::INFINITY, h.rt_bucket(RT_BUCKETS_US.len())));
     let rt_count: u64 = rt_buckets.iter().map(|(_, c)| c).sum();
-    let rt_sum_us = load(&h.rt_sum_us);
+    let rt_sum_us = h.rt_sum_us();
     let change = h.change.get();
     let failures: Vec<(&'static str, u64)> = FailKind::ALL
         .iter()
@@ -75,7 +72,7 @@ fn peer(
         },
         passive: match st {
             PeerState::Unavail => Verdict::Fail,
-            _ if h.requests.load(Ordering::Relaxed) == 0 => Verdict::Unknown,
+            _ if h.requests() == 0 => Verdict::Unknown,
             _ => Verdict::Pass,
         },
         rise: h.rise.load(Ordering::Relaxed),
@@ -88,8 +85,8 @@ fn peer(
         slow_start_s: spec.slow_start_ms / 1000,
         max_conns: spec.max_conns,
         active_conns: h.conns(),
-        requests: load(&h.requests),
-        responses: std::array::from_fn(|i| h.responses.get(i).map_or(0, load)),
+        requests: h.requests(),
+        responses: std::array::from_fn(|i| h.responses(i + 1)),
         failures,
         unavail: load(&h.unavail),
         response_time_ms: (rt_sum_us / 1000).checked_div(rt_count).unwrap_or(0),

@@ -276,3 +276,82 @@ fn free_reports_the_end_of_a_failed_out_period() {
     }
     assert_eq!(b.b.get(id).unwrap().fails(), 0);
 }
+
+/// Only groups whose balancer or `max_conns` reads the shared count write it; every group
+/// counts its active requests in the per-worker blocks that status pages read.
+#[test]
+fn the_shared_count_moves_only_where_something_reads_it() {
+    let reads = |b: Balancer| {
+        matches!(
+            b,
+            Balancer::LeastConn | Balancer::LeastTime { .. } | Balancer::Random { two: true, .. }
+        )
+    };
+    for bal in all() {
+        for max_conns in [0, 100] {
+            let spec = UpstreamSpec {
+                name: "b".into(),
+                primary: (0..4)
+                    .map(|i| PeerSpec {
+                        max_conns,
+                        ..peer(9001 + i, 1)
+                    })
+                    .collect(),
+                backup: vec![],
+                balancer: bal,
+                revive: false,
+            };
+            let mut g = Bench::new(Topology::new(vec![spec]));
+            let counted = reads(bal) || max_conns != 0;
+            assert_eq!(g.t.upstreams[0].counts_conns, counted, "{bal:?} {max_conns}");
+            let mut open = vec![];
+            for _ in 0..3 {
+                let mut at = g.attempt();
+                assert!(matches!(g.select(&mut at, &KEY, 0), Selection::Peer(_)));
+                open.push(at);
+            }
+            let shared: u32 = (0..4).map(|i| g.b.balance_conns(i)).sum();
+            let active: u32 = (0..4).map(|i| g.b.conns(i)).sum();
+            assert_eq!((shared, active), (if counted { 3 } else { 0 }, 3), "{bal:?}");
+            for at in &mut open {
+                g.free(at, false, 0);
+            }
+            let shared: u32 = (0..4).map(|i| g.b.balance_conns(i)).sum();
+            let active: u32 = (0..4).map(|i| g.b.conns(i)).sum();
+            assert_eq!((shared, active), (0, 0), "{bal:?}");
+        }
+    }
+}
+
+/// Each worker thread writes its own block of a peer's counters; readers see the sum.
+#[test]
+fn counters_of_many_threads_add_up() {
+    set_shards(4);
+    let h = std::sync::Arc::new(PeerHealth::default());
+    let threads: Vec<_> = (0..4)
+        .map(|i| {
+            let h = h.clone();
+            std::thread::spawn(move || {
+                set_shard(i);
+                for n in 0..1000u64 {
+                    h.pick(false);
+                    h.note_response(if n % 10 == 0 { 502 } else { 200 }, 7_000);
+                    // Each thread leaves one request open.
+                    if n != 0 {
+                        h.unpick(false);
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert_eq!(h.requests(), 4000);
+    assert_eq!(h.conns(), 4);
+    assert_eq!((h.responses(2), h.responses(5), h.responses(0)), (3600, 400, 0));
+    // 7 ms falls in the second bucket (5 ms < t <= 10 ms).
+    assert_eq!((h.rt_bucket(0), h.rt_bucket(1), h.rt_bucket(99)), (0, 4000, 0));
+    assert_eq!(h.rt_sum_us(), 4000 * 7_000);
+    assert_eq!(h.balance_conns(), 0);
+}
