@@ -13,12 +13,16 @@
 # medians over rounds. CPU per request is the proxy's utime + stime (every process of an
 # nginx: master and workers; every thread of ringfront) over the run, divided by the
 # requests wrk completed; "cores busy" is that CPU over the run's seconds, for the proxy and
-# for the backend (a backend near BACKEND_WORKERS cores busy caps the throughput).
+# for the backend (a backend near BACKEND_WORKERS cores busy caps the throughput);
+# "sleeps/req" is the proxy's voluntary context switches (a thread waiting for events) per
+# request: how many requests an event loop serves per wake-up.
 #
 # Knobs (environment): WORKERS="1 2 4 8", PROXIES="ringfront nginx", ROUNDS=3, DURATION=5,
 # WARMUP=1, CONNS_PER_WORKER=50, PROXY_CPUS=0-7, BACKEND_CPUS=8-11, BACKEND_WORKERS=4,
 # CLIENT_CPUS=12-15, WRK_THREADS=4, NGINX_REUSEPORT=1, RINGFRONT_BIN, NGINX, WRK,
 # OUTDIR=loadtest/out/scaling, BACKEND_PORT=19100 RINGFRONT_PORT=18181 NGINX_PORT=18182.
+# An A/B of two ringfront builds: RINGFRONT_B_BIN=path and `ringfront-b` in PROXIES (port
+# RINGFRONT_B_PORT=18183), measured alongside in every round.
 # Needs bash, python3, taskset, timeout; no curl (readiness is checked over /dev/tcp), so it
 # runs on a bare machine with the binaries carried in. Only 127.0.0.1 is used.
 #
@@ -41,10 +45,13 @@ CLIENT_CPUS=${CLIENT_CPUS:-12-15}
 WRK_THREADS=${WRK_THREADS:-4}
 NGINX_REUSEPORT=${NGINX_REUSEPORT:-1}
 RINGFRONT_BIN=${RINGFRONT_BIN:-$ROOT/target/release/ringfront}
+RINGFRONT_B_BIN=${RINGFRONT_B_BIN:-}
 NGINX=${NGINX:-/usr/sbin/nginx}
 WRK=${WRK:-wrk}
 BACKEND_PORT=${BACKEND_PORT:-19100}
-declare -A PORT=([ringfront]=${RINGFRONT_PORT:-18181} [nginx]=${NGINX_PORT:-18182})
+declare -A PORT=([ringfront]=${RINGFRONT_PORT:-18181} [nginx]=${NGINX_PORT:-18182}
+    [ringfront-b]=${RINGFRONT_B_PORT:-18183})
+declare -A BIN=([ringfront]=$RINGFRONT_BIN [ringfront-b]=$RINGFRONT_B_BIN)
 
 LOG_TAG=scaling
 # shellcheck source=loadtest/lib.sh
@@ -93,10 +100,13 @@ for c in "${PCPU[@]}" $(expand_cpus "$BACKEND_CPUS") $(expand_cpus "$CLIENT_CPUS
     ((c < NCPU)) || die "core $c: this machine has $NCPU"
 done
 for p in $PROXIES; do
-    case $p in ringfront | nginx) ;; *) die "unknown proxy '$p'" ;; esac
+    case $p in
+    ringfront | ringfront-b) [[ -x ${BIN[$p]} ]] || die "no binary for $p at '${BIN[$p]}'" ;;
+    nginx) ;;
+    *) die "unknown proxy '$p'" ;;
+    esac
 done
-[[ " $PROXIES " != *" ringfront "* || -x $RINGFRONT_BIN ]] || die "no ringfront at $RINGFRONT_BIN"
-for port in "$BACKEND_PORT" "${PORT[ringfront]}" "${PORT[nginx]}"; do
+for port in "$BACKEND_PORT" "${PORT[ringfront]}" "${PORT[nginx]}" "${PORT[ringfront-b]}"; do
     port_free "$port" || die "127.0.0.1:$port is already in use"
 done
 ulimit -n 65536 2>/dev/null || true
@@ -145,6 +155,29 @@ tree_ticks() {
     echo "$u $s"
 }
 
+# "voluntary involuntary" context switches of process PID and its children, every thread: a
+# voluntary one is a thread going to sleep for want of work (an event loop's wait).
+tree_switches() {
+    local root=$1 f stat rest pid v=0 n=0 t
+    for f in /proc/[0-9]*/stat; do
+        stat=$(<"$f") 2>/dev/null || continue
+        pid=${f#/proc/}
+        pid=${pid%/stat}
+        rest=${stat##*) }
+        read -r _ ppid _ <<<"$rest"
+        [[ $pid == "$root" || $ppid == "$root" ]] || continue
+        for t in /proc/"$pid"/task/*/status; do
+            while read -r key val; do
+                case $key in
+                voluntary_ctxt_switches:) v=$((v + val)) ;;
+                nonvoluntary_ctxt_switches:) n=$((n + val)) ;;
+                esac
+            done <"$t" 2>/dev/null || true
+        done
+    done
+    echo "$v $n"
+}
+
 nginx_user() { [[ $(id -u) == 0 ]] && echo "user root;" || true; }
 
 # ---------------------------------------------------------------- backend
@@ -181,8 +214,9 @@ log "backend nginx pid $BACKEND_PID, $BACKEND_WORKERS workers on cores $BACKEND_
 # ---------------------------------------------------------------- proxies
 # The same configuration for both: upstream keepalive with nginx's recipe, no access log,
 # keepalive_requests raised so no connection is recycled mid-run.
-start_ringfront() { # workers
-    local d="$OUTDIR/ringfront-$1"
+start_ringfront() { # workers [name]
+    local name=${2:-ringfront}
+    local d="$OUTDIR/$name-$1"
     mkdir -p "$d"
     cat >"$d/ringfront.conf" <<EOF
 worker_processes $1;
@@ -193,15 +227,16 @@ http {
     keepalive_timeout 600s;
     upstream b { server 127.0.0.1:$BACKEND_PORT; keepalive 64; keepalive_requests 1000000; }
     server {
-        listen 127.0.0.1:${PORT[ringfront]} backlog=16384;
+        listen 127.0.0.1:${PORT[$name]} backlog=16384;
         location / { proxy_pass http://b; proxy_http_version 1.1; proxy_set_header Connection ""; }
     }
 }
 EOF
-    taskset -c "$(cores_of "$1")" "$RINGFRONT_BIN" -c "$d/ringfront.conf" --workers "$1" \
+    taskset -c "$(cores_of "$1")" "${BIN[$name]}" -c "$d/ringfront.conf" --workers "$1" \
         --cpu-affinity "$(cores_of "$1")" >"$d/stdout.log" 2>"$d/stderr.log" &
     PROXY_PID=$!
 }
+start_ringfront-b() { start_ringfront "$1" ringfront-b; }
 
 start_nginx() { # workers
     local d="$OUTDIR/nginx-$1" rp=
@@ -237,7 +272,7 @@ run_wrk() { # port conns seconds report
         "http://127.0.0.1:$1/" >"$4" 2>&1
 }
 
-echo "workers,round,proxy,requests,seconds,rps,p50_us,p99_us,errors,non2xx,utime,stime,backend_ticks,clk_tck" >"$OUTDIR/raw.csv"
+echo "workers,round,proxy,requests,seconds,rps,p50_us,p99_us,errors,non2xx,utime,stime,backend_ticks,clk_tck,vcsw,ivcsw" >"$OUTDIR/raw.csv"
 for ((r = 1; r <= ROUNDS; r++)); do
     for n in $WORKERS; do
         conns=$((CONNS_PER_WORKER * n))
@@ -256,14 +291,16 @@ for ((r = 1; r <= ROUNDS; r++)); do
             log "round $r/$ROUNDS: $p, $n workers, $conns connections, ${DURATION}s"
             read -r u0 s0 <<<"$(tree_ticks "$PROXY_PID")"
             read -r bu0 bs0 <<<"$(tree_ticks "$BACKEND_PID")"
+            read -r v0 n0 <<<"$(tree_switches "$PROXY_PID")"
             run_wrk "${PORT[$p]}" "$conns" "$DURATION" "$report"
             read -r u1 s1 <<<"$(tree_ticks "$PROXY_PID")"
             read -r bu1 bs1 <<<"$(tree_ticks "$BACKEND_PID")"
+            read -r v1 n1 <<<"$(tree_switches "$PROXY_PID")"
             kill -0 "$PROXY_PID" 2>/dev/null || die "$p died with $n workers in round $r"
             python3 - "$report" "$n" "$r" "$p" $((u1 - u0)) $((s1 - s0)) \
-                $((bu1 + bs1 - bu0 - bs0)) "$CLK_TCK" >>"$OUTDIR/raw.csv" <<'PY'
+                $((bu1 + bs1 - bu0 - bs0)) "$CLK_TCK" $((v1 - v0)) $((n1 - n0)) >>"$OUTDIR/raw.csv" <<'PY'
 import re, sys
-path, n, rnd, proxy, ut, st, bt, clk = sys.argv[1:]
+path, n, rnd, proxy, ut, st, bt, clk, vcsw, ivcsw = sys.argv[1:]
 text = open(path).read()
 def dur_us(v):
     m = re.fullmatch(r"([\d.]+)(us|ms|s|m|h)", v)
@@ -279,7 +316,7 @@ e = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (
 errors = sum(int(x) for x in e.groups()) if e else 0
 x = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
 print(f"{n},{rnd},{proxy},{reqs},{secs:.3f},{rps:.2f},{p50:.1f},{p99:.1f},{errors},"
-      f"{int(x.group(1)) if x else 0},{ut},{st},{bt},{clk}")
+      f"{int(x.group(1)) if x else 0},{ut},{st},{bt},{clk},{vcsw},{ivcsw}")
 PY
             kill -TERM "$PROXY_PID" 2>/dev/null || true
             wait "$PROXY_PID" 2>/dev/null || true
@@ -296,7 +333,7 @@ done
     echo "- wrk: \`taskset -c $CLIENT_CPUS wrk -t$WRK_THREADS -c<$CONNS_PER_WORKER × workers> -d${DURATION}s --latency http://127.0.0.1:PORT/\`"
     echo "- machine: $NCPU CPUs, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1), kernel $(uname -r)"
     echo "- load average at start: $LOADAVG_START; at end: $(cut -d' ' -f1-3 /proc/loadavg)"
-    echo "- versions: $("$NGINX" -v 2>&1 | sed 's/^nginx version: //'), $("$RINGFRONT_BIN" -v 2>&1 | sed 's/^nginx version: //') $(cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null || true)"
+    echo "- versions: $("$NGINX" -v 2>&1 | sed 's/^nginx version: //'), $("$RINGFRONT_BIN" -v 2>&1 | sed 's/^nginx version: //') $(cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null || true)${RINGFRONT_B_BIN:+; ringfront-b: $RINGFRONT_B_BIN}"
     echo
     python3 - "$OUTDIR/raw.csv" "$BACKEND_WORKERS" <<'PY'
 import csv, statistics, sys
@@ -315,8 +352,8 @@ def lat(us):
 n_rounds = len({r["round"] for r in rows})
 print(f"Medians over {n_rounds} round(s). Speed-up: requests/s over the same proxy's with "
       f"{sizes[0]} worker(s); efficiency: speed-up over the worker ratio.\n")
-print("| proxy | workers | requests/s | speed-up | efficiency | CPU µs/req | user µs/req | proxy cores busy | backend cores busy (of %d) | p50 | p99 | errors |" % bw)
-print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+print("| proxy | workers | requests/s | speed-up | efficiency | CPU µs/req | user µs/req | proxy cores busy | backend cores busy (of %d) | sleeps/req | p50 | p99 | errors |" % bw)
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 cpu = {}
 for p in proxies:
     base = med(p, sizes[0], lambda r: float(r["rps"]))
@@ -329,16 +366,18 @@ for p in proxies:
         bb = med(p, n, lambda r: busy(r, int(r["backend_ticks"])))
         p50 = med(p, n, lambda r: float(r["p50_us"]))
         p99 = med(p, n, lambda r: float(r["p99_us"]))
+        sleeps = med(p, n, lambda r: int(r["vcsw"]) / max(int(r["requests"]), 1))
         err = sum(int(r["errors"]) + int(r["non2xx"]) for r in rows
                   if r["proxy"] == p and int(r["workers"]) == n)
         sp = rps / base
-        print(f"| {p} | {n} | {rps:,.0f} | {sp:.2f}× | {sp / (n / sizes[0]):.0%} | {c:.2f} | {u:.2f} | {pb:.2f} | {bb:.2f} | {lat(p50)} | {lat(p99)} | {err} |")
-if "ringfront" in proxies and "nginx" in proxies:
-    print("\n| workers | ringfront / nginx CPU per request | ringfront / nginx requests/s |")
-    print("|---:|---:|---:|")
-    for n in sizes:
-        (cr, rr), (cn, rn) = cpu[("ringfront", n)], cpu[("nginx", n)]
-        print(f"| {n} | {cr / cn:.2f}× | {rr / rn:.2f}× |")
+        print(f"| {p} | {n} | {rps:,.0f} | {sp:.2f}× | {sp / (n / sizes[0]):.0%} | {c:.2f} | {u:.2f} | {pb:.2f} | {bb:.2f} | {sleeps:.3f} | {lat(p50)} | {lat(p99)} | {err} |")
+for a, b in [("ringfront", "nginx"), ("ringfront-b", "nginx"), ("ringfront", "ringfront-b")]:
+    if a in proxies and b in proxies:
+        print(f"\n| workers | {a} / {b} CPU per request | {a} / {b} requests/s |")
+        print("|---:|---:|---:|")
+        for n in sizes:
+            (cr, rr), (cn, rn) = cpu[(a, n)], cpu[(b, n)]
+            print(f"| {n} | {cr / cn:.2f}× | {rr / rn:.2f}× |")
 PY
 } >"$OUTDIR/results.md"
 

@@ -292,8 +292,12 @@ impl PeerHealth {
             rt_buckets: [const { AtomicU64::new(0) }; 12],
         };
         let blocks = self.blocks();
-        let i = SHARD.with(Cell::get) % blocks.len().max(1);
-        blocks.get(i).unwrap_or(&SPARE)
+        let i = SHARD.with(Cell::get);
+        // A worker's own block; a thread numbered past the blocks (or none) shares one.
+        blocks
+            .get(i)
+            .or_else(|| blocks.get(i % blocks.len().max(1)))
+            .unwrap_or(&SPARE)
     }
 
     fn sum(&self, f: impl Fn(&Counts) -> &AtomicU64) -> u64 {

@@ -31,7 +31,10 @@ mod worker;
 mod testutil;
 
 pub use attempt::{Attempt, Selection};
-pub use board::{set_shard, set_shards, Board, FailKind, PeerHealth, StateChange, CHECKING, DOWN, RT_BUCKETS_US, UP};
+pub use board::{
+    set_shard, set_shards, Board, FailKind, PeerHealth, StateChange, CHECKING, DOWN, RT_BUCKETS_US,
+    UP,
+};
 pub use check::failed_out;
 pub use select::{free, select, FreeOutcome, RequestKey};
 pub use topology::{

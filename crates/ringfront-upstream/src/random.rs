@@ -79,7 +79,10 @@ pub(crate) fn two(
             if let Some(q) = prev {
                 // Keep the earlier draw only if the new one is strictly busier per weight.
                 let (pw, qw) = (list.peers[p].weight, list.peers[q].weight);
-                let (pc, qc) = (board.balance_conns(list.base + p), board.balance_conns(list.base + q));
+                let (pc, qc) = (
+                    board.balance_conns(list.base + p),
+                    board.balance_conns(list.base + q),
+                );
                 let busier = u64::from(pc) * u64::from(qw) > u64::from(qc) * u64::from(pw);
                 let chosen = if busier { q } else { p };
                 return Some(take(up, board, at, chosen, now));

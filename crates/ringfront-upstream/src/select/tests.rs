@@ -303,7 +303,10 @@ fn the_shared_count_moves_only_where_something_reads_it() {
             };
             let mut g = Bench::new(Topology::new(vec![spec]));
             let counted = reads(bal) || max_conns != 0;
-            assert_eq!(g.t.upstreams[0].counts_conns, counted, "{bal:?} {max_conns}");
+            assert_eq!(
+                g.t.upstreams[0].counts_conns, counted,
+                "{bal:?} {max_conns}"
+            );
             let mut open = vec![];
             for _ in 0..3 {
                 let mut at = g.attempt();
@@ -312,7 +315,11 @@ fn the_shared_count_moves_only_where_something_reads_it() {
             }
             let shared: u32 = (0..4).map(|i| g.b.balance_conns(i)).sum();
             let active: u32 = (0..4).map(|i| g.b.conns(i)).sum();
-            assert_eq!((shared, active), (if counted { 3 } else { 0 }, 3), "{bal:?}");
+            assert_eq!(
+                (shared, active),
+                (if counted { 3 } else { 0 }, 3),
+                "{bal:?}"
+            );
             for at in &mut open {
                 g.free(at, false, 0);
             }
@@ -349,9 +356,15 @@ fn counters_of_many_threads_add_up() {
     }
     assert_eq!(h.requests(), 4000);
     assert_eq!(h.conns(), 4);
-    assert_eq!((h.responses(2), h.responses(5), h.responses(0)), (3600, 400, 0));
+    assert_eq!(
+        (h.responses(2), h.responses(5), h.responses(0)),
+        (3600, 400, 0)
+    );
     // 7 ms falls in the second bucket (5 ms < t <= 10 ms).
-    assert_eq!((h.rt_bucket(0), h.rt_bucket(1), h.rt_bucket(99)), (0, 4000, 0));
+    assert_eq!(
+        (h.rt_bucket(0), h.rt_bucket(1), h.rt_bucket(99)),
+        (0, 4000, 0)
+    );
     assert_eq!(h.rt_sum_us(), 4000 * 7_000);
     assert_eq!(h.balance_conns(), 0);
 }
