@@ -1,9 +1,11 @@
 //! The health board: per-peer state shared by every worker through atomics, so a failure one
 //! worker sees takes effect in all of them at once and `max_conns` / `least_conn` count every
 //! worker's requests (what nginx needs `zone` and a shared-memory lock for). Writers: any
-//! worker through `select` (`conns`, `checked` by compare-and-swap so exactly one request
-//! probes a peer whose quiet period ended, the in-flight counters) and `free` (`conns`,
-//! `fails`, `accessed`, `checked`, the response-time average).
+//! worker through `select` (`conns` where the group reads it, `checked` by
+//! compare-and-swap so exactly one request probes a peer whose quiet period ended, the
+//! in-flight counters) and `free` (`conns`, `fails`, `accessed`, `checked`, the
+//! response-time average). What every request counts goes to the worker's own block
+//! ([`Counts`]), not to a line every worker writes.
 //!
 //! Without a lock, two workers may both see a peer one below `max_conns` and both take it:
 //! the limit can be passed by at most one request per other worker, for as long as those
