@@ -173,8 +173,8 @@ pub struct WorkerStats {
     pub reading: AtomicU64,
 }
 
-/// A counter alone on its cache lines: written rarely, read by every worker per request, so
-/// no write to a neighbour makes those reads miss.
+/// A counter alone on its cache lines, so that neither its writes nor its neighbours' make
+/// the other's reads miss (every worker reads or writes it).
 #[derive(Debug, Default)]
 #[repr(align(128))]
 pub(crate) struct Alone(pub(crate) AtomicU64);
@@ -187,7 +187,9 @@ pub struct Shared {
     /// touch no reference count every worker writes.
     pub(crate) published: Alone,
     pub(crate) state: AtomicU8,
-    pub(crate) next_conn: AtomicU64,
+    /// Connection numbers (`$connection`), shared as nginx's; on lines of its own, since
+    /// every accept writes it and every request reads the fields beside it.
+    pub(crate) next_conn: Alone,
     pub logger: Logger,
     /// To the health checker thread (a send also wakes it).
     pub(crate) health_tx: wake::Sender<health::Event>,
@@ -274,7 +276,7 @@ impl Engine {
             snapshot: ArcSwap::from_pointee(snap),
             published: Alone(AtomicU64::new(1)),
             state: AtomicU8::new(RUN),
-            next_conn: AtomicU64::new(0),
+            next_conn: Alone(AtomicU64::new(0)),
             logger,
             health_tx,
             wakers: (0..workers).map(|_| OnceLock::new()).collect(),

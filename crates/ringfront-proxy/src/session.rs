@@ -189,6 +189,7 @@ impl Conn {
         let id = w
             .shared
             .next_conn
+            .0
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
             + 1;
         w.conn_opened();
