@@ -51,3 +51,22 @@ command_of() {
     *) die "unknown proxy '$1'" ;;
     esac
 }
+
+# Stops the processes PID...: TERM to each, up to a second for each to exit, then KILL.
+stop_all() {
+    local p
+    for p in "$@"; do kill -TERM "$p" 2>/dev/null || true; done
+    for p in "$@"; do
+        for _ in 1 2 3 4 5 6 7 8 9 10; do
+            kill -0 "$p" 2>/dev/null || break
+            sleep 0.1
+        done
+        kill -KILL "$p" 2>/dev/null || true
+        wait "$p" 2>/dev/null || true
+    done
+}
+
+# The fields of wrk report FILE that loadtest/wrk_report.py is asked for, comma-separated.
+wrk_fields() {
+    python3 "$(dirname "${BASH_SOURCE[0]}")/wrk_report.py" "$@"
+}

@@ -62,20 +62,8 @@ source "$ROOT/loadtest/lib.sh"
 
 BODIES=
 cleanup() {
-    local p
     [[ -n $BODIES ]] && rm -rf "$BODIES"
-    for p in "${PID[@]}" $BACKEND_PID; do
-        kill -TERM "$p" 2>/dev/null || true
-    done
-    for p in "${PID[@]}" $BACKEND_PID; do
-        # Give each process a moment to exit, then force it.
-        for _ in 1 2 3 4 5 6 7 8 9 10; do
-            kill -0 "$p" 2>/dev/null || break
-            sleep 0.1
-        done
-        kill -KILL "$p" 2>/dev/null || true
-        wait "$p" 2>/dev/null || true
-    done
+    stop_all "${PID[@]}" $BACKEND_PID
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -429,30 +417,8 @@ for ((r = 1; r <= ROUNDS; r++)); do
             rss=$(rss_kb "${PID[$p]}")
             [[ $shape == idle10k ]] && close_idle
             kill -0 "${PID[$p]}" 2>/dev/null || die "$p died during $shape round $r"
-            python3 - "$report" "$shape" "$r" "$p" $((c1 - c0)) $((u1 - u0)) $((b1 - b0)) "$rss" "$CLK_TCK" >>"$OUT/raw.csv" <<'PY'
-import re, sys
-path, shape, rnd, proxy, ticks, uticks, bticks, rss, clk = sys.argv[1:]
-text = open(path).read()
-def dur_us(v):
-    m = re.fullmatch(r"([\d.]+)(us|ms|s|m|h)", v)
-    n, u = float(m.group(1)), m.group(2)
-    return n * {"us": 1, "ms": 1e3, "s": 1e6, "m": 6e7, "h": 3.6e9}[u]
-m = re.search(r"(\d+) requests in ([\d.]+)(us|ms|s|m)", text)
-if not m:
-    sys.exit(f"cannot parse wrk report {path}:\n{text}")
-reqs = int(m.group(1))
-secs = dur_us(m.group(2) + m.group(3)) / 1e6
-rps = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
-p50 = dur_us(re.search(r"^\s+50%\s+(\S+)", text, re.M).group(1))
-p99 = dur_us(re.search(r"^\s+99%\s+(\S+)", text, re.M).group(1))
-t = re.search(r"Transfer/sec:\s+([\d.]+)(B|KB|MB|GB)", text)
-bps = float(t.group(1)) * {"B": 1, "KB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30}[t.group(2)] if t else 0
-e = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", text)
-errors = sum(int(x) for x in e.groups()) if e else 0
-n = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
-non2xx = int(n.group(1)) if n else 0
-print(f"{shape},{rnd},{proxy},{reqs},{secs:.3f},{rps:.2f},{p50:.1f},{p99:.1f},{bps:.0f},{errors},{non2xx},{ticks},{uticks},{bticks},{rss},{clk}")
-PY
+            wrk=$(wrk_fields "$report" requests seconds rps p50_us p99_us transfer_bps errors non2xx)
+            echo "$shape,$r,$p,$wrk,$((c1 - c0)),$((u1 - u0)),$((b1 - b0)),$rss,$CLK_TCK" >>"$OUT/raw.csv"
         done
     done
     for p in $PROCS; do stop_one "$p"; done

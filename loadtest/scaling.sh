@@ -58,18 +58,7 @@ LOG_TAG=scaling
 source "$ROOT/loadtest/lib.sh"
 
 PIDS=()
-cleanup() {
-    local p
-    for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-    for p in "${PIDS[@]}"; do
-        for _ in 1 2 3 4 5 6 7 8 9 10; do
-            kill -0 "$p" 2>/dev/null || break
-            sleep 0.1
-        done
-        kill -KILL "$p" 2>/dev/null || true
-        wait "$p" 2>/dev/null || true
-    done
-}
+cleanup() { stop_all "${PIDS[@]}"; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
@@ -297,27 +286,8 @@ for ((r = 1; r <= ROUNDS; r++)); do
             read -r bu1 bs1 <<<"$(tree_ticks "$BACKEND_PID")"
             read -r v1 n1 <<<"$(tree_switches "$PROXY_PID")"
             kill -0 "$PROXY_PID" 2>/dev/null || die "$p died with $n workers in round $r"
-            python3 - "$report" "$n" "$r" "$p" $((u1 - u0)) $((s1 - s0)) \
-                $((bu1 + bs1 - bu0 - bs0)) "$CLK_TCK" $((v1 - v0)) $((n1 - n0)) >>"$OUTDIR/raw.csv" <<'PY'
-import re, sys
-path, n, rnd, proxy, ut, st, bt, clk, vcsw, ivcsw = sys.argv[1:]
-text = open(path).read()
-def dur_us(v):
-    m = re.fullmatch(r"([\d.]+)(us|ms|s|m|h)", v)
-    return float(m.group(1)) * {"us": 1, "ms": 1e3, "s": 1e6, "m": 6e7, "h": 3.6e9}[m.group(2)]
-m = re.search(r"(\d+) requests in ([\d.]+)(us|ms|s|m)", text)
-if not m:
-    sys.exit(f"cannot parse wrk report {path}:\n{text}")
-reqs, secs = int(m.group(1)), dur_us(m.group(2) + m.group(3)) / 1e6
-rps = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
-p50 = dur_us(re.search(r"^\s+50%\s+(\S+)", text, re.M).group(1))
-p99 = dur_us(re.search(r"^\s+99%\s+(\S+)", text, re.M).group(1))
-e = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", text)
-errors = sum(int(x) for x in e.groups()) if e else 0
-x = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
-print(f"{n},{rnd},{proxy},{reqs},{secs:.3f},{rps:.2f},{p50:.1f},{p99:.1f},{errors},"
-      f"{int(x.group(1)) if x else 0},{ut},{st},{bt},{clk},{vcsw},{ivcsw}")
-PY
+            wrk=$(wrk_fields "$report" requests seconds rps p50_us p99_us errors non2xx)
+            echo "$n,$r,$p,$wrk,$((u1 - u0)),$((s1 - s0)),$((bu1 + bs1 - bu0 - bs0)),$CLK_TCK,$((v1 - v0)),$((n1 - n0))" >>"$OUTDIR/raw.csv"
             kill -TERM "$PROXY_PID" 2>/dev/null || true
             wait "$PROXY_PID" 2>/dev/null || true
         done

@@ -353,26 +353,9 @@ run_wrk() { # shape proxy seconds report-file
 }
 
 parse_wrk() { # report shape round proxy ticks bticks
-    python3 - "$@" "$CLK_TCK" <<'PY'
-import re, sys
-path, shape, rnd, proxy, ticks, bticks, clk = sys.argv[1:]
-text = open(path).read()
-def dur_us(v):
-    m = re.fullmatch(r"([\d.]+)(us|ms|s|m|h)", v)
-    return float(m.group(1)) * {"us": 1, "ms": 1e3, "s": 1e6, "m": 6e7, "h": 3.6e9}[m.group(2)]
-m = re.search(r"(\d+) requests in ([\d.]+)(us|ms|s|m)", text)
-if not m:
-    sys.exit(f"cannot parse wrk report {path}:\n{text}")
-reqs, secs = int(m.group(1)), dur_us(m.group(2) + m.group(3)) / 1e6
-rps = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
-p50 = dur_us(re.search(r"^\s+50%\s+(\S+)", text, re.M).group(1))
-p99 = dur_us(re.search(r"^\s+99%\s+(\S+)", text, re.M).group(1))
-e = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", text)
-errors = sum(int(x) for x in e.groups()) if e else 0
-n = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
-print(f"{shape},{rnd},{proxy},{reqs},{secs:.3f},{rps:.2f},{p50:.1f},{p99:.1f},{errors},"
-      f"{int(n.group(1)) if n else 0},{ticks},{bticks},{clk}")
-PY
+    local wrk
+    wrk=$(wrk_fields "$1" requests seconds rps p50_us p99_us errors non2xx) || return 1
+    echo "$2,$3,$4,$wrk,$5,$6,$CLK_TCK"
 }
 
 # Short run of the shape's wrk command against each proxy started with an access log;
