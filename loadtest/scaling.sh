@@ -15,7 +15,8 @@
 # requests wrk completed; "cores busy" is that CPU over the run's seconds, for the proxy and
 # for the backend (a backend near BACKEND_WORKERS cores busy caps the throughput);
 # "sleeps/req" is the proxy's voluntary context switches (a thread waiting for events) per
-# request: how many requests an event loop serves per wake-up.
+# request: how many requests an event loop serves per wake-up; "io-wq µs/req" the CPU of the
+# kernel's io_uring worker threads (operations not completed inline), included in the CPU.
 #
 # Knobs (environment): WORKERS="1 2 4 8", PROXIES="ringfront nginx", ROUNDS=3, DURATION=5,
 # WARMUP=1, CONNS_PER_WORKER=50, PROXY_CPUS=0-7, BACKEND_CPUS=8-11, BACKEND_WORKERS=4,
@@ -167,6 +168,21 @@ tree_switches() {
     echo "$v $n"
 }
 
+# utime + stime ticks of PID's io_uring worker threads (`iou-wrk-*`: operations the kernel
+# could not complete inline and handed to a worker pool). They are part of PID's CPU.
+iou_ticks() {
+    local t stat rest sum=0
+    local -a a
+    for t in /proc/"$1"/task/*/stat; do
+        stat=$(<"$t") 2>/dev/null || continue
+        [[ $stat == *"(iou-"* ]] || continue
+        rest=${stat##*) }
+        read -r -a a <<<"$rest"
+        sum=$((sum + a[11] + a[12]))
+    done
+    echo "$sum"
+}
+
 nginx_user() { [[ $(id -u) == 0 ]] && echo "user root;" || true; }
 
 # ---------------------------------------------------------------- backend
@@ -261,7 +277,7 @@ run_wrk() { # port conns seconds report
         "http://127.0.0.1:$1/" >"$4" 2>&1
 }
 
-echo "workers,round,proxy,requests,seconds,rps,p50_us,p99_us,errors,non2xx,utime,stime,backend_ticks,clk_tck,vcsw,ivcsw" >"$OUTDIR/raw.csv"
+echo "workers,round,proxy,requests,seconds,rps,p50_us,p99_us,errors,non2xx,utime,stime,backend_ticks,clk_tck,vcsw,ivcsw,iou_ticks" >"$OUTDIR/raw.csv"
 for ((r = 1; r <= ROUNDS; r++)); do
     for n in $WORKERS; do
         conns=$((CONNS_PER_WORKER * n))
@@ -281,13 +297,15 @@ for ((r = 1; r <= ROUNDS; r++)); do
             read -r u0 s0 <<<"$(tree_ticks "$PROXY_PID")"
             read -r bu0 bs0 <<<"$(tree_ticks "$BACKEND_PID")"
             read -r v0 n0 <<<"$(tree_switches "$PROXY_PID")"
+            i0=$(iou_ticks "$PROXY_PID")
             run_wrk "${PORT[$p]}" "$conns" "$DURATION" "$report"
             read -r u1 s1 <<<"$(tree_ticks "$PROXY_PID")"
             read -r bu1 bs1 <<<"$(tree_ticks "$BACKEND_PID")"
             read -r v1 n1 <<<"$(tree_switches "$PROXY_PID")"
+            i1=$(iou_ticks "$PROXY_PID")
             kill -0 "$PROXY_PID" 2>/dev/null || die "$p died with $n workers in round $r"
             wrk=$(wrk_fields "$report" requests seconds rps p50_us p99_us errors non2xx)
-            echo "$n,$r,$p,$wrk,$((u1 - u0)),$((s1 - s0)),$((bu1 + bs1 - bu0 - bs0)),$CLK_TCK,$((v1 - v0)),$((n1 - n0))" >>"$OUTDIR/raw.csv"
+            echo "$n,$r,$p,$wrk,$((u1 - u0)),$((s1 - s0)),$((bu1 + bs1 - bu0 - bs0)),$CLK_TCK,$((v1 - v0)),$((n1 - n0)),$((i1 - i0))" >>"$OUTDIR/raw.csv"
             kill -TERM "$PROXY_PID" 2>/dev/null || true
             wait "$PROXY_PID" 2>/dev/null || true
         done
@@ -322,8 +340,8 @@ def lat(us):
 n_rounds = len({r["round"] for r in rows})
 print(f"Medians over {n_rounds} round(s). Speed-up: requests/s over the same proxy's with "
       f"{sizes[0]} worker(s); efficiency: speed-up over the worker ratio.\n")
-print("| proxy | workers | requests/s | speed-up | efficiency | CPU µs/req | user µs/req | proxy cores busy | backend cores busy (of %d) | sleeps/req | p50 | p99 | errors |" % bw)
-print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+print("| proxy | workers | requests/s | speed-up | efficiency | CPU µs/req | user µs/req | proxy cores busy | backend cores busy (of %d) | sleeps/req | io-wq µs/req | p50 | p99 | errors |" % bw)
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 cpu = {}
 for p in proxies:
     base = med(p, sizes[0], lambda r: float(r["rps"]))
@@ -337,10 +355,11 @@ for p in proxies:
         p50 = med(p, n, lambda r: float(r["p50_us"]))
         p99 = med(p, n, lambda r: float(r["p99_us"]))
         sleeps = med(p, n, lambda r: int(r["vcsw"]) / max(int(r["requests"]), 1))
+        iou = med(p, n, lambda r: per_req(r, int(r["iou_ticks"])))
         err = sum(int(r["errors"]) + int(r["non2xx"]) for r in rows
                   if r["proxy"] == p and int(r["workers"]) == n)
         sp = rps / base
-        print(f"| {p} | {n} | {rps:,.0f} | {sp:.2f}× | {sp / (n / sizes[0]):.0%} | {c:.2f} | {u:.2f} | {pb:.2f} | {bb:.2f} | {sleeps:.3f} | {lat(p50)} | {lat(p99)} | {err} |")
+        print(f"| {p} | {n} | {rps:,.0f} | {sp:.2f}× | {sp / (n / sizes[0]):.0%} | {c:.2f} | {u:.2f} | {pb:.2f} | {bb:.2f} | {sleeps:.3f} | {iou:.2f} | {lat(p50)} | {lat(p99)} | {err} |")
 for a, b in [("ringfront", "nginx"), ("ringfront-b", "nginx"), ("ringfront", "ringfront-b")]:
     if a in proxies and b in proxies:
         print(f"\n| workers | {a} / {b} CPU per request | {a} / {b} requests/s |")
