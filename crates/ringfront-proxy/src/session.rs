@@ -32,12 +32,18 @@ use crate::worker::Worker;
 struct Busy<'a> {
     w: &'a Worker,
     reading: bool,
+    /// Still counted by `stub_status` (writing).
+    counted: bool,
 }
 
 impl<'a> Busy<'a> {
     fn new(w: &'a Worker) -> Self {
         w.request_started();
-        Busy { w, reading: true }
+        Busy {
+            w,
+            reading: true,
+            counted: true,
+        }
     }
 
     fn head_read(&mut self) {
@@ -45,12 +51,21 @@ impl<'a> Busy<'a> {
             self.w.head_read();
         }
     }
+
+    /// Over as nginx counts it: nginx frees the request (writing, minus one) once its log
+    /// line is written, before it closes the connection; only a lingering close keeps it.
+    fn answered(&mut self) {
+        self.head_read();
+        if std::mem::take(&mut self.counted) {
+            self.w.request_answered();
+        }
+    }
 }
 
 impl Drop for Busy<'_> {
     fn drop(&mut self) {
         self.head_read();
-        self.w.request_done();
+        self.w.request_done(self.counted);
     }
 }
 
@@ -682,10 +697,14 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         .as_ref()
         .is_some_and(|c| !c.borrow().as_ref().is_some_and(BodyStream::done));
     if !reply.reusable || unfinished {
+        let pending = unread || unfinished || buf.len() > consumed;
+        let linger = crate::linger::wanted(s, pending);
+        if !linger {
+            _busy.answered();
+        }
         w.logs_written_since(logged).await;
         close_notify(&mut stream, s.send_timeout).await;
-        let pending = unread || unfinished || buf.len() > consumed;
-        if crate::linger::wanted(s, pending) {
+        if linger {
             crate::linger::linger(&mut stream, s).await;
         }
         return None;

@@ -196,8 +196,15 @@ impl Worker {
         self.busy.set(self.busy.get() + 1);
         let s = self.stats();
         s.requests.fetch_add(1, Ordering::Relaxed);
-        s.busy.store(self.busy.get() as u64, Ordering::Relaxed);
+        bump(&s.busy, 1);
         bump(&s.reading, 1);
+    }
+
+    /// The request is over as `stub_status` counts it (no longer writing): its log line is
+    /// handed over and its connection is to close without a lingering close. The worker
+    /// still waits for it while draining, until `request_done`.
+    pub fn request_answered(&self) {
+        bump(&self.stats().busy, -1);
     }
 
     /// The request's head is in: it is no longer reading.
@@ -214,12 +221,15 @@ impl Worker {
         self.poke();
     }
 
-    /// A request ended (the session's busy guard). Costs a `Cell` read unless the main task
+    /// A request ended (the session's busy guard); `counted`: not yet taken off the
+    /// `stub_status` count by `request_answered`. Costs a `Cell` read unless the main task
     /// watches (draining, or waiting for activity after a memory release).
-    pub fn request_done(&self) {
+    pub fn request_done(&self, counted: bool) {
         let n = self.busy.get() - 1;
         self.busy.set(n);
-        self.stats().busy.store(n as u64, Ordering::Relaxed);
+        if counted {
+            bump(&self.stats().busy, -1);
+        }
         if n == 0 {
             self.poke();
         }
