@@ -284,22 +284,15 @@ impl PeerHealth {
         })
     }
 
-    /// This thread's block of counters.
+    /// This thread's block of counters: a worker's own; a thread numbered past the blocks
+    /// shares one (`blocks` is never empty).
     fn mine(&self) -> &Counts {
-        static SPARE: Counts = Counts {
-            active: AtomicU64::new(0),
-            requests: AtomicU64::new(0),
-            responses: [const { AtomicU64::new(0) }; 5],
-            rt_sum_us: AtomicU64::new(0),
-            rt_buckets: [const { AtomicU64::new(0) }; 12],
-        };
         let blocks = self.blocks();
         let i = SHARD.with(Cell::get);
-        // A worker's own block; a thread numbered past the blocks (or none) shares one.
-        blocks
-            .get(i)
-            .or_else(|| blocks.get(i % blocks.len().max(1)))
-            .unwrap_or(&SPARE)
+        match blocks.get(i) {
+            Some(mine) => mine,
+            None => &blocks[i % blocks.len()],
+        }
     }
 
     fn sum(&self, f: impl Fn(&Counts) -> &AtomicU64) -> u64 {
