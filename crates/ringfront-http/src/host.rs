@@ -79,7 +79,46 @@ fn valid_authority(a: &[u8]) -> bool {
 
 /// `ngx_http_validate_host`: whether a `Host` value (or a target's host) is acceptable.
 pub fn is_valid_host(host: &[u8]) -> bool {
-    // One pass: no control byte, space, DEL, slash or backslash, and no "..".
+    // No control byte, space, DEL, slash or backslash, and no "..", eight bytes at a time (a
+    // `Host` is one or two words; the last word overlaps the one before it), finding the
+    // port's `:` on the way. Shorter values a byte at a time.
+    let n = host.len();
+    if n < 8 {
+        return valid_bytes(host) && !host_name(host).is_empty();
+    }
+    let (mut at, mut prev_dot, mut colon) = (0, false, None);
+    while at < n {
+        let start = at.min(n - 8);
+        let Some(x) = host.get(start..start + 8).and_then(|w| w.try_into().ok()) else {
+            return false;
+        };
+        let x = u64::from_le_bytes(x);
+        let dots = zero_bytes(x ^ splat(b'.'));
+        // A dot after a dot: in the word, or across from the word before (an overlapping
+        // word holds that pair itself).
+        let across = start == at && prev_dot && dots & 0x80 != 0;
+        if refused_in(x) || dots & (dots << 8) != 0 || across {
+            return false;
+        }
+        prev_dot = dots >> 56 != 0;
+        let colons = zero_bytes(x ^ splat(b':'));
+        if colon.is_none() && colons != 0 {
+            colon = Some(start + (colons.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    let name = match host.first() {
+        Some(b'[') => host_name(host),
+        _ => {
+            let name = host.get(..colon.unwrap_or(n)).unwrap_or_default();
+            name.strip_suffix(b".").unwrap_or(name)
+        }
+    };
+    !name.is_empty()
+}
+
+/// `is_valid_host`'s byte rules a byte at a time (short values).
+fn valid_bytes(host: &[u8]) -> bool {
     let mut prev = 0u8;
     for &b in host {
         if b <= b' ' || b == 0x7f || b == b'/' || b == b'\\' || (b == b'.' && prev == b'.') {
@@ -87,7 +126,30 @@ pub fn is_valid_host(host: &[u8]) -> bool {
         }
         prev = b;
     }
-    !host_name(host).is_empty()
+    true
+}
+
+const fn splat(b: u8) -> u64 {
+    u64::from_ne_bytes([b; 8])
+}
+
+/// 0x80 in every byte of `x` that is zero, nothing elsewhere (exact: no borrow between
+/// bytes, as the high bit is masked off before the add).
+const fn zero_bytes(x: u64) -> u64 {
+    let low7 = splat(0x7f);
+    !(((x & low7) + low7) | x | low7)
+}
+
+/// Whether a byte of `x` is one `ngx_http_validate_host` refuses anywhere: a control byte,
+/// space, DEL, `/` or `\`.
+fn refused_in(x: u64) -> bool {
+    let low7 = splat(0x7f);
+    // Bytes below 0x21 among those without the high bit: 0x7f - b + 0x21 has no high bit.
+    let ascii = !x & splat(0x80);
+    let small = !((x & low7) + splat(0x7f - 0x20)) & ascii;
+    let named =
+        zero_bytes(x ^ splat(0x7f)) | zero_bytes(x ^ splat(b'/')) | zero_bytes(x ^ splat(b'\\'));
+    small | named != 0
 }
 
 /// The name part of a host value as nginx keeps it for `$host` and server selection: up to
@@ -150,6 +212,37 @@ mod tests {
         }
     }
 
+    /// `ngx_http_validate_host`'s byte rules, a byte at a time.
+    fn valid_plain(host: &[u8]) -> bool {
+        let refused = |b: u8| b <= b' ' || b == 0x7f || b == b'/' || b == b'\\';
+        !host.iter().any(|&b| refused(b))
+            && !host.windows(2).any(|w| w == b"..")
+            && !host_name(host).is_empty()
+    }
+
+    #[test]
+    fn word_at_a_time_agrees_with_the_byte_rules() {
+        // Every byte value at every offset of hosts 1 to 19 bytes long, alone and after a
+        // dot (the checks that cross a word's edge).
+        for len in 1..20 {
+            for at in 0..len {
+                for b in 0..=255u8 {
+                    let mut h = vec![b'a'; len];
+                    h[at] = b;
+                    assert_eq!(is_valid_host(&h), valid_plain(&h), "{h:?}");
+                    for before in [b'.', b':'] {
+                        if at > 0 {
+                            h[at - 1] = before;
+                            assert_eq!(is_valid_host(&h), valid_plain(&h), "{h:?}");
+                        }
+                    }
+                    h[0] = b'[';
+                    assert_eq!(is_valid_host(&h), valid_plain(&h), "{h:?}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn host_values_as_validate_host() {
         assert_eq!(host_name(b"Example.COM."), b"Example.COM");
@@ -160,6 +253,13 @@ mod tests {
         for bad in [&b"."[..], b".:80", b"", b"a..b", b"a/b", b"a b", b":80"] {
             assert!(!is_valid_host(bad), "{}", String::from_utf8_lossy(bad));
         }
+        assert!(!is_valid_host(b"abcdefg..x"));
+        assert!(!is_valid_host(b"abcdefgh.."));
+        assert!(!is_valid_host(b"abcdefg.\x01"));
+        assert!(is_valid_host(b"127.0.0.1:18300"));
+        assert!(!is_valid_host(b".:8000000"));
+        assert!(!is_valid_host(b":80000000"));
+        assert!(is_valid_host(b"a:80000:0"));
         assert_eq!(origin_path(b"http://h"), b"/");
         assert_eq!(origin_path(b"/p"), b"/p");
     }

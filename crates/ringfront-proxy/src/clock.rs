@@ -99,18 +99,22 @@ fn epoch() -> (u64, Instant) {
 }
 
 /// Nanoseconds since the epoch, read once per `Fresh` poll (every read outside one).
+#[inline]
 fn since_epoch_ns() -> u64 {
-    CACHE.with(|c| {
-        let scoped = c.scoped.get();
-        if let (true, Some(ns)) = (scoped, c.since_ns.get()) {
-            return ns;
-        }
-        let ns = monotonic_ns().saturating_sub(epoch().0);
-        if scoped {
-            c.since_ns.set(Some(ns));
-        }
-        ns
+    CACHE.with(|c| match (c.scoped.get(), c.since_ns.get()) {
+        (true, Some(ns)) => ns,
+        _ => read_since_epoch_ns(c),
     })
+}
+
+/// The clock read behind `since_epoch_ns`, kept out of line (once per poll).
+#[inline(never)]
+fn read_since_epoch_ns(c: &Cache) -> u64 {
+    let ns = monotonic_ns().saturating_sub(epoch().0);
+    if c.scoped.get() {
+        c.since_ns.set(Some(ns));
+    }
+    ns
 }
 
 const OFFSET_SECS: u64 = 1_000_000;
@@ -128,6 +132,7 @@ pub fn now_secs() -> u64 {
 }
 
 /// Monotonic milliseconds since the process started, plus a constant (never 0).
+#[inline]
 pub fn now_ms() -> u64 {
     since_epoch_ns() / 1_000_000 + OFFSET_SECS * 1000
 }

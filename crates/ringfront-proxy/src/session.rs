@@ -116,6 +116,10 @@ fn head_limits(
     size: usize,
     max: usize,
 ) -> Option<u16> {
+    // A whole head no longer than one buffer has no line longer than one (nearly all heads).
+    if complete && head.head_len <= size {
+        return None;
+    }
     let line_end = buf.iter().take(size + 2).position(|&b| b == b'\n');
     match line_end {
         None if buf.len() > size => return Some(414),
@@ -964,7 +968,9 @@ fn path_part(target: &[u8]) -> &[u8] {
 pub(crate) fn request_path<'a>(buf: &'a [u8], head: &RequestHead) -> Cow<'a, str> {
     let p = vars::origin_path(head.target.get(buf));
     let end = p.iter().position(|&b| b == b'?').unwrap_or(p.len());
-    String::from_utf8_lossy(&p[..end])
+    let p = &p[..end];
+    // `from_utf8` first: its ASCII fast path is cheaper than the lossy scan.
+    std::str::from_utf8(p).map_or_else(|_| String::from_utf8_lossy(p), Cow::Borrowed)
 }
 
 #[cfg(test)]

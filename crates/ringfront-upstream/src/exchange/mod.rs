@@ -208,8 +208,13 @@ impl<'a> Exchange<'a> {
     }
 
     /// The `$upstream_*` values; a peer still held is freed (as a success).
-    pub fn into_tries(self) -> Vec<TryRecord> {
-        self.tries
+    pub fn into_tries(mut self) -> Vec<TryRecord> {
+        self.take_tries()
+    }
+
+    /// The `$upstream_*` values, taken (the exchange keeps none).
+    pub fn take_tries(&mut self) -> Vec<TryRecord> {
+        std::mem::take(&mut self.tries)
     }
 
     /// The peer of the try in progress.
