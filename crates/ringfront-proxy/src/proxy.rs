@@ -717,7 +717,10 @@ fn finish(
     }
     cx.w.give_buf(std::mem::take(&mut io.rbuf));
     cx.w.give_buf(std::mem::take(&mut io.out));
-    let mut reply = io.relayed.take().unwrap_or_else(|| Reply::new(502, 0, 0, false));
+    let mut reply = io
+        .relayed
+        .take()
+        .unwrap_or_else(|| Reply::new(502, 0, 0, false));
     reply.tries = tries;
     if io.body.as_ref().is_some_and(|b| !b.done()) {
         reply.reusable = false;
