@@ -1,6 +1,8 @@
 //! Field-value helpers shared by requests and responses: OWS trimming, comma-separated
 //! lists, `Connection` tokens and the RFC 9110 7.6.1 hop-by-hop set.
 
+use crate::ascii::eq_ignore_case;
+
 /// Remove optional whitespace (SP / HTAB, RFC 9110 5.6.3) from both ends.
 pub fn trim_ows(value: &[u8]) -> &[u8] {
     let start = value
@@ -34,7 +36,7 @@ pub fn list_elements(value: &[u8]) -> impl Iterator<Item = &[u8]> {
 /// Does the comma-separated Connection header value list this header name
 /// (case-insensitive token match)?
 pub fn connection_lists(connection_value: &[u8], name: &[u8]) -> bool {
-    list_elements(connection_value).any(|e| e.eq_ignore_ascii_case(name))
+    list_elements(connection_value).any(|e| eq_ignore_case(e, name))
 }
 
 /// RFC 9110 7.6.1 hop-by-hop: connection, keep-alive, proxy-connection, te, trailer,
@@ -42,7 +44,7 @@ pub fn connection_lists(connection_value: &[u8], name: &[u8]) -> bool {
 /// hop-by-hop as well; check those with [`connection_lists`].
 pub fn is_hop_by_hop(name: &[u8]) -> bool {
     // By length first: most names have none of these lengths.
-    let is = |h: &[u8]| name.eq_ignore_ascii_case(h);
+    let is = |h: &[u8]| eq_ignore_case(name, h);
     match name.len() {
         2 => is(b"te"),
         7 => is(b"trailer") || is(b"upgrade"),
@@ -71,7 +73,7 @@ impl<'a> ConnectionList<'a> {
             close: false,
         };
         for t in list_elements(value) {
-            if t.eq_ignore_ascii_case(b"close") {
+            if eq_ignore_case(t, b"close") {
                 list.close = true;
             } else if !is_hop_by_hop(t) {
                 list.names_fields = true;
@@ -86,7 +88,7 @@ impl<'a> ConnectionList<'a> {
         is_hop_by_hop(name)
             || match self.names_fields {
                 true => connection_lists(self.value, name),
-                false => self.close && name.eq_ignore_ascii_case(b"close"),
+                false => self.close && eq_ignore_case(name, b"close"),
             }
     }
 }
@@ -102,11 +104,11 @@ pub(crate) struct ConnectionTokens {
 impl ConnectionTokens {
     pub(crate) fn add(&mut self, value: &[u8]) {
         for token in list_elements(value) {
-            if token.eq_ignore_ascii_case(b"close") {
+            if eq_ignore_case(token, b"close") {
                 self.close = true;
-            } else if token.eq_ignore_ascii_case(b"keep-alive") {
+            } else if eq_ignore_case(token, b"keep-alive") {
                 self.keep_alive = true;
-            } else if token.eq_ignore_ascii_case(b"upgrade") {
+            } else if eq_ignore_case(token, b"upgrade") {
                 self.upgrade = true;
             }
         }

@@ -1,6 +1,7 @@
 //! Message body framing (RFC 9112 6): `Content-Length` values and `Transfer-Encoding`
 //! codings, parsed strictly so a request or response is never framed two ways.
 
+use crate::ascii::eq_ignore_case;
 use crate::fields::{list_elements, trim_ows};
 
 /// How the body of a message is delimited.
@@ -77,7 +78,7 @@ pub(crate) fn is_exactly_chunked(value: &[u8]) -> bool {
         .map_or(start, |i| i + 1);
     value
         .get(start..end)
-        .is_some_and(|v| v.eq_ignore_ascii_case(b"chunked"))
+        .is_some_and(|v| eq_ignore_case(v, b"chunked"))
 }
 
 /// Walks the transfer codings of a response, over every `Transfer-Encoding` header in
@@ -99,7 +100,7 @@ impl TransferCodings {
             if self.last_chunked {
                 self.chunked_not_last = true;
             }
-            self.last_chunked = coding.eq_ignore_ascii_case(b"chunked");
+            self.last_chunked = eq_ignore_case(coding, b"chunked");
         }
     }
 

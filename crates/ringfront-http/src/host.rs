@@ -6,6 +6,8 @@
 //! separators or control bytes; the port and one trailing dot are not part of the name, and
 //! a name that is empty then is invalid).
 
+use crate::ascii::{splat, zero_bytes};
+
 /// Where a request target's authority and path are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TargetForm<'a> {
@@ -127,17 +129,6 @@ fn valid_bytes(host: &[u8]) -> bool {
         prev = b;
     }
     true
-}
-
-const fn splat(b: u8) -> u64 {
-    u64::from_ne_bytes([b; 8])
-}
-
-/// 0x80 in every byte of `x` that is zero, nothing elsewhere (exact: no borrow between
-/// bytes, as the high bit is masked off before the add).
-const fn zero_bytes(x: u64) -> u64 {
-    let low7 = splat(0x7f);
-    !(((x & low7) + low7) | x | low7)
 }
 
 /// Whether a byte of `x` is one `ngx_http_validate_host` refuses anywhere: a control byte,

@@ -2,6 +2,7 @@
 //! strict body framing (Content-Length, chunked), hop-by-hop rules, status lines and
 //! nginx's error pages. Pure: no I/O, no clock, no randomness; never panics on input.
 
+mod ascii;
 mod chunked;
 mod encode;
 mod error_page;
@@ -18,6 +19,7 @@ pub use spare_headers::trim as trim_spare_headers;
 mod status;
 pub mod uri;
 
+pub use ascii::eq_ignore_case;
 pub use chunked::{ChunkError, ChunkProgress, ChunkedDecoder, MAX_SIZE_LINE, MAX_TRAILER_SECTION};
 pub use encode::{push_decimal, HeadWriter};
 pub use error_page::{error_body, server_token, SERVER_NAME, SERVER_VERSION};

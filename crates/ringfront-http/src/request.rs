@@ -1,6 +1,7 @@
 //! Request heads: httparse in place over the caller's buffer, then the framing and
 //! connection rules a proxy must enforce so that no request is read two ways.
 
+use crate::ascii::eq_ignore_case;
 use httparse::Status;
 
 use crate::fields::{trim_ows, ConnectionTokens};
@@ -212,7 +213,7 @@ impl RequestHead {
                 }
                 unique_seen |= bit;
             }
-            if name.eq_ignore_ascii_case(b"content-length") {
+            if eq_ignore_case(name, b"content-length") {
                 // RFC 9110 8.6 lets a recipient reject repeated Content-Length; nginx 1.22
                 // refuses any repeat ("client sent duplicate header line"), identical or not.
                 if length.0.is_some() {
@@ -222,7 +223,7 @@ impl RequestHead {
                     LengthError::Invalid => BadRequest("invalid Content-Length"),
                     LengthError::Conflict => BadRequest("conflicting Content-Length headers"),
                 })?;
-            } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
+            } else if eq_ignore_case(name, b"transfer-encoding") {
                 if transfer_encoding.is_some() {
                     return Err(BadRequest("duplicate Transfer-Encoding header"));
                 }
@@ -232,7 +233,7 @@ impl RequestHead {
                     return Err(NotImplemented("tab around Transfer-Encoding value"));
                 }
                 transfer_encoding = Some(value);
-            } else if name.eq_ignore_ascii_case(b"host") {
+            } else if eq_ignore_case(name, b"host") {
                 if self.host.is_some() {
                     return Err(BadRequest("duplicate Host header"));
                 }
@@ -241,11 +242,11 @@ impl RequestHead {
                     break;
                 }
                 self.host = Some(h.value);
-            } else if name.eq_ignore_ascii_case(b"connection") {
+            } else if eq_ignore_case(name, b"connection") {
                 connection.add(value);
-            } else if name.eq_ignore_ascii_case(b"expect") {
-                expect_continue |= trim_ows(value).eq_ignore_ascii_case(b"100-continue");
-            } else if name.eq_ignore_ascii_case(b"upgrade") {
+            } else if eq_ignore_case(name, b"expect") {
+                expect_continue |= eq_ignore_case(trim_ows(value), b"100-continue");
+            } else if eq_ignore_case(name, b"upgrade") {
                 upgrade_header = true;
             }
         }
@@ -389,7 +390,7 @@ fn unique_bit(name: &[u8]) -> u16 {
     }
     UNIQUE
         .iter()
-        .position(|u| name.eq_ignore_ascii_case(u))
+        .position(|u| eq_ignore_case(name, u))
         .map_or(0, |i| 1 << i)
 }
 

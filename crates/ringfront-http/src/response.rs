@@ -1,6 +1,7 @@
 //! Upstream response heads: httparse in place, then the framing rules (RFC 9112 6.3).
 //! Any refusal is nginx's `invalid_header`: the proxy answers 502 or tries the next peer.
 
+use crate::ascii::eq_ignore_case;
 use httparse::Status;
 
 use crate::fields::ConnectionTokens;
@@ -137,7 +138,7 @@ impl ResponseHead {
         for h in &self.headers {
             let name = h.name.get(buf);
             let value = h.value.get(buf);
-            if name.eq_ignore_ascii_case(b"content-length") {
+            if eq_ignore_case(name, b"content-length") {
                 if length.0.is_some() {
                     return Err(ResponseError::ConflictingContentLength);
                 }
@@ -145,11 +146,11 @@ impl ResponseHead {
                     LengthError::Invalid => ResponseError::InvalidContentLength,
                     LengthError::Conflict => ResponseError::ConflictingContentLength,
                 })?;
-            } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
+            } else if eq_ignore_case(name, b"transfer-encoding") {
                 codings.add(value);
-            } else if name.eq_ignore_ascii_case(b"connection") {
+            } else if eq_ignore_case(name, b"connection") {
                 connection.add(value);
-            } else if name.eq_ignore_ascii_case(b"upgrade") {
+            } else if eq_ignore_case(name, b"upgrade") {
                 upgrade_header = true;
             }
         }

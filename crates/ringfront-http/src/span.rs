@@ -1,6 +1,8 @@
 //! Zero-copy positions into the caller's read buffer: a parsed head stores `Span`s,
 //! never borrowed slices, so it can be kept (and reused) while the buffer is refilled.
 
+use crate::ascii::eq_ignore_case;
+
 /// Byte range `start..end` into the buffer a head was parsed from.
 ///
 /// `u32` offsets keep `Header` at 16 bytes; heads are limited to a few KiB anyway
@@ -62,7 +64,7 @@ pub struct Header {
 impl Header {
     /// Is this header called `name` (ASCII case-insensitive)?
     pub fn is(&self, buf: &[u8], name: &str) -> bool {
-        self.name.get(buf).eq_ignore_ascii_case(name.as_bytes())
+        eq_ignore_case(self.name.get(buf), name.as_bytes())
     }
 
     /// The field's bytes from its name to the end of its value, when they are exactly

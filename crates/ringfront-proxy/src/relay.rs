@@ -8,6 +8,7 @@
 use crate::stream::{ClientStream, UpstreamStream};
 use monoio::io::{AsyncReadRent, AsyncWriteRent};
 use ringfront_config::{IgnoreHeaders, LogLevel};
+use ringfront_http::eq_ignore_case;
 use ringfront_http::{BodyFraming, ChunkedDecoder, ConnectionList, HeadWriter, ResponseHead};
 use ringfront_upstream::exchange::{Cause, Event, Failure, Phase};
 
@@ -510,14 +511,14 @@ fn encode_head(
         if superseded_type(head, rbuf, i, name) {
             continue;
         }
-        let keep_upgrade = upgrade
-            && (name.eq_ignore_ascii_case(b"upgrade") || name.eq_ignore_ascii_case(b"connection"));
+        let keep_upgrade =
+            upgrade && (eq_ignore_case(name, b"upgrade") || eq_ignore_case(name, b"connection"));
         if !keep_upgrade && conn.hop_by_hop(name) {
             continue;
         }
         if decor.hides(name)
             || decor.replaces(name, status)
-            || (chunked && name.eq_ignore_ascii_case(b"content-length"))
+            || (chunked && eq_ignore_case(name, b"content-length"))
         {
             continue;
         }
@@ -566,10 +567,10 @@ fn carried_fields(h: &mut HeadWriter<'_>, head: &ResponseHead, rbuf: &[u8], deco
 /// nginx keeps one `Content-Type` for a response (the upstream's last one wins,
 /// `ngx_http_upstream_copy_content_type`): an earlier one is not relayed.
 fn superseded_type(head: &ResponseHead, rbuf: &[u8], i: usize, name: &[u8]) -> bool {
-    name.eq_ignore_ascii_case(b"content-type")
+    eq_ignore_case(name, b"content-type")
         && head.headers[i + 1..]
             .iter()
-            .any(|f| f.name.get(rbuf).eq_ignore_ascii_case(b"content-type"))
+            .any(|f| eq_ignore_case(f.name.get(rbuf), b"content-type"))
 }
 
 fn bad_chunk() -> Failure {

@@ -6,6 +6,7 @@
 use ringfront_config::{
     AddHeader, Expires, LocationSettings, ProxyHeaders, Template, TemplatePart, Variable,
 };
+use ringfront_http::eq_ignore_case;
 use ringfront_http::{server_token, HeadWriter};
 
 use crate::req::Req;
@@ -28,14 +29,14 @@ pub fn hidden(name: &[u8]) -> bool {
         b"buffering",
         b"charset",
     ];
-    let is = |s: &[u8]| name.eq_ignore_ascii_case(s);
+    let is = |s: &[u8]| eq_ignore_case(name, s);
     match name.len() {
         4 => is(b"date"),
         5 => is(b"x-pad"),
         6 => is(b"server"),
         _ => match name.get(..8) {
-            Some(p) if p.eq_ignore_ascii_case(b"x-accel-") => {
-                ACCEL.iter().any(|a| name[8..].eq_ignore_ascii_case(a))
+            Some(p) if eq_ignore_case(p, b"x-accel-") => {
+                ACCEL.iter().any(|a| eq_ignore_case(&name[8..], a))
             }
             _ => false,
         },
