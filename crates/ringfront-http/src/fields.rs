@@ -33,6 +33,20 @@ pub fn list_elements(value: &[u8]) -> impl Iterator<Item = &[u8]> {
         .filter(|e| !e.is_empty())
 }
 
+/// Calls `f` with each element of a comma-separated list, as [`list_elements`]; a value
+/// without a comma (nearly every `Connection` value: `close`, `keep-alive`) is one element,
+/// trimmed, without the splitting iterator's cost.
+fn each_element(value: &[u8], mut f: impl FnMut(&[u8])) {
+    if !value.contains(&b',') {
+        let e = trim_ows(value);
+        if !e.is_empty() {
+            f(e);
+        }
+        return;
+    }
+    list_elements(value).for_each(f);
+}
+
 /// Does the comma-separated Connection header value list this header name
 /// (case-insensitive token match)?
 pub fn connection_lists(connection_value: &[u8], name: &[u8]) -> bool {
@@ -72,13 +86,13 @@ impl<'a> ConnectionList<'a> {
             names_fields: false,
             close: false,
         };
-        for t in list_elements(value) {
+        each_element(value, |t| {
             if eq_ignore_case(t, b"close") {
                 list.close = true;
             } else if !is_hop_by_hop(t) {
                 list.names_fields = true;
             }
-        }
+        });
         list
     }
 
@@ -103,7 +117,7 @@ pub(crate) struct ConnectionTokens {
 
 impl ConnectionTokens {
     pub(crate) fn add(&mut self, value: &[u8]) {
-        for token in list_elements(value) {
+        each_element(value, |token| {
             if eq_ignore_case(token, b"close") {
                 self.close = true;
             } else if eq_ignore_case(token, b"keep-alive") {
@@ -111,7 +125,7 @@ impl ConnectionTokens {
             } else if eq_ignore_case(token, b"upgrade") {
                 self.upgrade = true;
             }
-        }
+        });
     }
 }
 
@@ -120,8 +134,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn each_element_is_list_elements() {
+        let values: [&[u8]; 9] = [
+            b"",
+            b" \t ",
+            b"keep-alive",
+            b" close\t",
+            b"x-secret",
+            b"a,b",
+            b", ,a ,, b,",
+            b",",
+            b"Upgrade, Keep-Alive",
+        ];
+        for v in values {
+            let mut seen = Vec::new();
+            each_element(v, |e| seen.push(e.to_vec()));
+            let want: Vec<Vec<u8>> = list_elements(v).map(<[u8]>::to_vec).collect();
+            assert_eq!(seen, want, "{v:?}");
+        }
+    }
+
+    #[test]
     fn connection_list_answers_as_the_plain_checks() {
-        let values: [&[u8]; 7] = [
+        let values: [&[u8]; 9] = [
             b"",
             b"keep-alive",
             b"close",
@@ -129,6 +164,8 @@ mod tests {
             b"close, x-secret",
             b" , X-Secret ,te",
             b"CLOSE",
+            b" x-secret ",
+            b"\tclose",
         ];
         let names: [&[u8]; 10] = [
             b"x-secret",

@@ -34,6 +34,8 @@ pub fn hidden(name: &[u8]) -> bool {
         4 => is(b"date"),
         5 => is(b"x-pad"),
         6 => is(b"server"),
+        // The first byte alone rules out nearly every other name.
+        _ if !matches!(name.first(), Some(b'x' | b'X')) => false,
         _ => match name.get(..8) {
             Some(p) if eq_ignore_case(p, b"x-accel-") => {
                 ACCEL.iter().any(|a| eq_ignore_case(&name[8..], a))
@@ -98,10 +100,10 @@ impl<'a> Decor<'a> {
     /// `Connection: close`.
     pub fn connection(&self, h: &mut HeadWriter<'_>, keep: bool) {
         if !keep {
-            h.header(b"Connection", b"close");
+            h.line(b"Connection: close\r\n");
             return;
         }
-        h.header(b"Connection", b"keep-alive");
+        h.line(b"Connection: keep-alive\r\n");
         let secs = self.keepalive_header;
         if secs > 0 {
             h.header_with(b"Keep-Alive", |out| {
@@ -445,6 +447,8 @@ mod tests {
             "Dates",
             "X-Accel-Other",
             "X-Accel-",
+            "Y-Accel-Expires",
+            "x_accel-expires",
             "Content-Type",
             "ETag",
             "",

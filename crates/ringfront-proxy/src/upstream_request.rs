@@ -388,7 +388,7 @@ pub fn build(
         h.header(b"Host", proxy_host.as_bytes());
     }
     if !overridden(b"connection") {
-        h.header(b"Connection", b"close");
+        h.line(b"Connection: close\r\n");
     }
     for (name, t) in set {
         h.header_with(name.as_bytes(), |o| vars::render(o, t, &v, false));
