@@ -112,7 +112,10 @@ pub(crate) async fn answer(
             return send(cx, stream, out, made).await;
         }
         (None, Outcome::Continue) => match cx.loc.upstream {
-            Some(up) => return crate::proxy::run(cx, up, body, stream, out).await,
+            Some(up) => match crate::proxy::group(cx, up) {
+                Some(g) => return crate::proxy::run_in(cx, &g, body, stream, out).await,
+                None => return Box::pin(crate::proxy::no_group(cx, stream, out)).await,
+            },
             None => match cx.loc.pass_vars() {
                 // Boxed: the plain path's future does not grow by it.
                 Some(url) => {

@@ -11,6 +11,21 @@ use crate::static_index::{Here, Indexed};
 use crate::try_files::Tried;
 use crate::worker::Worker;
 
+/// Whether the phase has nothing to do for `uri` in `loc`: no `try_files`, and no index
+/// to look for (the answer is then `Continue`, found without waiting).
+pub fn idle(req: &Req<'_>, loc: &LocationRt, uri: &str) -> bool {
+    loc.settings.files.try_files.is_none() && !indexes(req, loc, uri)
+}
+
+/// Whether the index module looks for an index file: a location that serves files, a
+/// GET, HEAD or POST, a URI that ends with `/`.
+fn indexes(req: &Req<'_>, loc: &LocationRt, uri: &str) -> bool {
+    let s = &loc.settings;
+    let serves_files = !loc.proxies() && s.check_status.is_none() && !s.api && !s.stub_status;
+    let method = req.head.method.get(req.buf);
+    serves_files && matches!(method, b"GET" | b"HEAD" | b"POST") && uri.ends_with('/')
+}
+
 /// The answer, or `None`: `rw` holds a new URI to search the locations with.
 pub async fn run<'s>(
     w: &Worker,
@@ -31,10 +46,8 @@ pub async fn run<'s>(
             Tried::Redirect => return None,
         }
     }
-    let serves_files = !loc.proxies() && s.check_status.is_none() && !s.api && !s.stub_status;
-    let method = req.head.method.get(req.buf);
     let uri = rw.uri.as_deref().unwrap_or(req.path);
-    if !serves_files || !matches!(method, b"GET" | b"HEAD" | b"POST") || !uri.ends_with('/') {
+    if !indexes(req, loc, uri) {
         return Some(Outcome::Continue);
     }
     // A URI that cannot be mapped is the static handler's 400.

@@ -178,6 +178,37 @@ pub async fn process<'s>(
     }
 }
 
+/// The location that answers with `Continue` when no phase before the content has work for
+/// this request: no rewrite directives at the server or the location, no internal
+/// redirect or named location pending, no captures to set, no `internal`, no limits, no
+/// access rules, no `try_files`, no index to look for. Found without the phases' futures
+/// (most of a proxy's requests); `None`: `process` runs them. Where this gives a location,
+/// `process` gives the same one with `Continue`.
+pub fn without_phases<'s>(
+    snap: &Snapshot,
+    server: &'s ServerRt,
+    req: &Req<'_>,
+    rw: &mut RwState,
+) -> Option<&'s LocationRt> {
+    let pending = rw.named.is_some() || rw.uri.is_some() || rw.internal;
+    if pending || snap.captures || !server.rewrite.ops.is_empty() {
+        return None;
+    }
+    if server.auto_redirects && crate::route::auto_redirect(&server.locations, req.path).is_some() {
+        return None;
+    }
+    let loc = crate::route::location(server, req.path);
+    if loc.settings.internal || !loc.rewrite.ops.is_empty() {
+        return None;
+    }
+    let answering = limited(loc, req, rw);
+    let idle = !crate::limits::due(answering, &Outcome::Continue, rw)
+        && !crate::access::configured(answering)
+        && crate::precontent::idle(req, answering, req.path);
+    rw.uri_changed = false;
+    idle.then_some(answering)
+}
+
 /// `limit_except`: the block's configuration for a method it does not list (GET after an
 /// `error_page` redirect).
 fn limited<'s>(loc: &'s LocationRt, req: &Req<'_>, rw: &RwState) -> &'s LocationRt {
@@ -505,3 +536,7 @@ impl<'a, 's> Run<'a, 's> {
             .log(self.snap, level, conn, format_args!("{msg}{ctx}"));
     }
 }
+
+#[cfg(test)]
+#[path = "rewrite_tests.rs"]
+mod tests;

@@ -489,6 +489,8 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         // nginx refuses (497, 495, 496) before any location: the server's settings and
         // error pages answer.
         (&chosen.0.fallback, Outcome::Continue)
+    } else if let Some(loc) = crate::rewrite::without_phases(&snap, chosen.0, &pre, &mut rw) {
+        (loc, Outcome::Continue)
     } else {
         crate::dispatch::location(w, &snap, chosen, &pre, &mut rw).await
     };
@@ -589,6 +591,9 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
                 refused = Some(status?);
             }
         }
+        (Vec::new(), head_len)
+    } else if matches!(head.framing, ringfront_http::BodyFraming::None) && !head.expect_continue {
+        // No body: what `read_body` would say, without its future.
         (Vec::new(), head_len)
     } else {
         let (read, b) = read_body(&mut stream, buf, &head, head_len, s, &log).await;
