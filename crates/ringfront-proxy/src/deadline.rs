@@ -109,6 +109,10 @@ struct Key {
     gen: u32,
 }
 
+/// A free slot keeps the waker it last had: the next I/O to take it is most often the same
+/// task's (the free list is last-in, first-out), which then needs no clone of its waker
+/// (two atomic operations per I/O saved). So a free slot may hold a finished task's
+/// allocation (not its future) until the slot is taken again.
 #[derive(Default)]
 struct Slot {
     gen: u32,
@@ -149,7 +153,9 @@ impl Inner {
             }
         };
         let slot = &mut self.slots[idx as usize];
-        slot.waker = Some(waker.clone());
+        if !slot.waker.as_ref().is_some_and(|w| w.will_wake(waker)) {
+            slot.waker = Some(waker.clone());
+        }
         self.live += 1;
         Key { idx, gen: slot.gen }
     }
@@ -261,11 +267,8 @@ impl Queue {
         }
         slot.gen = slot.gen.wrapping_add(1);
         slot.fired = false;
-        let waker = slot.waker.take();
         inner.free.push(key.idx);
         inner.live -= 1;
-        drop(inner);
-        drop(waker);
     }
 
     fn kick(&self) {

@@ -40,6 +40,45 @@ fn expire_fires_due_live_entries_only() {
     assert_eq!(inner.queued, 0);
 }
 
+/// A free slot keeps its waker: the same task takes it again without a clone, another
+/// task's I/O puts its own there, and a deadline wakes only the task that holds the slot.
+#[test]
+fn a_free_slot_keeps_its_waker_for_the_same_task_only() {
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    use std::sync::Arc;
+    struct Count(AtomicUsize);
+    impl std::task::Wake for Count {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, SeqCst);
+        }
+    }
+    let (a, b) = (Arc::new(Count(0.into())), Arc::new(Count(0.into())));
+    let (wa, wb) = (Waker::from(a.clone()), Waker::from(b.clone()));
+    let q = Queue::default();
+    q.running.set(true);
+    let queued = |w: &Waker| match q.register(Duration::from_secs(60), w) {
+        State::Queued(key) => key,
+        _ => panic!("not queued"),
+    };
+    let k = queued(&wa);
+    assert_eq!(Arc::strong_count(&a), 3, "a, wa and the slot's clone");
+    q.release(k);
+    assert_eq!(Arc::strong_count(&a), 3, "the free slot keeps it");
+    let k = queued(&wa);
+    assert_eq!(Arc::strong_count(&a), 3, "taken again: no new clone");
+    q.release(k);
+    let k = queued(&wb);
+    assert_eq!(q.inner.borrow().slots.len(), 1, "the same slot");
+    assert_eq!((Arc::strong_count(&a), Arc::strong_count(&b)), (2, 3));
+    assert!(q.inner.borrow().is_live(k));
+    q.expire(u64::MAX);
+    assert_eq!(
+        (a.0.load(SeqCst), b.0.load(SeqCst)),
+        (0, 1),
+        "b's deadline wakes b"
+    );
+}
+
 #[test]
 fn stale_entries_are_compacted_and_slots_reused() {
     let q = Queue::default();
