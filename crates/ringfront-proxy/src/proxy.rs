@@ -147,7 +147,8 @@ pub async fn run_in(
 ) -> (Reply, Option<ClientStream>) {
     let (up, group, state) = (g.id, g.conf, &g.state);
     let mut streamed = cx.req.body_stream.and_then(|c| c.borrow_mut().take());
-    let body = match streamed.is_none() && from_file(cx).is_none() {
+    let spooled = from_file(cx);
+    let body = match streamed.is_none() && spooled.is_none() {
         // A body read whole (or none): nothing to wait for.
         true => body,
         false => match first_body(cx, streamed.as_mut(), body).await {
@@ -157,7 +158,7 @@ pub async fn run_in(
             }
         },
     };
-    let file_len = from_file(cx).map(BodyFile::len);
+    let file_len = spooled.map(BodyFile::len);
     let outbound =
         upstream_request::build(cx, g.proxy_host, body, g.uri, streamed.as_ref(), file_len);
     let mut hash_key = Vec::new();

@@ -188,7 +188,7 @@ pub fn without_phases<'s>(
     snap: &Snapshot,
     server: &'s ServerRt,
     req: &Req<'_>,
-    rw: &mut RwState,
+    rw: &RwState,
 ) -> Option<&'s LocationRt> {
     let pending = rw.named.is_some() || rw.uri.is_some() || rw.internal;
     if pending || snap.captures || !server.rewrite.ops.is_empty() {
@@ -205,7 +205,6 @@ pub fn without_phases<'s>(
     let idle = !crate::limits::due(answering, &Outcome::Continue, rw)
         && !crate::access::configured(answering)
         && crate::precontent::idle(req, answering, req.path);
-    rw.uri_changed = false;
     idle.then_some(answering)
 }
 

@@ -12,18 +12,52 @@ fn snapshot(http: &str, server: &str) -> Snapshot {
     Snapshot::build(&cfg, 1).unwrap()
 }
 
-/// The location `without_phases` finds for `GET path` (its prefix), if any.
+/// The location `without_phases` finds for `METHOD path` (its pattern), if any; where it
+/// finds one, `process` (the phases run as futures) must answer with the same location and
+/// `Continue`.
 fn found(snap: &Snapshot, method: &str, path: &str, rw: &mut RwState) -> Option<String> {
     let bytes = format!("{method} {path} HTTP/1.1\r\nHost: h\r\n\r\n");
     let (buf, head) = crate::testutil::request_head(bytes.as_bytes());
     let mut req = crate::testutil::req(&buf, &head);
     req.path = path;
-    let loc = without_phases(snap, &snap.servers[0], &req, rw)?;
+    let server = &snap.servers[0];
+    let loc = without_phases(snap, server, &req, rw)?;
+    let w = worker(snap);
+    let (full, outcome) = monoio::RuntimeBuilder::<monoio::LegacyDriver>::new()
+        .enable_timer()
+        .build()
+        .expect("runtime")
+        .block_on(process(&w, snap, server, &req, rw));
+    assert!(std::ptr::eq(loc, full), "{method} {path}: another location");
+    assert!(matches!(outcome, Outcome::Continue), "{outcome:?}");
     match &loc.matcher {
         Some(ringfront_config::LocationMatch::Prefix(p)) => Some(p.clone()),
         Some(ringfront_config::LocationMatch::Regex { pattern, .. }) => Some(pattern.clone()),
         other => panic!("{other:?}"),
     }
+}
+
+/// A worker of its own for `snap`, as the engine makes one (nothing started).
+fn worker(snap: &Snapshot) -> Worker {
+    use std::sync::atomic::{AtomicU64, AtomicU8};
+    let (logger, _writer) = crate::logger::Logger::start();
+    let (health_tx, _health_rx) = crate::wake::channel().expect("channel");
+    let shared = std::sync::Arc::new(crate::Shared {
+        // The published snapshot is not what `process` reads (it is given `snap`).
+        snapshot: arc_swap::ArcSwap::from_pointee(snapshot("", "")),
+        published: crate::Alone(AtomicU64::new(1)),
+        state: AtomicU8::new(0),
+        next_conn: crate::Alone(AtomicU64::new(0)),
+        logger,
+        health_tx,
+        wakers: Box::new([]),
+        applied: crate::wake::Applied::new(1, snap.generation),
+        workers: Box::new([crate::WorkerStats::default()]),
+        started_unix_ms: 0,
+        release_memory: None,
+        unix: Default::default(),
+    });
+    Worker::new(0, shared, snap)
 }
 
 const PROXY: &str = "proxy_pass http://127.0.0.1:2;";
@@ -49,6 +83,12 @@ fn a_plain_proxy_location_is_found_without_the_phases() {
     // A regex location without captures that anything reads.
     let snap = snapshot("", &format!("location ~ ^/(x) {{ {PROXY} }}"));
     assert_eq!(found(&snap, "GET", "/x", &mut rw).as_deref(), Some("^/(x)"));
+    // `limit_except`: a listed method answers with the location itself; another with the
+    // block's configuration, whose `deny` the access phase runs.
+    let le = format!("location / {{ limit_except GET {{ deny all; }} {PROXY} }}");
+    let snap = snapshot("", &le);
+    assert_eq!(found(&snap, "GET", "/x", &mut rw).as_deref(), Some("/"));
+    assert_eq!(found(&snap, "POST", "/x", &mut rw), None);
     // A URI changed, a named location or an internal redirect pending: the phases run.
     let pending: [fn(&mut RwState); 3] = [
         |rw| rw.uri = Some("/x".into()),

@@ -489,7 +489,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
         // nginx refuses (497, 495, 496) before any location: the server's settings and
         // error pages answer.
         (&chosen.0.fallback, Outcome::Continue)
-    } else if let Some(loc) = crate::rewrite::without_phases(&snap, chosen.0, &pre, &mut rw) {
+    } else if let Some(loc) = crate::rewrite::without_phases(&snap, chosen.0, &pre, &rw) {
         (loc, Outcome::Continue)
     } else {
         crate::dispatch::location(w, &snap, chosen, &pre, &mut rw).await
