@@ -90,10 +90,19 @@ pub struct RwState {
     /// An upstream's `X-Accel-Redirect` took place: what its response left
     /// (accel_redirect.rs).
     pub accel: Option<Box<crate::accel_redirect::Carried>>,
-    /// The string the captures index into (the subject of the last match).
+    /// The captures of the last successful match; boxed: most requests match no regex,
+    /// and this state is written and dropped once per request.
+    captured: Option<Box<Captured>>,
+}
+
+/// The captures of one match, as nginx keeps them (`r->captures`).
+#[derive(Debug, Default, Clone)]
+struct Captured {
+    /// The string the captures index into (the subject of the match).
     subject: Vec<u8>,
     caps: [Option<(usize, usize)>; CAPTURES],
-    ncaps: usize,
+    /// How many of `caps` the match set (0: a later match failed).
+    n: usize,
 }
 
 impl RwState {
@@ -107,11 +116,9 @@ impl RwState {
 
     /// Capture `n` of the last match, if it took part.
     pub fn capture(&self, n: usize) -> Option<&[u8]> {
-        if n >= self.ncaps {
-            return None;
-        }
-        let (a, b) = self.caps.get(n).copied().flatten()?;
-        self.subject.get(a..b)
+        let c = self.captured.as_deref().filter(|c| n < c.n)?;
+        let (a, b) = c.caps.get(n).copied().flatten()?;
+        c.subject.get(a..b)
     }
 
     /// A copy with the captures of a match instead of these (a `map` regex's, for the value
@@ -132,9 +139,7 @@ impl RwState {
     pub fn with_accel(&self, accel: crate::accel_redirect::Carried) -> RwState {
         RwState {
             accel: Some(Box::new(accel)),
-            subject: self.subject.clone(),
-            caps: self.caps,
-            ncaps: self.ncaps,
+            captured: self.captured.clone(),
             named: self.named.clone(),
             add_uri_to_alias: self.add_uri_to_alias,
             refused_uri: self.refused_uri,
@@ -169,7 +174,9 @@ impl RwState {
 
     /// A failed match: the captures are gone (nginx sets `r->ncaptures = 0`).
     pub fn clear_captures(&mut self) {
-        self.ncaps = 0;
+        if let Some(c) = self.captured.as_deref_mut() {
+            c.n = 0;
+        }
     }
 
     /// Keeps the captures of a successful match of `subject`, and fills the slots of its
@@ -180,10 +187,11 @@ impl RwState {
         subject: &str,
         names: &[(usize, usize)],
     ) {
-        self.subject.clear();
-        self.subject.extend_from_slice(subject.as_bytes());
-        self.ncaps = c.len().min(CAPTURES);
-        for (i, slot) in self.caps.iter_mut().enumerate() {
+        let kept = self.captured.get_or_insert_with(Box::default);
+        kept.subject.clear();
+        kept.subject.extend_from_slice(subject.as_bytes());
+        kept.n = c.len().min(CAPTURES);
+        for (i, slot) in kept.caps.iter_mut().enumerate() {
             *slot = c.get(i).map(|m| (m.start(), m.end()));
         }
         for &(group, slot) in names {
