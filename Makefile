@@ -41,6 +41,13 @@ bench:
 loadtest:
 	bash loadtest/run.sh
 
+# A profile-guided release build at target/pgo/release/ringfront, trained on the load-test
+# shapes (needs llvm-profdata of rustc's LLVM, nginx and wrk; docs/decisions/0020). Measure
+# it with RINGFRONT_BIN=target/pgo/release/ringfront SKIP_BUILD=1 make loadtest.
+.PHONY: pgo
+pgo:
+	bash loadtest/pgo.sh
+
 # nginx's own test suite (../shared/nginx-tests, stock Test::Nginx harness) against the release
 # binary; per-file counts next to nginx 1.22.1's and a totals line. .ci/run runs it as a report
 # (it does not gate CI).
