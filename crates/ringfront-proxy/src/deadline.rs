@@ -30,8 +30,9 @@ use crate::lanes::Lanes;
 #[derive(Debug)]
 pub struct Elapsed;
 
-/// Timeouts longer than this never fire (no nginx timeout is anywhere near it).
-const NEVER_MS: u128 = 1 << 40;
+/// Timeouts this long or longer never fire (no nginx timeout is anywhere near it). A
+/// `Duration`, so the check per I/O compares two of them (no 128-bit milliseconds).
+const NEVER: Duration = Duration::from_millis(1 << 40);
 
 /// Runs `fut` until it finishes or `limit` has passed, whichever comes first.
 pub fn timeout<F: Future>(limit: Duration, fut: F) -> Timeout<F> {
@@ -217,14 +218,14 @@ thread_local! {
 }
 
 /// `limit` rounded up to whole milliseconds: a deadline is never early. u64 arithmetic (no
-/// 128-bit division per I/O); the caller keeps `limit` below `NEVER_MS`, so it fits.
+/// 128-bit division per I/O); the caller keeps `limit` below `NEVER`, so it fits.
 fn whole_ms(limit: Duration) -> u64 {
     limit.as_secs() * 1000 + u64::from(limit.subsec_nanos().div_ceil(1_000_000))
 }
 
 impl Queue {
     fn register(&self, limit: Duration, waker: &Waker) -> State {
-        if limit.as_millis() >= NEVER_MS {
+        if limit >= NEVER {
             return State::Never;
         }
         if !self.running.get() {
