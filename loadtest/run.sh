@@ -16,14 +16,16 @@
 # its CPU is the backend's) and `relay` (loadtest/relay: a minimal monoio relay with
 # ringfront's ring flags, pooled upstream connections taken per request as a proxy's
 # `keepalive` does, no parsing beyond framing and `Connection: close`), so each proxy's cost
-# can be read against the least this topology can cost.
+# can be read against the least this topology can cost. A third floor, `relay-http` (the same
+# relay with `--http`: both heads parsed with httparse and written anew without hop-by-hop
+# headers), is the least an HTTP proxy can cost; it runs when FLOORS names it.
 #
 # Knobs (environment): SHAPES="keepalive close body64k body1m idle10k", DURATION=10 (s per
 # run), ROUNDS=3, CONNS=50, WARMUP=2 (s per proxy before each round, 0 = none),
-# PROXIES="ringfront nginx haproxy", FLOORS="relay backend" (empty: none), PROXY_CPU=0, CLIENT_CPU=1,
+# PROXIES="ringfront nginx haproxy", FLOORS="relay backend" (empty: none; also relay-http), PROXY_CPU=0, CLIENT_CPU=1,
 # SKIP_BUILD=1 (use an existing target/release/ringfront), RINGFRONT_BIN=path,
 # REQUIRE_RINGFRONT=1 (fail instead of skipping ringfront when it does not build or start),
-# BACKEND_PORT=19000 RINGFRONT_PORT=18081 NGINX_PORT=18082 HAPROXY_PORT=18083 RELAY_PORT=18084 (all on
+# BACKEND_PORT=19000 RINGFRONT_PORT=18081 NGINX_PORT=18082 HAPROXY_PORT=18083 RELAY_PORT=18084 RELAY_HTTP_PORT=18085 (all on
 # 127.0.0.1; the script refuses to start when one is taken).
 #
 # Output: the table on stdout and in loadtest/out/results.md; raw per-run numbers in
@@ -52,7 +54,7 @@ WRK=${WRK:-wrk}
 BACKEND_PORT=${BACKEND_PORT:-19000}
 RELAY_BIN=${RELAY_BIN:-$ROOT/target/release/ringfront-floor-relay}
 declare -A PORT=([ringfront]=${RINGFRONT_PORT:-18081} [nginx]=${NGINX_PORT:-18082} [haproxy]=${HAPROXY_PORT:-18083}
-    [relay]=${RELAY_PORT:-18084} [backend]=$BACKEND_PORT)
+    [relay]=${RELAY_PORT:-18084} [relay-http]=${RELAY_HTTP_PORT:-18085} [backend]=$BACKEND_PORT)
 declare -A PID=()
 BACKEND_PID=
 
@@ -129,7 +131,7 @@ if [[ ${SKIP_BUILD:-0} != 1 ]]; then
             skip_ringfront "cargo build --release -p ringfront failed (see $OUT/build.log)"
         fi
     fi
-    if [[ " $FLOORS " == *" relay "* ]]; then
+    if [[ " $FLOORS " == *" relay"* ]]; then
         log "building the floor relay (release)"
         (cd "$ROOT" && cargo build --release -p ringfront-floor-relay) >>"$OUT/build.log" 2>&1 ||
             die "cargo build --release -p ringfront-floor-relay failed (see $OUT/build.log)"
@@ -138,7 +140,7 @@ fi
 if ((want_ringfront)) && [[ ! -x $RINGFRONT_BIN ]]; then
     skip_ringfront "no ringfront binary at $RINGFRONT_BIN"
 fi
-if [[ " $FLOORS " == *" relay "* && ! -x $RELAY_BIN ]]; then
+if [[ " $FLOORS " == *" relay"* && ! -x $RELAY_BIN ]]; then
     die "no floor relay at $RELAY_BIN (cargo build --release -p ringfront-floor-relay)"
 fi
 for p in $PROXIES; do
@@ -149,14 +151,14 @@ for p in $PROXIES; do
     esac
 done
 for f in $FLOORS; do
-    case $f in relay | backend) ;; *) die "unknown floor '$f'" ;; esac
+    case $f in relay | relay-http | backend) ;; *) die "unknown floor '$f'" ;; esac
 done
 for s in $SHAPES; do
     case $s in keepalive | close | body64k | body1m | idle10k) ;; *) die "unknown shape '$s'" ;; esac
 done
 [[ -n ${PROXIES// /} ]] || die "no proxy left to test"
 
-for port in "$BACKEND_PORT" "${PORT[ringfront]}" "${PORT[nginx]}" "${PORT[haproxy]}" "${PORT[relay]}"; do
+for port in "$BACKEND_PORT" "${PORT[ringfront]}" "${PORT[nginx]}" "${PORT[haproxy]}" "${PORT[relay]}" "${PORT[relay-http]}"; do
     port_free "$port" || die "127.0.0.1:$port is already in use"
 done
 # idle10k holds IDLE client connections.
@@ -307,6 +309,13 @@ start_relay() {
     PID[relay]=$!
 }
 
+start_relay-http() {
+    mkdir -p "$OUT/relay-http"
+    taskset -c "$PROXY_CPU" "$RELAY_BIN" --http "127.0.0.1:${PORT[relay-http]}" "127.0.0.1:$BACKEND_PORT" \
+        >"$OUT/relay-http/stdout.log" 2>"$OUT/relay-http/stderr.log" &
+    PID[relay-http]=$!
+}
+
 # Every round starts each proxy afresh: a process keeps a cost level of its own for its life
 # (two processes of one ringfront binary started once measured 0.93-1.07 of each other in
 # loadtest/ab.sh, 2026-12-03), so proxies started once would carry that offset into every
@@ -434,7 +443,7 @@ done
     echo "- machine: $(nproc) CPUs, $(lscpu | sed -n 's/^Model name: *//p'), kernel $(uname -r)"
     echo "- load average at start: $LOADAVG_START; at end: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "- proxies and the relay pinned to core $PROXY_CPU (one worker each); backend nginx and wrk on core $CLIENT_CPU"
-    echo "- floor lines: \`backend\` is wrk straight at the backend (CPU: the backend's), \`relay\` is loadtest/relay"
+    echo "- floor lines: \`backend\` is wrk straight at the backend (CPU: the backend's), \`relay\` is loadtest/relay, \`relay-http\` is loadtest/relay --http"
     echo "- versions: $("$NGINX" -v 2>&1 | sed 's/^nginx version: //'), $("$HAPROXY" -v 2>/dev/null | head -1 | awk '{print "haproxy " $3}'), ringfront $(cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null || echo '?')"
     echo
     python3 - "$OUT/raw.csv" "$IDLE" <<'PY'
@@ -464,8 +473,8 @@ for shape in shapes:
     n = len({r["round"] for r in srows})
     print(f"## {shape}: {about.get(shape, shape)}\n")
     print(f"Medians over {n} round(s).\n")
-    print("| proxy | requests/s | MB/s | p50 | p99 | CPU µs/req | user µs/req | vs nginx | vs haproxy | vs relay | RSS | errors |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| proxy | requests/s | MB/s | p50 | p99 | CPU µs/req | user µs/req | vs nginx | vs haproxy | vs relay |" + (" vs relay-http |" if "relay-http" in cpu else "") + " RSS | errors |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" if "relay-http" in cpu else "") + "---:|---:|")
     for p in order:
         rps = med(p, lambda r: float(r["rps"]))
         mbs = med(p, lambda r: float(r["transfer_bps"]) / 1e6)
@@ -475,7 +484,7 @@ for shape in shapes:
         rss = "" if p == "backend" else f"{med(p, lambda r: int(r['rss_kb'])) / 1024:.1f} MiB"
         err = sum(int(r["errors"]) + int(r["non2xx"]) for r in srows if r["proxy"] == p)
         rel = lambda b: f"{cpu[p] / cpu[b]:.2f}×" if b in cpu and b != p else ""
-        print(f"| {p} | {rps:,.0f} | {mbs:,.1f} | {lat(p50)} | {lat(p99)} | {cpu[p]:.2f} | {user} | {rel('nginx')} | {rel('haproxy')} | {rel('relay')} | {rss} | {err} |")
+        print(f"| {p} | {rps:,.0f} | {mbs:,.1f} | {lat(p50)} | {lat(p99)} | {cpu[p]:.2f} | {user} | {rel('nginx')} | {rel('haproxy')} | {rel('relay')} |" + (f" {rel('relay-http')} |" if "relay-http" in cpu else "") + f" {rss} | {err} |")
     print()
 PY
 } >"$OUT/results.md"

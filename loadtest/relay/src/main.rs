@@ -9,9 +9,15 @@
 //! it. No routing, no other header rewriting, no timers, no clock, no logs. GET requests
 //! without bodies only (what wrk sends).
 //!
-//! `ringfront-floor-relay LISTEN_ADDR UPSTREAM_ADDR` (both `IP:PORT`); prints `ready` on stderr.
+//! With `--http` it is the second floor, `relay-http` (see `http.rs`): both heads parsed and
+//! written anew without their hop-by-hop headers, what any HTTP proxy must do at least.
+//!
+//! `ringfront-floor-relay [--http] LISTEN_ADDR UPSTREAM_ADDR` (both `IP:PORT`); prints `ready`
+//! on stderr.
 
-use monoio::buf::IoBufMut;
+mod http;
+
+use monoio::buf::{IoBuf, IoBufMut};
 use monoio::io::{AsyncReadRent, AsyncWriteRentExt};
 use monoio::net::{TcpListener, TcpStream};
 use std::cell::RefCell;
@@ -19,6 +25,8 @@ use std::net::SocketAddr;
 use std::rc::Rc;
 
 const BUF: usize = 64 * 1024;
+/// The largest body the `relay-http` floor copies behind a rebuilt head (one write, not two).
+const SMALL_BODY: usize = 4096;
 const CLOSE: &[u8] = b"connection: close\r\n";
 const KEEP_ALIVE: &[u8] = b"connection: keep-alive\r\n";
 
@@ -31,10 +39,40 @@ struct Spares {
 }
 type Pool = Rc<Spares>;
 
+impl Spares {
+    fn buf(&self) -> Vec<u8> {
+        let spare = self.bufs.borrow_mut().pop();
+        spare.unwrap_or_else(|| Vec::with_capacity(BUF))
+    }
+
+    /// Keeps `buf` for a later connection unless an error took it (left empty).
+    fn keep(&self, buf: Vec<u8>) {
+        if buf.capacity() > 0 {
+            self.bufs.borrow_mut().push(buf);
+        }
+    }
+
+    async fn upstream(&self, addr: SocketAddr) -> std::io::Result<TcpStream> {
+        let popped = self.upstreams.borrow_mut().pop();
+        match popped {
+            Some(up) => Ok(up),
+            None => {
+                let up = TcpStream::connect(addr).await?;
+                let _ = up.set_nodelay(true);
+                Ok(up)
+            }
+        }
+    }
+}
+
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let (Some(listen), Some(upstream)) = (args.get(1), args.get(2)) else {
-        eprintln!("usage: ringfront-floor-relay LISTEN_ADDR UPSTREAM_ADDR");
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let http = args.first().is_some_and(|a| a == "--http");
+    if http {
+        args.remove(0);
+    }
+    let (Some(listen), Some(upstream)) = (args.first(), args.get(1)) else {
+        eprintln!("usage: ringfront-floor-relay [--http] LISTEN_ADDR UPSTREAM_ADDR");
         std::process::exit(2);
     };
     let (listen, upstream): (SocketAddr, SocketAddr) = match (listen.parse(), upstream.parse()) {
@@ -53,10 +91,10 @@ fn main() {
         .uring_builder(urb)
         .build()
         .expect("io_uring runtime");
-    rt.block_on(serve(listen, upstream));
+    rt.block_on(serve(listen, upstream, http));
 }
 
-async fn serve(listen: SocketAddr, upstream: SocketAddr) {
+async fn serve(listen: SocketAddr, upstream: SocketAddr, http: bool) {
     let listener = TcpListener::bind(listen).expect("bind");
     let pool = Pool::default();
     eprintln!("ready");
@@ -64,12 +102,15 @@ async fn serve(listen: SocketAddr, upstream: SocketAddr) {
         if let Ok((client, _)) = listener.accept().await {
             let pool = pool.clone();
             monoio::spawn(async move {
-                let spare = pool.bufs.borrow_mut().pop();
-                let mut buf = spare.unwrap_or_else(|| Vec::with_capacity(BUF));
-                let _ = relay(client, &pool, upstream, &mut buf).await;
-                if buf.capacity() > 0 {
-                    pool.bufs.borrow_mut().push(buf);
+                let mut buf = pool.buf();
+                if http {
+                    let mut out = pool.buf();
+                    let _ = relay_http(client, &pool, upstream, &mut buf, &mut out).await;
+                    pool.keep(out);
+                } else {
+                    let _ = relay(client, &pool, upstream, &mut buf).await;
                 }
+                pool.keep(buf);
             });
         }
     }
@@ -89,15 +130,7 @@ async fn relay(
         buf = read_head(&mut client, buf).await?;
         let len = buf.len();
         let close = take_line(&mut buf, len, CLOSE);
-        let popped = pool.upstreams.borrow_mut().pop();
-        let mut up = match popped {
-            Some(up) => up,
-            None => {
-                let up = TcpStream::connect(upstream).await?;
-                let _ = up.set_nodelay(true);
-                up
-            }
-        };
+        let mut up = pool.upstream(upstream).await?;
         let (r, b) = up.write_all(buf).await;
         r?;
         buf = read_head(&mut up, b).await?;
@@ -125,6 +158,57 @@ async fn relay(
         pool.upstreams.borrow_mut().push(up);
         if close {
             *spare = buf;
+            return Ok(());
+        }
+    }
+}
+
+/// `relay` for the `relay-http` floor: the head read into `buf` goes out rebuilt from `out`.
+/// Both buffers are left in place at the end (empty when an error took them).
+async fn relay_http(
+    mut client: TcpStream,
+    pool: &Pool,
+    upstream: SocketAddr,
+    spare: &mut Vec<u8>,
+    spare_out: &mut Vec<u8>,
+) -> std::io::Result<()> {
+    let _ = client.set_nodelay(true);
+    let (mut buf, mut out) = (std::mem::take(spare), std::mem::take(spare_out));
+    let invalid = || std::io::Error::from(std::io::ErrorKind::InvalidData);
+    loop {
+        buf = read_head(&mut client, buf).await?;
+        let close = http::request(&buf, &mut out).ok_or_else(invalid)?;
+        let mut up = pool.upstream(upstream).await?;
+        let (r, o) = up.write_all(out).await;
+        r?;
+        out = o;
+        buf = read_head(&mut up, buf).await?;
+        let (head, length) = http::response(&buf, close, &mut out).ok_or_else(invalid)?;
+        let body = buf.len().min(head + length) - head;
+        let mut left = length - body;
+        // A small body goes in the head's write; a large one's first piece is written from
+        // where it was read, uncopied.
+        if body <= SMALL_BODY {
+            out.extend_from_slice(&buf[head..head + body]);
+        }
+        let (r, o) = client.write_all(out).await;
+        r?;
+        out = o;
+        if body > SMALL_BODY {
+            let (r, b) = client.write_all(buf.slice(head..head + body)).await;
+            r?;
+            buf = b.into_inner();
+        }
+        while left > 0 {
+            buf = read_some(&mut up, buf).await?;
+            left = left.saturating_sub(buf.len());
+            let (r, b) = client.write_all(buf).await;
+            r?;
+            buf = b;
+        }
+        pool.upstreams.borrow_mut().push(up);
+        if close {
+            (*spare, *spare_out) = (buf, out);
             return Ok(());
         }
     }
