@@ -8,10 +8,12 @@
 # completed. Kernel work (TCP, the ring) is not counted: this is the user-space row of
 # issue 13's table, measured exactly; CPU time per request stays loadtest/run.sh's.
 #
-# Usage: [PROXIES="ringfront nginx relay"] [SHAPE=keepalive|close] [CONNS=50]
+# Usage: [PROXIES="ringfront nginx relay"] (also relay-http) [SHAPE=keepalive|close] [CONNS=50]
 #        [DURATION=10] [RINGFRONT_BIN=target/release/ringfront]
-#        [RELAY_BIN=target/release/ringfront-floor-relay] [TOP=0] [KEEP=DIR]
+#        [RELAY_BIN=target/release/ringfront-floor-relay] [TOP=0] [KEEP=DIR] [CACHE=0]
 #        bash loadtest/instructions.sh
+# CACHE=1 adds callgrind's cache simulation (L1 32 KiB each, 8-way; last level 1 MiB, 16-way)
+# and two columns: L1 instruction misses and L1 data misses (reads + writes) per request.
 # TOP=N also prints each proxy's N costliest functions (exclusive instructions per request);
 # KEEP=DIR keeps the callgrind files there (for callgrind_annotate FILE SOURCE.rs per line).
 # Needs valgrind (apt-get install valgrind), nginx and wrk.
@@ -21,7 +23,7 @@ LOG_TAG=instructions
 # shellcheck source=loadtest/lib.sh
 source "$ROOT/loadtest/lib.sh"
 PROXIES=${PROXIES:-ringfront nginx relay} SHAPE=${SHAPE:-keepalive}
-DURATION=${DURATION:-10} TOP=${TOP:-0} KEEP=${KEEP:-}
+DURATION=${DURATION:-10} TOP=${TOP:-0} KEEP=${KEEP:-} CACHE=${CACHE:-0}
 RINGFRONT_BIN=${RINGFRONT_BIN:-$ROOT/target/release/ringfront}
 RELAY_BIN=${RELAY_BIN:-$ROOT/target/release/ringfront-floor-relay}
 BACKEND_PORT=${BACKEND_PORT:-19300} PORT=${PORT:-18300}
@@ -42,11 +44,18 @@ write_proxy_confs "$OUT" "$PORT" "$BACKEND_PORT"
 PIDS+=($!)
 
 for p in $PROXIES; do command_of "$p" >/dev/null; done
-echo "| proxy | requests | user-space instructions / request |"
-echo "|---|---:|---:|"
+SIM=()
+if ((CACHE)); then
+    SIM=(--cache-sim=yes --I1=32768,8,64 --D1=32768,8,64 --LL=1048576,16,64)
+    echo "| proxy | requests | user-space instructions / request | L1i misses / request | L1d misses / request |"
+    echo "|---|---:|---:|---:|---:|"
+else
+    echo "| proxy | requests | user-space instructions / request |"
+    echo "|---|---:|---:|"
+fi
 for p in $PROXIES; do
     # shellcheck disable=SC2046 # the command line is split on purpose
-    valgrind --tool=callgrind --callgrind-out-file="$OUT/$p.cg" --dump-instr=no \
+    valgrind --tool=callgrind --callgrind-out-file="$OUT/$p.cg" --dump-instr=no "${SIM[@]}" \
         $(command_of "$p") >"$OUT/$p.log" 2>&1 &
     pid=$!
     ready=
@@ -64,13 +73,22 @@ for p in $PROXIES; do
     wait "$pid" 2>/dev/null || true
     requests=$(awk '/requests in/ {print $1}' "$OUT/$p.wrk")
     # The dump after zeroing: the files callgrind_control -d wrote (one per thread or one).
-    total=0
+    # Columns by the names on the "Events shown:" line (Ir; with the simulation I1mr, D1mr, D1mw).
+    total=0 i1=0 d1=0
     for f in "$OUT/$p.cg".*; do
-        n=$(callgrind_annotate --threshold=100 --auto=no "$f" 2>/dev/null |
-            awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}')
-        total=$((total + ${n:-0}))
+        read -r n a b c < <(callgrind_annotate --threshold=100 --auto=no --show-percs=no "$f" 2>/dev/null |
+            awk '/^Events shown:/ { for (i = 3; i <= NF; i++) col[$i] = i - 2 }
+                /PROGRAM TOTALS/ {
+                    gsub(",", "")
+                    print $col["Ir"], col["I1mr"] ? $col["I1mr"] : 0,
+                        col["D1mr"] ? $col["D1mr"] : 0, col["D1mw"] ? $col["D1mw"] : 0 }')
+        total=$((total + ${n:-0})) i1=$((i1 + ${a:-0})) d1=$((d1 + ${b:-0} + ${c:-0}))
     done
-    echo "| $p | $requests | $((total / requests)) |"
+    if ((CACHE)); then
+        echo "| $p | $requests | $((total / requests)) | $((i1 / requests)) | $((d1 / requests)) |"
+    else
+        echo "| $p | $requests | $((total / requests)) |"
+    fi
     if [[ -n $KEEP ]]; then mkdir -p "$KEEP" && cp "$OUT/$p.cg".* "$KEEP/"; fi
     if ((TOP > 0)); then
         for f in "$OUT/$p.cg".*; do

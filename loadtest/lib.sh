@@ -48,6 +48,7 @@ command_of() {
     ringfront) echo "$RINGFRONT_BIN -c $OUT/ringfront.conf --workers 1" ;;
     nginx) echo "/usr/sbin/nginx -p $OUT/ -c $OUT/nginx.conf -e $OUT/nginx.err" ;;
     relay) echo "$RELAY_BIN 127.0.0.1:$PORT 127.0.0.1:$BACKEND_PORT" ;;
+    relay-http) echo "$RELAY_BIN --http 127.0.0.1:$PORT 127.0.0.1:$BACKEND_PORT" ;;
     *) die "unknown proxy '$1'" ;;
     esac
 }
