@@ -286,7 +286,13 @@ impl Engine {
             release_memory: opts.release_memory,
             unix,
         });
-        let checker = Some(health::spawn(shared.clone(), health_rx)?);
+        let (checker_started, checker_start) = std::sync::mpsc::channel();
+        let checker = Some(health::spawn(shared.clone(), health_rx, checker_started)?);
+        // Workers serve only once the checker holds the peers' states: a passive failure
+        // before its first configuration would be overwritten by it ("marked up:
+        // configuration loaded") and the peer put back in. A checker that cannot start
+        // drops its sender (it has said so on stderr) and the workers start without it.
+        let _ = checker_start.recv();
         let resolver = Some(upstream_dns::spawn(shared.clone())?);
         let cores = core_affinity::get_core_ids().unwrap_or_default();
         let mut threads = Vec::with_capacity(workers);

@@ -144,6 +144,13 @@ fn confirm_mode_ejects_a_refusing_peer_until_it_listens_again() {
         ),
         "{down}"
     );
+    // ringfront said ready only once the checker held the peers' states, so the first
+    // request's failure was not undone by the checker's first configuration.
+    assert!(
+        !common::health::has_state(&rf, &a, "marked up: configuration loaded"),
+        "{:?}",
+        rf.stderr_lines()
+    );
     let served = load.spread(10);
     assert_eq!(count(&served, &b), 10, "{served:?}");
     let late = tried(&lines_after(&rf, &down), &a);

@@ -710,7 +710,13 @@ fn handle(c: &Ctx, ev: Event) {
 }
 
 /// Starts the checker thread. It ends when the engine leaves the `RUN` state (and wakes it).
-pub fn spawn(shared: Arc<Shared>, rx: Receiver<Event>) -> std::io::Result<JoinHandle<()>> {
+/// `started` gets a message once the checker holds the first configuration's peer states
+/// (it is dropped unsent when the checker cannot start).
+pub fn spawn(
+    shared: Arc<Shared>,
+    rx: Receiver<Event>,
+    started: std::sync::mpsc::Sender<()>,
+) -> std::io::Result<JoinHandle<()>> {
     std::thread::Builder::new()
         .name("ringfront-hc".into())
         .spawn(move || {
@@ -724,11 +730,11 @@ pub fn spawn(shared: Arc<Shared>, rx: Receiver<Event>) -> std::io::Result<JoinHa
                     return;
                 }
             };
-            rt.block_on(run(shared, rx));
+            rt.block_on(run(shared, rx, started));
         })
 }
 
-async fn run(shared: Arc<Shared>, rx: Receiver<Event>) {
+async fn run(shared: Arc<Shared>, rx: Receiver<Event>, started: std::sync::mpsc::Sender<()>) {
     let snap = shared.snapshot.load_full();
     let seed = crate::clock::unix_ms() ^ u64::from(std::process::id()).rotate_left(32);
     let wake = Rc::new(Signal::default());
@@ -747,6 +753,7 @@ async fn run(shared: Arc<Shared>, rx: Receiver<Event>) {
     }));
     c.borrow_mut().reconfigure(snap, true);
     spawn_probes(&c);
+    let _ = started.send(());
     // Each pass looks at everything a wakeup can be for; the bell is cleared before the
     // look, so a change made during it rings again.
     loop {
