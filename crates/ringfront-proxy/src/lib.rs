@@ -232,6 +232,10 @@ impl Shared {
     }
 }
 
+/// How long a reload waits for every worker to serve the new configuration before it
+/// reports anyway (a worker busy for that long is logged).
+const RELOAD_PATIENCE: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Start-up options that are not in the configuration file.
 #[derive(Debug, Clone)]
 pub struct EngineOptions {
@@ -343,7 +347,8 @@ impl Engine {
 
     /// Publishes a new configuration; requests in flight finish on the old one. Peers that
     /// survive keep their health, counters and keepalive connections. Returns once every
-    /// worker serves it (new addresses accept, removed ones are closing), or after a second.
+    /// worker serves it (new addresses accept, removed ones are closing), or after
+    /// `RELOAD_PATIENCE` with a warning in the error log.
     /// Fails, publishing nothing, when a new `listen unix:` path cannot be bound.
     pub fn reload(&self, snap: Snapshot) -> std::io::Result<()> {
         self.shared.unix.sync(&snap)?;
@@ -374,12 +379,23 @@ impl Engine {
             snap = Arc::try_unwrap(next).ok();
         };
         self.shared.wake_all();
-        self.shared
-            .applied
-            .wait(generation, std::time::Duration::from_secs(1));
+        let applied = self.shared.applied.wait(generation, RELOAD_PATIENCE);
+        let now = self.shared.snapshot.load_full();
+        if !applied {
+            logger::error_line(
+                &self.shared.logger,
+                &now,
+                ringfront_config::LogLevel::Warn,
+                0,
+                0,
+                format_args!(
+                    "reload: not every worker serves generation {generation} after {}s",
+                    RELOAD_PATIENCE.as_secs()
+                ),
+            );
+        }
         // nginx's master says "worker process PID exited with code 0" when an old worker is
         // done; nginx's test suite waits for those words after a reload.
-        let now = self.shared.snapshot.load_full();
         logger::error_line(
             &self.shared.logger,
             &now,
