@@ -8,13 +8,58 @@ use std::time::Duration;
 
 use socket2::Socket;
 
-/// A port on 127.0.0.1 that was free a moment ago (bind port 0, read it, close), and that
-/// this process has not handed out before: the kernel may give a just-closed port to the
-/// next `bind(0)`, and two tests running in parallel with the same port would both listen
-/// on it (ringfront and nginx bind with `SO_REUSEPORT`) and share each other's connections.
+/// A port on 127.0.0.1 for a process a test starts (ringfront, nginx) or keeps dead: free
+/// now, and nobody else's until this process ends.
+///
+/// - It lies outside the kernel's ephemeral range (`ip_local_port_range`), so no process's
+///   outgoing connection can take it as its source port before the proxy binds it (with a
+///   port from `bind(0)` that happened: nginx failed with "Address already in use").
+/// - It is reserved for this process's life under an abstract socket name, so no other test
+///   process is given it (two tests on one port would share connections: ringfront and nginx
+///   bind with `SO_REUSEPORT`).
+///
+/// Where the ephemeral range leaves no room, a kernel-chosen port as [`fresh_listener`] gives.
 pub fn free_port() -> u16 {
-    let listener = fresh_listener();
-    listener.local_addr().expect("local_addr").port()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    static HELD: std::sync::Mutex<Vec<std::os::unix::net::UnixListener>> =
+        std::sync::Mutex::new(Vec::new());
+    let Some((lo, hi)) = handout_range() else {
+        return fresh_listener().local_addr().expect("local_addr").port();
+    };
+    let span = u32::from(hi - lo);
+    let start = std::process::id().wrapping_mul(7919) % span;
+    for _ in 0..span {
+        let port = lo + ((start + NEXT.fetch_add(1, Ordering::Relaxed)) % span) as u16;
+        let Ok(lock) = reserve(port) else { continue };
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            HELD.lock().unwrap_or_else(|e| e.into_inner()).push(lock);
+            return port;
+        }
+    }
+    panic!("no free port in 127.0.0.1:{lo}..{hi}");
+}
+
+/// Up to 10,000 ports just below the ephemeral range (or just above it), never under 10000.
+fn handout_range() -> Option<(u16, u16)> {
+    let text = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").ok()?;
+    let mut it = text.split_whitespace().map(|v| v.parse::<u32>().ok());
+    let (low, high) = (it.next()??, it.next()??);
+    if low >= 11_000 {
+        Some(((low.saturating_sub(10_000)).max(10_000) as u16, low as u16))
+    } else if high <= 54_535 {
+        Some(((high + 1) as u16, (high + 10_001) as u16))
+    } else {
+        None
+    }
+}
+
+/// Holds `port` for this process: an abstract unix socket name only one process can bind.
+fn reserve(port: u16) -> io::Result<std::os::unix::net::UnixListener> {
+    use std::os::linux::net::SocketAddrExt;
+    let name = format!("ringfront-testkit/port/{port}");
+    let sa = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes())?;
+    std::os::unix::net::UnixListener::bind_addr(&sa)
 }
 
 /// A listener on a kernel-chosen 127.0.0.1 port that no other test of this process was given
@@ -115,6 +160,19 @@ mod tests {
         let port = free_port();
         assert_ne!(port, 0);
         TcpListener::bind(("127.0.0.1", port)).expect("free port can be bound");
+    }
+
+    #[test]
+    fn free_ports_are_outside_the_ephemeral_range_and_reserved() {
+        let (lo, hi) = handout_range().expect("room beside the ephemeral range here");
+        let a = free_port();
+        let b = free_port();
+        assert_ne!(a, b);
+        for p in [a, b] {
+            assert!((lo..hi).contains(&p), "{p} not in {lo}..{hi}");
+            // Another process asking now would find the name taken.
+            assert!(reserve(p).is_err(), "{p} is not reserved");
+        }
     }
 
     #[test]
