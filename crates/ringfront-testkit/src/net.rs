@@ -40,6 +40,47 @@ pub fn free_port() -> u16 {
     panic!("no free port in 127.0.0.1:{lo}..{hi}");
 }
 
+/// Writes `PORT` for each mention of a port as a whole number (not inside a longer run of
+/// digits, so `max-age=315360000` stays as it is beside port 31536): for comparing the
+/// answers of servers that listen on different ports.
+pub trait MaskPort {
+    fn mask_port(&self, port: u16) -> String {
+        self.mask_port_as(port, "PORT")
+    }
+
+    /// The same, writing `label` in place of the port.
+    fn mask_port_as(&self, port: u16, label: &str) -> String;
+}
+
+impl<T: AsRef<str> + ?Sized> MaskPort for T {
+    fn mask_port_as(&self, port: u16, label: &str) -> String {
+        let text = self.as_ref();
+        let needle = port.to_string();
+        let mut out = String::with_capacity(text.len());
+        let mut i = 0;
+        while let Some(at) = text[i..].find(&needle) {
+            let (start, end) = (i + at, i + at + needle.len());
+            let digit_before = text[..start]
+                .bytes()
+                .last()
+                .is_some_and(|b| b.is_ascii_digit());
+            let digit_after = text[end..]
+                .bytes()
+                .next()
+                .is_some_and(|b| b.is_ascii_digit());
+            out.push_str(&text[i..start]);
+            out.push_str(if digit_before || digit_after {
+                &needle
+            } else {
+                label
+            });
+            i = end;
+        }
+        out.push_str(&text[i..]);
+        out
+    }
+}
+
 /// Up to 10,000 ports just below the ephemeral range (or just above it), never under 10000.
 fn handout_range() -> Option<(u16, u16)> {
     let text = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").ok()?;
@@ -160,6 +201,16 @@ mod tests {
         let port = free_port();
         assert_ne!(port, 0);
         TcpListener::bind(("127.0.0.1", port)).expect("free port can be bound");
+    }
+
+    #[test]
+    fn mask_port_masks_whole_numbers_only() {
+        let text = "http://h:31536/ max-age=315360000 131536 31536";
+        assert_eq!(
+            text.mask_port(31536),
+            "http://h:PORT/ max-age=315360000 131536 PORT"
+        );
+        assert_eq!(String::from("no port").mask_port(80), "no port");
     }
 
     #[test]

@@ -13,6 +13,7 @@ mod common;
 
 use common::fill;
 use ringfront_testkit::Client;
+use ringfront_testkit::MaskPort;
 
 fn files(tag: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("ringfront-xar-{tag}-{}", std::process::id()));
@@ -214,7 +215,7 @@ fn accel_redirects_match_nginx() {
         let text = std::fs::read_to_string(log.with_extension("err")).unwrap_or_default();
         text.lines()
             .filter_map(|l| l.split_once("unsafe URI"))
-            .map(|(_, rest)| rest.replace(&p.to_string(), "PORT"))
+            .map(|(_, rest)| rest.mask_port(p))
             .collect()
     };
     let nginx_unsafe = unsafe_lines(&nlog, np);

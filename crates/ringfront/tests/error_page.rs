@@ -13,6 +13,7 @@
 mod common;
 
 use common::fill;
+use ringfront_testkit::MaskPort;
 use ringfront_testkit::{Backend, Client};
 
 /// A root with an error page file and a folder `dir`.
@@ -295,7 +296,7 @@ fn answers(p: u16, b: &Backend) -> Vec<String> {
                 .text()
                 .replace("<center>ringfront</center>", "<center>nginx</center>");
             // Backends answer with their own port in the body.
-            let text = text.replace(&b.port().to_string(), "BACKEND");
+            let text = text.mask_port_as(b.port(), "BACKEND");
             format!(
                 "{} {location} {conn} {auth} {length} | {upstream} | {text}",
                 r.status

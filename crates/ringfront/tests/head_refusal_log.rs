@@ -15,6 +15,7 @@
 
 mod common;
 
+use ringfront_testkit::MaskPort;
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::time::Duration;
@@ -197,11 +198,8 @@ fn refused_and_unfinished_heads_are_logged_as_nginx() {
     };
     common::assert_same("server-level log", &shorten(&nginx.0), &shorten(&ours.0));
     common::assert_same("location log", &nginx.1, &ours.1);
-    let port_free = |v: &[String], p: u16| -> Vec<String> {
-        v.iter()
-            .map(|l| l.replace(&p.to_string(), "PORT"))
-            .collect()
-    };
+    let port_free =
+        |v: &[String], p: u16| -> Vec<String> { v.iter().map(|l| l.mask_port(p)).collect() };
     common::assert_same(
         "error log",
         &port_free(&nginx.2, np),

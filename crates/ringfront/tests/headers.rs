@@ -10,6 +10,7 @@
 
 mod common;
 
+use ringfront_testkit::MaskPort;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -124,7 +125,7 @@ fn normalise(text: &str, port: u16) -> String {
         .replace(version, "TOKEN/V")
         .replace("nginx", "TOKEN")
         .replace("ringfront", "TOKEN")
-        .replace(&port.to_string(), "PORT")
+        .mask_port(port)
 }
 
 /// Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm).

@@ -9,6 +9,7 @@
 
 mod common;
 
+use ringfront_testkit::MaskPort;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
@@ -126,7 +127,7 @@ fn normalise(text: &str, port: u16) -> String {
     let version = concat!("ringfront/", env!("CARGO_PKG_VERSION"));
     text.replace("nginx/1.22.1", "TOKEN/V")
         .replace(version, "TOKEN/V")
-        .replace(&port.to_string(), "PORT")
+        .mask_port(port)
 }
 
 fn get(port: u16, path: &str) -> Seen {

@@ -11,6 +11,7 @@
 
 mod common;
 
+use ringfront_testkit::MaskPort;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
@@ -186,7 +187,7 @@ fn header_lines(text: &str, port: u16) -> Vec<String> {
             // `PID#TID: *N ` is nginx's; ringfront's `PID#W: *N `.
             let l = l.split_once(": *").map_or(l, |(_, r)| r);
             let l = l.split_once(' ').map_or(l, |(_, r)| r);
-            l.replace(&port.to_string(), "PORT")
+            l.mask_port(port)
         })
         .collect()
 }

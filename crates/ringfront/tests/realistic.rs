@@ -5,6 +5,7 @@
 
 mod common;
 
+use ringfront_testkit::MaskPort;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -204,7 +205,7 @@ fn record(run: &Run, port: u16, req: &Req) -> String {
                 {
                     "SERVER".to_string()
                 }
-                _ => v.replace(&port.to_string(), "PORT"),
+                _ => v.mask_port(port),
             };
             line.push_str(&format!(" | {f}: {v}"));
         }
@@ -217,12 +218,12 @@ fn record(run: &Run, port: u16, req: &Req) -> String {
         ));
         for f in UPSTREAM_FIELDS {
             if let Some(v) = up.header(f) {
-                let v = v.replace(&port.to_string(), "PORT");
+                let v = v.mask_port(port);
                 line.push_str(&format!(" | >{f}: {v}"));
             }
         }
         if !up.body.is_empty() {
-            let body = String::from_utf8_lossy(&up.body).replace(&port.to_string(), "PORT");
+            let body = String::from_utf8_lossy(&up.body).mask_port(port);
             line.push_str(&format!(" | >body: {body}"));
         }
     }

@@ -7,6 +7,7 @@
 
 mod common;
 
+use ringfront_testkit::MaskPort;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -114,7 +115,7 @@ fn ask(port: u16, ca: &Path, case: &Case) -> String {
         .expect("curl runs");
     // The product token of the built-in pages (`server_tokens off`) reads TOKEN.
     let text = String::from_utf8_lossy(&o.stdout)
-        .replace(&port.to_string(), "PORT")
+        .mask_port(port)
         .replace("<center>nginx</center>", "<center>TOKEN</center>")
         .replace("<center>ringfront</center>", "<center>TOKEN</center>");
     let err = String::from_utf8_lossy(&o.stderr);

@@ -9,6 +9,7 @@
 mod common;
 
 use common::fill;
+use ringfront_testkit::MaskPort;
 use ringfront_testkit::{After, Client, RawBackend, Response};
 
 const CONFIG: &str = r#"worker_processes 1;
@@ -163,9 +164,9 @@ fn seen(r: &Response, port: u16, dead: u16, up: u16) -> (u16, Vec<(String, Strin
     let norm = |s: &str| {
         s.replace("nginx/1.22.1", "TOKEN")
             .replace(concat!("ringfront/", env!("CARGO_PKG_VERSION")), "TOKEN")
-            .replace(&port.to_string(), "PORT")
-            .replace(&dead.to_string(), "DEAD")
-            .replace(&up.to_string(), "UP")
+            .mask_port(port)
+            .mask_port_as(dead, "DEAD")
+            .mask_port_as(up, "UP")
     };
     let mut fields: Vec<(String, String)> = r
         .headers
@@ -306,7 +307,7 @@ fn variables_match_nginx() {
     for p in [np, rp] {
         let _ = std::fs::remove_file(common::access_log_path(p));
     }
-    let norm = |s: &str| s.replace(&dead.to_string(), "DEAD");
+    let norm = |s: &str| s.mask_port_as(dead, "DEAD");
     let (nginx, ours) = (norm(&nginx), norm(&ours));
     for (a, b) in nginx.lines().zip(ours.lines()) {
         assert_eq!(b, a);
