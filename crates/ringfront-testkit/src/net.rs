@@ -87,7 +87,7 @@ fn handout_range() -> Option<(u16, u16)> {
     let mut it = text.split_whitespace().map(|v| v.parse::<u32>().ok());
     let (low, high) = (it.next()??, it.next()??);
     if low >= 11_000 {
-        Some(((low.saturating_sub(10_000)).max(10_000) as u16, low as u16))
+        Some((low.saturating_sub(10_000).max(10_000) as u16, low as u16))
     } else if high <= 54_535 {
         Some(((high + 1) as u16, (high + 10_001) as u16))
     } else {
