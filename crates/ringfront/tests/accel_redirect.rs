@@ -12,8 +12,7 @@
 mod common;
 
 use common::fill;
-use ringfront_testkit::Client;
-use ringfront_testkit::MaskPort;
+use ringfront_testkit::{Client, MaskPort};
 
 fn files(tag: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("ringfront-xar-{tag}-{}", std::process::id()));

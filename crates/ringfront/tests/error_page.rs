@@ -13,8 +13,7 @@
 mod common;
 
 use common::fill;
-use ringfront_testkit::MaskPort;
-use ringfront_testkit::{Backend, Client};
+use ringfront_testkit::{Backend, Client, MaskPort};
 
 /// A root with an error page file and a folder `dir`.
 fn files(tag: &str) -> std::path::PathBuf {

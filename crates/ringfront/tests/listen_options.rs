@@ -4,8 +4,7 @@
 mod common;
 
 use common::fill;
-use ringfront_testkit::Client;
-use ringfront_testkit::MaskPort;
+use ringfront_testkit::{Client, MaskPort};
 
 /// Two consecutive ports that are free now (a range needs neighbours, which
 /// `free_port` does not promise).

@@ -9,8 +9,7 @@
 mod common;
 
 use common::fill;
-use ringfront_testkit::MaskPort;
-use ringfront_testkit::{After, Client, RawBackend, Response};
+use ringfront_testkit::{After, Client, MaskPort, RawBackend, Response};
 
 const CONFIG: &str = r#"worker_processes 1;
 events { worker_connections 64; }
