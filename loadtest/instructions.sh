@@ -58,6 +58,7 @@ for p in $PROXIES; do
     valgrind --tool=callgrind --callgrind-out-file="$OUT/$p.cg" --dump-instr=no "${SIM[@]}" \
         $(command_of "$p") >"$OUT/$p.log" 2>&1 &
     pid=$!
+    PIDS+=("$pid")
     ready=
     for _ in $(seq 200); do
         curl -sf "http://127.0.0.1:$PORT/" >/dev/null 2>&1 && ready=1 && break

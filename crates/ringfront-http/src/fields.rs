@@ -2,6 +2,7 @@
 //! lists, `Connection` tokens and the RFC 9110 7.6.1 hop-by-hop set.
 
 use crate::ascii::eq_ignore_case;
+use crate::known::Known;
 
 /// Remove optional whitespace (SP / HTAB, RFC 9110 5.6.3) from both ends.
 pub fn trim_ows(value: &[u8]) -> &[u8] {
@@ -86,6 +87,15 @@ impl<'a> ConnectionList<'a> {
             names_fields: false,
             close: false,
         };
+        // The values nearly every message has (none, `keep-alive`, `close`) without the
+        // list's scan.
+        if value.is_empty() || eq_ignore_case(value, b"keep-alive") {
+            return list;
+        }
+        if eq_ignore_case(value, b"close") {
+            list.close = true;
+            return list;
+        }
         each_element(value, |t| {
             if eq_ignore_case(t, b"close") {
                 list.close = true;
@@ -96,10 +106,12 @@ impl<'a> ConnectionList<'a> {
         list
     }
 
-    /// Whether the field `name` is hop-by-hop in this message: by its name
-    /// ([`is_hop_by_hop`]) or listed in this value ([`connection_lists`]).
-    pub fn hop_by_hop(&self, name: &[u8]) -> bool {
-        is_hop_by_hop(name)
+    /// Whether the field `name`, of the kind `known` (as parsed), is hop-by-hop in this
+    /// message: by its name ([`Known::hop_by_hop`]) or listed in this value
+    /// ([`connection_lists`]).
+    #[inline]
+    pub fn hop_by_hop(&self, known: Known, name: &[u8]) -> bool {
+        known.hop_by_hop()
             || match self.names_fields {
                 true => connection_lists(self.value, name),
                 false => self.close && eq_ignore_case(name, b"close"),
@@ -183,7 +195,7 @@ mod tests {
             let list = ConnectionList::new(v);
             for n in names {
                 let plain = is_hop_by_hop(n) || connection_lists(v, n);
-                assert_eq!(list.hop_by_hop(n), plain, "{v:?} {n:?}");
+                assert_eq!(list.hop_by_hop(Known::of(n), n), plain, "{v:?} {n:?}");
             }
         }
     }

@@ -10,6 +10,7 @@ mod fields;
 mod framing;
 mod header_names;
 mod host;
+mod known;
 mod proxy_protocol;
 mod request;
 mod response;
@@ -27,6 +28,7 @@ pub use fields::{connection_lists, is_hop_by_hop, list_elements, trim_ows, Conne
 pub use framing::{parse_content_length, BodyFraming, MAX_BODY_LENGTH};
 pub use header_names::HeaderNames;
 pub use host::{host_name, is_valid_host, origin_path, target_form, TargetForm};
+pub use known::Known;
 pub use proxy_protocol::{find_tlv, parse as parse_proxy_protocol, ProxyError, ProxyHeader};
 pub use request::{RequestError, RequestHead, MAX_HEADERS};
 pub use response::{ResponseError, ResponseHead};

@@ -7,7 +7,8 @@ use httparse::Status;
 use crate::fields::{trim_ows, ConnectionTokens};
 use crate::framing::{is_exactly_chunked, BodyFraming, ContentLength, LengthError};
 use crate::host::{is_valid_host, target_form, TargetForm};
-use crate::span::{find, push_headers, Header, Span};
+use crate::known::Known;
+use crate::span::{find, find_known, push_headers, Header, Span};
 
 /// Header fields accepted in one request head; one more is [`RequestError::TooManyHeaders`].
 pub const MAX_HEADERS: usize = 100;
@@ -178,6 +179,11 @@ impl RequestHead {
         find(&self.headers, buf, name)
     }
 
+    /// Value of the first header of the kind `known` (a byte compare a field).
+    pub fn known<'a>(&self, buf: &'a [u8], known: Known) -> Option<&'a [u8]> {
+        find_known(&self.headers, buf, known)
+    }
+
     /// Is the method `HEAD`? (Methods are case-sensitive, RFC 9110 9.1.)
     pub fn is_head(&self, buf: &[u8]) -> bool {
         self.method(buf) == b"HEAD"
@@ -213,41 +219,46 @@ impl RequestHead {
                 }
                 unique_seen |= bit;
             }
-            if eq_ignore_case(name, b"content-length") {
-                // RFC 9110 8.6 lets a recipient reject repeated Content-Length; nginx 1.22
-                // refuses any repeat ("client sent duplicate header line"), identical or not.
-                if length.0.is_some() {
-                    return Err(BadRequest("duplicate Content-Length header"));
+            match h.known {
+                Known::ContentLength => {
+                    // RFC 9110 8.6 lets a recipient reject repeated Content-Length; nginx 1.22
+                    // refuses any repeat ("client sent duplicate header line"), identical or
+                    // not.
+                    if length.0.is_some() {
+                        return Err(BadRequest("duplicate Content-Length header"));
+                    }
+                    length.add(value).map_err(|e| match e {
+                        LengthError::Invalid => BadRequest("invalid Content-Length"),
+                        LengthError::Conflict => BadRequest("conflicting Content-Length headers"),
+                    })?;
                 }
-                length.add(value).map_err(|e| match e {
-                    LengthError::Invalid => BadRequest("invalid Content-Length"),
-                    LengthError::Conflict => BadRequest("conflicting Content-Length headers"),
-                })?;
-            } else if eq_ignore_case(name, b"transfer-encoding") {
-                if transfer_encoding.is_some() {
-                    return Err(BadRequest("duplicate Transfer-Encoding header"));
+                Known::TransferEncoding => {
+                    if transfer_encoding.is_some() {
+                        return Err(BadRequest("duplicate Transfer-Encoding header"));
+                    }
+                    // httparse drops the whitespace around a value, tabs included; nginx
+                    // keeps a tab as part of the value and answers 501 to `\tchunked`.
+                    if has_tab_around(buf, h) {
+                        return Err(NotImplemented("tab around Transfer-Encoding value"));
+                    }
+                    transfer_encoding = Some(value);
                 }
-                // httparse drops the whitespace around a value, tabs included; nginx keeps
-                // a tab as part of the value and answers 501 to `\tchunked`.
-                if has_tab_around(buf, h) {
-                    return Err(NotImplemented("tab around Transfer-Encoding value"));
+                Known::Host => {
+                    if self.host.is_some() {
+                        return Err(BadRequest("duplicate Host header"));
+                    }
+                    if !is_valid_host(value) {
+                        invalid_host = Some(i);
+                        break;
+                    }
+                    self.host = Some(h.value);
                 }
-                transfer_encoding = Some(value);
-            } else if eq_ignore_case(name, b"host") {
-                if self.host.is_some() {
-                    return Err(BadRequest("duplicate Host header"));
+                Known::Connection => connection.add(value),
+                Known::Expect => {
+                    expect_continue |= eq_ignore_case(trim_ows(value), b"100-continue");
                 }
-                if !is_valid_host(value) {
-                    invalid_host = Some(i);
-                    break;
-                }
-                self.host = Some(h.value);
-            } else if eq_ignore_case(name, b"connection") {
-                connection.add(value);
-            } else if eq_ignore_case(name, b"expect") {
-                expect_continue |= eq_ignore_case(trim_ows(value), b"100-continue");
-            } else if eq_ignore_case(name, b"upgrade") {
-                upgrade_header = true;
+                Known::Upgrade => upgrade_header = true,
+                _ => {}
             }
         }
         if let Some(i) = invalid_host {

@@ -1,13 +1,13 @@
 //! Upstream response heads: httparse in place, then the framing rules (RFC 9112 6.3).
 //! Any refusal is nginx's `invalid_header`: the proxy answers 502 or tries the next peer.
 
-use crate::ascii::eq_ignore_case;
 use httparse::Status;
 
 use crate::fields::ConnectionTokens;
 use crate::framing::{BodyFraming, ContentLength, LengthError, TransferCodings};
+use crate::known::Known;
 use crate::request::MAX_HEADERS;
-use crate::span::{find, push_headers, Header, Span};
+use crate::span::{find, find_known, push_headers, Header, Span};
 
 /// Why an upstream response head was refused (nginx: "upstream sent invalid header").
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
@@ -102,6 +102,11 @@ impl ResponseHead {
         find(&self.headers, buf, name)
     }
 
+    /// Value of the first header of the kind `known` (a byte compare a field).
+    pub fn known<'a>(&self, buf: &'a [u8], known: Known) -> Option<&'a [u8]> {
+        find_known(&self.headers, buf, known)
+    }
+
     /// Body framing per RFC 9112 6.3 given whether the request was HEAD:
     /// 1xx/204/304/HEAD -> None; chunked -> Chunked; Content-Length -> Length;
     /// else UntilClose.
@@ -136,22 +141,21 @@ impl ResponseHead {
         let mut connection = ConnectionTokens::default();
         let mut upgrade_header = false;
         for h in &self.headers {
-            let name = h.name.get(buf);
             let value = h.value.get(buf);
-            if eq_ignore_case(name, b"content-length") {
-                if length.0.is_some() {
-                    return Err(ResponseError::ConflictingContentLength);
+            match h.known {
+                Known::ContentLength => {
+                    if length.0.is_some() {
+                        return Err(ResponseError::ConflictingContentLength);
+                    }
+                    length.add(value).map_err(|e| match e {
+                        LengthError::Invalid => ResponseError::InvalidContentLength,
+                        LengthError::Conflict => ResponseError::ConflictingContentLength,
+                    })?;
                 }
-                length.add(value).map_err(|e| match e {
-                    LengthError::Invalid => ResponseError::InvalidContentLength,
-                    LengthError::Conflict => ResponseError::ConflictingContentLength,
-                })?;
-            } else if eq_ignore_case(name, b"transfer-encoding") {
-                codings.add(value);
-            } else if eq_ignore_case(name, b"connection") {
-                connection.add(value);
-            } else if eq_ignore_case(name, b"upgrade") {
-                upgrade_header = true;
+                Known::TransferEncoding => codings.add(value),
+                Known::Connection => connection.add(value),
+                Known::Upgrade => upgrade_header = true,
+                _ => {}
             }
         }
         if codings.present {

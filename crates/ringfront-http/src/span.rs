@@ -2,11 +2,13 @@
 //! never borrowed slices, so it can be kept (and reused) while the buffer is refilled.
 
 use crate::ascii::eq_ignore_case;
+use crate::known::Known;
 
 /// Byte range `start..end` into the buffer a head was parsed from.
 ///
-/// `u32` offsets keep `Header` at 16 bytes; heads are limited to a few KiB anyway
-/// (nginx's `large_client_header_buffers`), and buffers past 4 GiB are refused.
+/// `u32` offsets keep `Header` at 20 bytes (two spans and the name's kind); heads are
+/// limited to a few KiB anyway (nginx's `large_client_header_buffers`), and buffers past
+/// 4 GiB are refused.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Span {
     /// First byte (inclusive).
@@ -59,6 +61,8 @@ pub struct Header {
     pub name: Span,
     /// Field value, leading and trailing whitespace removed by httparse.
     pub value: Span,
+    /// The name's kind, recognised when the head was parsed (known.rs).
+    pub known: Known,
 }
 
 impl Header {
@@ -94,9 +98,18 @@ pub(crate) fn push_headers(
         out.push(Header {
             name: Span::within(buf, h.name.as_bytes())?,
             value: Span::within(buf, h.value)?,
+            known: Known::of(h.name.as_bytes()),
         });
     }
     Some(())
+}
+
+/// First header of the kind `known`, as a value slice of `buf`: a byte compare a field.
+pub(crate) fn find_known<'a>(headers: &[Header], buf: &'a [u8], known: Known) -> Option<&'a [u8]> {
+    headers
+        .iter()
+        .find(|h| h.known == known)
+        .map(|h| h.value.get(buf))
 }
 
 /// First header called `name` (ASCII case-insensitive), as a value slice of `buf`.
@@ -146,18 +159,23 @@ mod tests {
             Header {
                 name: Span { start: 0, end: 4 },
                 value: Span { start: 6, end: 7 },
+                known: Known::Host,
             },
             Header {
                 name: Span { start: 9, end: 12 },
                 value: Span { start: 14, end: 15 },
+                known: Known::Other,
             },
             Header {
                 name: Span { start: 17, end: 20 },
                 value: Span { start: 22, end: 23 },
+                known: Known::Other,
             },
         ];
         assert_eq!(find(&headers, buf, "host"), Some(&b"a"[..]));
         assert_eq!(find(&headers, buf, "x-Y"), Some(&b"b"[..]));
         assert_eq!(find(&headers, buf, "missing"), None);
+        assert_eq!(find_known(&headers, buf, Known::Host), Some(&b"a"[..]));
+        assert_eq!(find_known(&headers, buf, Known::Date), None);
     }
 }

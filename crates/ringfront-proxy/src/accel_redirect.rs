@@ -77,7 +77,8 @@ pub fn carried(cx: &Cx<'_>, head: &ResponseHead, rbuf: &[u8]) -> Carried {
         if !KEPT.iter().any(|k| name.eq_ignore_ascii_case(k.as_bytes())) {
             continue;
         }
-        let value = crate::proxy_redirect::edited(&decor, name, value).unwrap_or(value.to_vec());
+        let edited = crate::proxy_redirect::edited(&decor, f.known, value);
+        let value = edited.unwrap_or(value.to_vec());
         c.fields.push((name.to_vec(), value));
     }
     c

@@ -3,6 +3,7 @@
 //! matches wins). The matching of one rule is shared with `proxy_cookie_domain|path`.
 
 use ringfront_config::{Pattern, ValueRewrite};
+use ringfront_http::Known;
 
 use crate::req::Req;
 use crate::response_headers::Decor;
@@ -75,15 +76,17 @@ fn apply(
     Some(out)
 }
 
-/// An upstream field's value as the client gets it when a rule changes it: `Location` and
-/// `Refresh` by `proxy_redirect`, `Set-Cookie` by `proxy_cookie_*`; `None` (nothing built)
-/// for every other field and where no rule is configured or matches.
-pub fn edited(decor: &Decor<'_>, name: &[u8], value: &[u8]) -> Option<Vec<u8>> {
+/// An upstream field's value (a field of the kind `known`) as the client gets it when a rule
+/// changes it: `Location` and `Refresh` by `proxy_redirect`, `Set-Cookie` by
+/// `proxy_cookie_*`; `None` (nothing built) for every other field and where no rule is
+/// configured or matches.
+#[inline]
+pub fn edited(decor: &Decor<'_>, known: Known, value: &[u8]) -> Option<Vec<u8>> {
     let p = decor.proxy;
-    let refresh = match name.len() {
-        8 if !p.redirect.is_empty() && name.eq_ignore_ascii_case(b"location") => false,
-        7 if !p.redirect.is_empty() && name.eq_ignore_ascii_case(b"refresh") => true,
-        10 if p.rewrites_cookies() && name.eq_ignore_ascii_case(b"set-cookie") => {
+    let refresh = match known {
+        Known::Location if !p.redirect.is_empty() => false,
+        Known::Refresh if !p.redirect.is_empty() => true,
+        Known::SetCookie if p.rewrites_cookies() => {
             return crate::cookie_rewrite::rewrite_cookie(p, value, &decor.vars()?);
         }
         _ => return None,

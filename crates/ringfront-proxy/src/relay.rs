@@ -8,8 +8,9 @@
 use crate::stream::{ClientStream, UpstreamStream};
 use monoio::io::{AsyncReadRent, AsyncWriteRent};
 use ringfront_config::{IgnoreHeaders, LogLevel};
-use ringfront_http::eq_ignore_case;
-use ringfront_http::{BodyFraming, ChunkedDecoder, ConnectionList, HeadWriter, ResponseHead};
+use ringfront_http::{
+    BodyFraming, ChunkedDecoder, ConnectionList, HeadWriter, Known, ResponseHead,
+};
 use ringfront_upstream::exchange::{Cause, Event, Failure, Phase};
 
 use crate::io::{read_more, write_all, IoFail};
@@ -505,20 +506,19 @@ fn encode_head(
     if let Some(c) = sticky {
         h.header(b"Set-Cookie", c);
     }
-    let conn = ConnectionList::new(head.header(rbuf, "connection").unwrap_or(b""));
+    let conn = ConnectionList::new(head.known(rbuf, Known::Connection).unwrap_or(b""));
     for (i, f) in head.headers.iter().enumerate() {
-        let name = f.name.get(rbuf);
-        if superseded_type(head, rbuf, i, name) {
+        let (name, known) = (f.name.get(rbuf), f.known);
+        if known == Known::ContentType && superseded_type(head, i) {
             continue;
         }
-        let keep_upgrade =
-            upgrade && (eq_ignore_case(name, b"upgrade") || eq_ignore_case(name, b"connection"));
-        if !keep_upgrade && conn.hop_by_hop(name) {
+        let keep_upgrade = upgrade && matches!(known, Known::Upgrade | Known::Connection);
+        if !keep_upgrade && conn.hop_by_hop(known, name) {
             continue;
         }
-        if decor.hides(name)
-            || decor.replaces(name, status)
-            || (chunked && eq_ignore_case(name, b"content-length"))
+        if decor.hides_field(known, name)
+            || decor.replaces(known, name, status)
+            || (chunked && known == Known::ContentLength)
         {
             continue;
         }
@@ -526,7 +526,7 @@ fn encode_head(
         if gz.is_some_and(|g| g.field(&mut h, name, value)) {
             continue;
         }
-        match crate::proxy_redirect::edited(decor, name, value) {
+        match crate::proxy_redirect::edited(decor, known, value) {
             Some(v) => h.header(name, &v),
             None => h.field(rbuf, f),
         };
@@ -566,11 +566,12 @@ fn carried_fields(h: &mut HeadWriter<'_>, head: &ResponseHead, rbuf: &[u8], deco
 
 /// nginx keeps one `Content-Type` for a response (the upstream's last one wins,
 /// `ngx_http_upstream_copy_content_type`): an earlier one is not relayed.
-fn superseded_type(head: &ResponseHead, rbuf: &[u8], i: usize, name: &[u8]) -> bool {
-    eq_ignore_case(name, b"content-type")
-        && head.headers[i + 1..]
-            .iter()
-            .any(|f| eq_ignore_case(f.name.get(rbuf), b"content-type"))
+fn superseded_type(head: &ResponseHead, i: usize) -> bool {
+    head.headers
+        .get(i + 1..)
+        .unwrap_or_default()
+        .iter()
+        .any(|f| f.known == Known::ContentType)
 }
 
 fn bad_chunk() -> Failure {

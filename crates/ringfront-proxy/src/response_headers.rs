@@ -6,8 +6,7 @@
 use ringfront_config::{
     AddHeader, Expires, LocationSettings, ProxyHeaders, Template, TemplatePart, Variable,
 };
-use ringfront_http::eq_ignore_case;
-use ringfront_http::{server_token, HeadWriter};
+use ringfront_http::{server_token, HeadWriter, Known};
 
 use crate::req::Req;
 
@@ -17,32 +16,6 @@ pub fn safe_status(status: u16) -> bool {
         status,
         200 | 201 | 204 | 206 | 301 | 302 | 303 | 304 | 307 | 308
     )
-}
-
-/// nginx's `proxy_hide_header` defaults: the upstream's `Date` and `Server` (replaced by
-/// ours), `X-Pad` and the `X-Accel-*` controls.
-pub fn hidden(name: &[u8]) -> bool {
-    const ACCEL: [&[u8]; 5] = [
-        b"expires",
-        b"redirect",
-        b"limit-rate",
-        b"buffering",
-        b"charset",
-    ];
-    let is = |s: &[u8]| eq_ignore_case(name, s);
-    match name.len() {
-        4 => is(b"date"),
-        5 => is(b"x-pad"),
-        6 => is(b"server"),
-        // The first byte alone rules out nearly every other name.
-        _ if !matches!(name.first(), Some(b'x' | b'X')) => false,
-        _ => match name.get(..8) {
-            Some(p) if eq_ignore_case(p, b"x-accel-") => {
-                ACCEL.iter().any(|a| eq_ignore_case(&name[8..], a))
-            }
-            _ => false,
-        },
-    }
 }
 
 /// What a response head gets from the configuration and the clock.
@@ -172,11 +145,17 @@ impl<'a> Decor<'a> {
     /// (`proxy_hide_header`, `proxy_pass_header`). `Content-Length` never is: nginx takes the
     /// length from the upstream before the list applies, and the body is framed by it.
     pub fn hides(&self, name: &[u8]) -> bool {
+        self.hides_field(Known::of(name), name)
+    }
+
+    /// [`Decor::hides`] for a parsed field, whose name's kind is known already.
+    #[inline]
+    pub fn hides_field(&self, known: Known, name: &[u8]) -> bool {
         match &self.proxy.hide {
-            None => hidden(name),
+            None => known.hidden_by_default(),
             Some(list) => {
-                list.iter().any(|h| name.eq_ignore_ascii_case(h.as_bytes()))
-                    && !name.eq_ignore_ascii_case(b"content-length")
+                known != Known::ContentLength
+                    && list.iter().any(|h| name.eq_ignore_ascii_case(h.as_bytes()))
             }
         }
     }
@@ -207,11 +186,10 @@ impl<'a> Decor<'a> {
 
     /// An upstream field that an `add_header ETag|Last-Modified` in effect replaces, or
     /// `Expires` and `Cache-Control`, which `expires` sets.
-    pub fn replaces(&self, name: &[u8], status: u16) -> bool {
+    pub fn replaces(&self, known: Known, name: &[u8], status: u16) -> bool {
         if *self.expires != Expires::Off
             && safe_status(status)
-            && (name.eq_ignore_ascii_case(b"expires")
-                || name.eq_ignore_ascii_case(b"cache-control"))
+            && matches!(known, Known::Expires | Known::CacheControl)
         {
             return true;
         }
@@ -428,6 +406,11 @@ fn literals(out: &mut Vec<u8>, t: &Template) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// nginx's `proxy_hide_header` defaults, as the parsed field's kind says.
+    fn hidden(name: &[u8]) -> bool {
+        Known::of(name).hidden_by_default()
+    }
 
     #[test]
     fn hide_list_is_nginx_default() {

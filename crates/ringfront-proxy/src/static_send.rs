@@ -73,7 +73,12 @@ pub async fn send(
         );
     }
     // An `add_header ETag|Last-Modified` in effect replaces the file's own.
-    let own = |name: &str| !answer.decor.replaces(name.as_bytes(), status);
+    let own = |name: &str| {
+        let name = name.as_bytes();
+        !answer
+            .decor
+            .replaces(ringfront_http::Known::of(name), name, status)
+    };
     let after: &[(&str, &[u8])] = match own("ETag") && s.files.etag {
         true => &[("ETag", etag.as_bytes())],
         false => &[],

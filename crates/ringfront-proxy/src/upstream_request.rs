@@ -7,7 +7,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use ringfront_config::LocationMatch;
-use ringfront_http::{BodyFraming, HeadWriter};
+use ringfront_http::{BodyFraming, HeadWriter, Known};
 
 use crate::req::{Cx, Req};
 use crate::vars;
@@ -438,14 +438,12 @@ fn body_sent(cx: &Cx<'_>, v: &vars::Vars<'_>, body: Vec<u8>) -> (Vec<u8>, Option
 /// The client's header fields, minus hop-by-hop ones, those ringfront sets itself and
 /// those `proxy_set_header` overrides.
 fn client_headers(req: &Req<'_>, h: &mut HeadWriter<'_>, overridden: impl Fn(&[u8]) -> bool) {
-    let conn =
-        ringfront_http::ConnectionList::new(req.head.header(req.buf, "connection").unwrap_or(b""));
+    let connection = req.head.known(req.buf, Known::Connection);
+    let conn = ringfront_http::ConnectionList::new(connection.unwrap_or(b""));
     for f in &req.head.headers {
         let name = f.name.get(req.buf);
-        if conn.hop_by_hop(name)
-            || name.eq_ignore_ascii_case(b"content-length")
-            || name.eq_ignore_ascii_case(b"expect")
-            || name.eq_ignore_ascii_case(b"host")
+        if conn.hop_by_hop(f.known, name)
+            || matches!(f.known, Known::ContentLength | Known::Expect | Known::Host)
             || overridden(name)
         {
             continue;
