@@ -58,16 +58,7 @@ pub fn connection_lists(connection_value: &[u8], name: &[u8]) -> bool {
 /// transfer-encoding, upgrade (case-insensitive). Headers listed in `Connection` are
 /// hop-by-hop as well; check those with [`connection_lists`].
 pub fn is_hop_by_hop(name: &[u8]) -> bool {
-    // By length first: most names have none of these lengths.
-    let is = |h: &[u8]| eq_ignore_case(name, h);
-    match name.len() {
-        2 => is(b"te"),
-        7 => is(b"trailer") || is(b"upgrade"),
-        10 => is(b"connection") || is(b"keep-alive"),
-        16 => is(b"proxy-connection"),
-        17 => is(b"transfer-encoding"),
-        _ => false,
-    }
+    Known::of(name).hop_by_hop()
 }
 
 /// A message's `Connection` value, looked at once: whether it lists a field name other than

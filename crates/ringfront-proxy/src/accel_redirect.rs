@@ -78,7 +78,7 @@ pub fn carried(cx: &Cx<'_>, head: &ResponseHead, rbuf: &[u8]) -> Carried {
             continue;
         }
         let edited = crate::proxy_redirect::edited(&decor, f.known, value);
-        let value = edited.unwrap_or(value.to_vec());
+        let value = edited.unwrap_or_else(|| value.to_vec());
         c.fields.push((name.to_vec(), value));
     }
     c

@@ -21,16 +21,9 @@ pub(crate) fn server<'s>(
     buf: &[u8],
     head: &RequestHead,
 ) -> Option<(&'s ServerRt, Option<usize>)> {
-    // One server on the address and no regex names: it answers whatever the Host says
-    // (route::server_by's own first test, here before the Host is looked at).
-    if let [only] = candidates {
-        if let Some(s) = snap
-            .servers
-            .get(*only)
-            .filter(|s| s.name_regexes.is_empty())
-        {
-            return Some((s, None));
-        }
+    // Before the Host is looked at (route::server_by asks the same first).
+    if let Some(s) = crate::route::lone(snap, candidates) {
+        return Some((s, None));
     }
     // Server names are stored lower-cased; copy the Host only when it is not.
     let host = vars::host(buf, head);

@@ -37,6 +37,18 @@ pub fn server<'a>(snap: &'a Snapshot, candidates: &[usize], host: &[u8]) -> Opti
     server_by(snap, candidates, host).map(|(s, _)| s)
 }
 
+/// The one server on an address, when it has no regex names: it answers whatever the Host
+/// says, so the Host need not be looked at.
+pub fn lone<'a>(snap: &'a Snapshot, candidates: &[usize]) -> Option<&'a ServerRt> {
+    match candidates {
+        [only] => snap
+            .servers
+            .get(*only)
+            .filter(|s| s.name_regexes.is_empty()),
+        _ => None,
+    }
+}
+
 /// [`server`], with the index of the `server_name` regex that chose it (its captures are
 /// the request's until another regex matches, as nginx's).
 pub fn server_by<'a>(
@@ -44,12 +56,8 @@ pub fn server_by<'a>(
     candidates: &[usize],
     host: &[u8],
 ) -> Option<(&'a ServerRt, Option<usize>)> {
-    // One server on the address and no regex names: it answers whatever the Host says.
-    if let [only] = candidates {
-        let s = snap.servers.get(*only)?;
-        if s.name_regexes.is_empty() {
-            return Some((s, None));
-        }
+    if let Some(s) = lone(snap, candidates) {
+        return Some((s, None));
     }
     let servers = candidates.iter().filter_map(|&i| snap.servers.get(i));
     let host = std::str::from_utf8(host).unwrap_or("");
