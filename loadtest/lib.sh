@@ -20,12 +20,17 @@ CONF
 
 # Writes DIR/ringfront.conf and DIR/nginx.conf: each proxy with one worker on
 # 127.0.0.1:PORT in front of the backend on BACKEND_PORT, with pooled upstream connections
-# (instructions.sh and ops.sh measure the same configurations).
+# (instructions.sh and ops.sh measure the same configurations). With ACCESS_LOG=1 both
+# write nginx's default access log (`combined`) to DIR/NAME-access.log.
 write_proxy_confs() {
+    local rf_log="" ng_log="access_log off;"
+    if [[ ${ACCESS_LOG:-0} == 1 ]]; then
+        rf_log="access_log $1/ringfront-access.log;" ng_log="access_log $1/nginx-access.log;"
+    fi
     cat >"$1/ringfront.conf" <<CONF
 worker_processes 1;
 events { worker_connections 1024; }
-http { keepalive_requests 1000000;
+http { keepalive_requests 1000000; $rf_log
     upstream b { server 127.0.0.1:$3; keepalive 64; keepalive_requests 1000000; }
     server { listen 127.0.0.1:$2; location / { proxy_pass http://b;
         proxy_http_version 1.1; proxy_set_header Connection ""; } } }
@@ -34,7 +39,7 @@ CONF
 daemon off; master_process off; worker_processes 1; pid $1/nginx.pid;
 error_log $1/nginx.err warn;
 events { worker_connections 1024; }
-http { access_log off; keepalive_requests 1000000;
+http { $ng_log keepalive_requests 1000000;
     upstream b { server 127.0.0.1:$3; keepalive 64; keepalive_requests 1000000; }
     server { listen 127.0.0.1:$2; location / { proxy_pass http://b;
         proxy_http_version 1.1; proxy_set_header Connection ""; } } }

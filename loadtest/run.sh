@@ -11,7 +11,9 @@
 # connections, small responses), close (a new connection per request: `Connection: close`,
 # 16 connections), body64k and body1m (64 KiB / 1 MiB responses the backend serves from
 # tmpfs, 16 connections), idle10k (IDLE=9900 open keep-alive client connections that made one
-# request each, plus 100 active; the proxy's RSS is read while they are open).
+# request each, plus 100 active; the proxy's RSS is read while they are open), logged (the
+# keepalive shape on a location that writes nginx's default access log, `combined`, to a
+# file: what an edge tier runs; haproxy logs `option httplog` lines to its stdout file).
 # Two floor lines run with the proxies in every shape: `backend` (wrk straight at the backend;
 # its CPU is the backend's) and `relay` (loadtest/relay: a minimal monoio relay with
 # ringfront's ring flags, pooled upstream connections taken per request as a proxy's
@@ -20,7 +22,7 @@
 # relay with `--http`: both heads parsed with httparse and written anew without hop-by-hop
 # headers), is the least an HTTP proxy can cost; it runs when FLOORS names it.
 #
-# Knobs (environment): SHAPES="keepalive close body64k body1m idle10k", DURATION=10 (s per
+# Knobs (environment): SHAPES="keepalive logged close body64k body1m idle10k", DURATION=10 (s per
 # run), ROUNDS=3, CONNS=50, WARMUP=2 (s per proxy before each round, 0 = none),
 # PROXIES="ringfront nginx haproxy", FLOORS="relay backend" (empty: none; also relay-http), PROXY_CPU=0, CLIENT_CPU=1,
 # SKIP_BUILD=1 (use an existing target/release/ringfront), RINGFRONT_BIN=path,
@@ -39,7 +41,7 @@ OUT="$ROOT/loadtest/out"
 DURATION=${DURATION:-10}
 ROUNDS=${ROUNDS:-3}
 CONNS=${CONNS:-50}
-SHAPES=${SHAPES:-keepalive close body64k body1m idle10k}
+SHAPES=${SHAPES:-keepalive logged close body64k body1m idle10k}
 FLOORS=${FLOORS-relay backend}
 IDLE=${IDLE:-9900}
 WARMUP=${WARMUP:-2}
@@ -230,6 +232,8 @@ http {
     server {
         listen 127.0.0.1:${PORT[ringfront]} backlog=16384;
         location / { proxy_pass http://b; proxy_http_version 1.1; proxy_set_header Connection ""; }
+        location /logged { access_log $d/logs/access.log; proxy_pass http://b;
+            proxy_http_version 1.1; proxy_set_header Connection ""; }
     }
 }
 EOF
@@ -267,6 +271,12 @@ http {
             proxy_http_version 1.1;
             proxy_set_header Connection "";
         }
+        location /logged {
+            access_log $d/logs/access.log;
+            proxy_pass http://b;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+        }
     }
 }
 EOF
@@ -293,12 +303,17 @@ defaults
 frontend f
     bind 127.0.0.1:${PORT[haproxy]}
     backlog 16384
+    log stdout format raw local0
+    option httplog
+    http-request set-log-level silent unless { path_beg /logged }
     default_backend b
 backend b
     server s1 127.0.0.1:$BACKEND_PORT
 EOF
     # -db: foreground, one process (no master-worker mode).
-    taskset -c "$PROXY_CPU" "$HAPROXY" -db -f "$d/haproxy.cfg" >"$d/stdout.log" 2>"$d/stderr.log" &
+    # Appending, so that the log lines (stdout) can be truncated between runs.
+    rm -f "$d/stdout.log"
+    taskset -c "$PROXY_CPU" "$HAPROXY" -db -f "$d/haproxy.cfg" >>"$d/stdout.log" 2>"$d/stderr.log" &
     PID[haproxy]=$!
 }
 
@@ -356,8 +371,10 @@ PROCS=$(sed 's/\bbackend\b//' <<<"$RUNNERS")
 
 # ---------------------------------------------------------------- runs
 # shape -> wrk connections, extra wrk arguments, path
-declare -A SHAPE_CONNS=([keepalive]=$CONNS [close]=16 [body64k]=16 [body1m]=16 [idle10k]=100)
-declare -A SHAPE_PATH=([keepalive]=/ [close]=/ [body64k]=/64k [body1m]=/1m [idle10k]=/)
+declare -A SHAPE_CONNS=([keepalive]=$CONNS [logged]=$CONNS [close]=16 [body64k]=16 [body1m]=16
+    [idle10k]=100)
+declare -A SHAPE_PATH=([keepalive]=/ [logged]=/logged [close]=/ [body64k]=/64k [body1m]=/1m
+    [idle10k]=/)
 run_wrk() { # runner shape seconds report-file
     local hdr=()
     [[ $2 == close ]] && hdr=(-H "Connection: close")
@@ -424,6 +441,10 @@ for ((r = 1; r <= ROUNDS; r++)); do
             u1=$(user_ticks "${PID[$p]}")
             b1=$(cpu_ticks "$BACKEND_PID")
             rss=$(rss_kb "${PID[$p]}")
+            # The access logs (appended to) would fill the disk over many rounds.
+            if [[ $shape == logged ]]; then
+                truncate -s 0 "$OUT"/*/logs/access.log "$OUT/haproxy/stdout.log" 2>/dev/null || true
+            fi
             [[ $shape == idle10k ]] && close_idle
             kill -0 "${PID[$p]}" 2>/dev/null || die "$p died during $shape round $r"
             wrk=$(wrk_fields "$report" requests seconds rps p50_us p99_us transfer_bps errors non2xx)
@@ -453,6 +474,7 @@ idle = int(sys.argv[2])
 shapes = list(dict.fromkeys(r["shape"] for r in rows))
 about = {
     "keepalive": "keep-alive, small responses",
+    "logged": "keep-alive, small responses, an access-log line each (combined, to a file)",
     "close": "a new connection per request (Connection: close, 16 connections)",
     "body64k": "64 KiB responses, 16 connections",
     "body1m": "1 MiB responses, 16 connections",

@@ -1,5 +1,5 @@
 //! The access log: one line per request, in each of the location's `access_log` formats,
-//! handed to the log writer thread.
+//! gathered by the worker and handed to the log writer thread (log_batch.rs).
 
 use crate::req::{Cx, Reply};
 use crate::vars;
@@ -24,12 +24,10 @@ pub fn write(cx: &Cx<'_>, reply: &Reply) {
                 continue;
             }
         }
-        let mut line = Vec::with_capacity(256);
-        vars::render_log(&mut line, t, &v, *escape);
-        line.push(b'\n');
-        cx.w.shared
-            .logger
-            .write(&log.sink, String::from_utf8_lossy(&line).into_owned());
+        cx.w.log_lines.push(&log.sink, |out| {
+            vars::render_log(out, t, &v, *escape);
+            out.push(b'\n');
+        });
         cx.w.logged.set(cx.w.logged.get() + 1);
     }
 }

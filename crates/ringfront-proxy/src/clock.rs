@@ -203,7 +203,11 @@ pub fn wall() -> Wall {
     let d = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();
-    let secs = d.as_secs();
+    wall_at(d.as_secs(), d.subsec_millis())
+}
+
+/// The broken-down UTC time of `secs` since the Unix epoch (and `millis`).
+fn wall_at(secs: u64, millis: u32) -> Wall {
     let (year, month, day) = civil((secs / 86_400) as i64);
     let rem = secs % 86_400;
     Wall {
@@ -213,9 +217,32 @@ pub fn wall() -> Wall {
         hour: (rem / 3600) as u32,
         min: (rem % 3600 / 60) as u32,
         sec: (rem % 60) as u32,
-        millis: d.subsec_millis(),
+        millis,
         unix_secs: secs,
     }
+}
+
+thread_local! {
+    /// `$time_local` of the second it was last made for (nginx's cached log time).
+    static TIME_LOCAL: Cell<(u64, [u8; 26])> = const { Cell::new((u64::MAX, [0; 26])) };
+}
+
+/// Appends `$time_local` of now: made once a second per thread, as nginx caches its log
+/// time, from the coarse wall clock (at most a kernel tick behind).
+pub fn push_time_local(out: &mut Vec<u8>) {
+    let secs = coarse_unix_secs();
+    TIME_LOCAL.with(|c| {
+        let (at, text) = c.get();
+        if at == secs {
+            return out.extend_from_slice(&text);
+        }
+        let made = wall_at(secs, 0).time_local();
+        out.extend_from_slice(made.as_bytes());
+        // Four-digit years (always, until 9999): other lengths are made every time.
+        if let Ok(text) = made.as_bytes().try_into() {
+            c.set((secs, text));
+        }
+    });
 }
 
 pub(crate) const MONTHS: [&str; 12] = [
@@ -256,6 +283,21 @@ impl Wall {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cached_time_local_is_the_seconds_own() {
+        let before = coarse_unix_secs();
+        let mut a = Vec::new();
+        push_time_local(&mut a);
+        push_time_local(&mut a);
+        let after = coarse_unix_secs();
+        let (first, second) = a.split_at(26);
+        let made = |s| wall_at(s, 0).time_local().into_bytes();
+        for text in [first, second] {
+            assert!((before..=after).any(|s| made(s) == text), "{a:?}");
+        }
+        assert_eq!(made(1_764_441_813), b"29/Nov/2025:18:43:33 +0000");
+    }
 
     /// A future that reads a clock twice per poll, 2 ms apart, and is ready on its 2nd poll.
     struct ReadsOf<T>(Vec<(T, T)>, fn() -> T);

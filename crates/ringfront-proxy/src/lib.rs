@@ -49,6 +49,7 @@ pub mod listen;
 mod listener;
 mod local;
 mod location_url;
+mod log_batch;
 mod log_wait;
 pub mod logger;
 mod map;

@@ -5,7 +5,6 @@
 //! is flushed: after the batch it came in, or after [`ACK_WITHIN`] more messages when lines
 //! keep coming.
 
-use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -17,15 +16,27 @@ use crossbeam_channel::{unbounded, Receiver, Sender};
 
 use crate::log_wait::Acks;
 
-/// Where a line goes.
+/// Where a line goes. A file's path is shared: a sink goes with every line (a count, not
+/// a copy).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Sink {
     Stderr,
-    File(PathBuf),
+    File(Arc<PathBuf>),
+}
+
+impl Sink {
+    /// The sink for `path` (`/dev/stderr` is stderr, as nginx's).
+    pub fn of(path: &std::path::Path) -> Sink {
+        match path.as_os_str() == "/dev/stderr" {
+            true => Sink::Stderr,
+            false => Sink::File(Arc::new(path.to_path_buf())),
+        }
+    }
 }
 
 enum Msg {
-    Line(Sink, String),
+    /// Whole lines (one or more, each ending with `\n`), written as they are.
+    Line(Sink, Vec<u8>),
     Flush(Sender<()>),
     Reopen(Sender<()>),
     Mark(Arc<Acks>, u64),
@@ -52,7 +63,7 @@ impl Logger {
         (Logger { tx }, handle)
     }
 
-    pub fn write(&self, sink: &Sink, line: String) {
+    pub fn write(&self, sink: &Sink, line: Vec<u8>) {
         let _ = self.tx.send(Msg::Line(sink.clone(), line));
     }
 
@@ -116,7 +127,7 @@ pub(crate) fn error_line(
         std::process::id(),
     );
     for sink in &snap.error_logs {
-        logger.write(sink, line.clone());
+        logger.write(sink, line.clone().into_bytes());
     }
     !snap.error_logs.is_empty()
 }
@@ -128,14 +139,73 @@ fn open(path: &PathBuf) -> io::Result<File> {
     OpenOptions::new().create(true).append(true).open(path)
 }
 
-fn writer(rx: Receiver<Msg>) {
-    let mut files: HashMap<PathBuf, io::BufWriter<File>> = HashMap::new();
-    let mut stderr = io::BufWriter::new(io::stderr());
-    let flush_all = |files: &mut HashMap<PathBuf, io::BufWriter<File>>,
-                     stderr: &mut io::BufWriter<io::Stderr>| {
-        for f in files.values_mut() {
+/// The writer's open files, found by the sink's shared path (the configuration's, or an
+/// equal one from a reload).
+#[derive(Default)]
+struct Files(Vec<(Arc<PathBuf>, io::BufWriter<File>)>);
+
+impl Files {
+    /// The file of `path`, opened (appending) on first use; `None` when it cannot be.
+    fn get(
+        &mut self,
+        path: &Arc<PathBuf>,
+        stderr: &mut impl Write,
+    ) -> Option<&mut io::BufWriter<File>> {
+        let found = match self.0.iter().position(|(p, _)| Arc::ptr_eq(p, path)) {
+            Some(i) => i,
+            None => match self.0.iter().position(|(p, _)| p == path) {
+                Some(i) => {
+                    // A reload's sink: found by its own pointer from now on.
+                    self.0[i].0 = path.clone();
+                    i
+                }
+                None => match open(path) {
+                    Ok(f) => {
+                        self.0.push((path.clone(), io::BufWriter::new(f)));
+                        self.0.len() - 1
+                    }
+                    Err(e) => {
+                        let _ = writeln!(
+                            stderr,
+                            "ringfront: open() \"{}\" failed ({e})",
+                            path.display()
+                        );
+                        return None;
+                    }
+                },
+            },
+        };
+        self.0.get_mut(found).map(|(_, f)| f)
+    }
+
+    fn flush(&mut self) {
+        for (_, f) in &mut self.0 {
             let _ = f.flush();
         }
+    }
+
+    /// nginx's USR1: each file reopened at its path (a failure keeps the old one).
+    fn reopen(&mut self, stderr: &mut impl Write) {
+        for (path, f) in &mut self.0 {
+            match open(path) {
+                Ok(new) => *f = io::BufWriter::new(new),
+                Err(e) => {
+                    let _ = writeln!(
+                        stderr,
+                        "ringfront: [alert] reopen() \"{}\" failed ({e})",
+                        path.display()
+                    );
+                }
+            }
+        }
+    }
+}
+
+fn writer(rx: Receiver<Msg>) {
+    let mut files = Files::default();
+    let mut stderr = io::BufWriter::new(io::stderr());
+    let flush_all = |files: &mut Files, stderr: &mut io::BufWriter<io::Stderr>| {
+        files.flush();
         let _ = stderr.flush();
     };
     let mut marks: Vec<(Arc<Acks>, u64)> = Vec::new();
@@ -161,26 +231,11 @@ fn writer(rx: Receiver<Msg>) {
                     marks.push((acks, seq));
                 }
                 Msg::Line(Sink::Stderr, line) => {
-                    let _ = stderr.write_all(line.as_bytes());
+                    let _ = stderr.write_all(&line);
                 }
                 Msg::Line(Sink::File(path), line) => {
-                    if !files.contains_key(&path) {
-                        match open(&path) {
-                            Ok(f) => {
-                                files.insert(path.clone(), io::BufWriter::new(f));
-                            }
-                            Err(e) => {
-                                let _ = writeln!(
-                                    stderr,
-                                    "ringfront: open() \"{}\" failed ({e})",
-                                    path.display()
-                                );
-                                continue;
-                            }
-                        }
-                    }
-                    if let Some(f) = files.get_mut(&path) {
-                        let _ = f.write_all(line.as_bytes());
+                    if let Some(f) = files.get(&path, &mut stderr) {
+                        let _ = f.write_all(&line);
                     }
                 }
                 Msg::Flush(done) => {
@@ -189,18 +244,7 @@ fn writer(rx: Receiver<Msg>) {
                 }
                 Msg::Reopen(done) => {
                     flush_all(&mut files, &mut stderr);
-                    for (path, f) in files.iter_mut() {
-                        match open(path) {
-                            Ok(new) => *f = io::BufWriter::new(new),
-                            Err(e) => {
-                                let _ = writeln!(
-                                    stderr,
-                                    "ringfront: [alert] reopen() \"{}\" failed ({e})",
-                                    path.display()
-                                );
-                            }
-                        }
-                    }
+                    files.reopen(&mut stderr);
                     let _ = stderr.flush();
                     let _ = done.send(());
                 }

@@ -349,11 +349,7 @@ impl Builder<'_> {
                     condition,
                 } => {
                     let idx = formats.iter().position(|f| &f.name == format).unwrap_or(0);
-                    let sink = if path.as_os_str() == "/dev/stderr" {
-                        Sink::Stderr
-                    } else {
-                        Sink::File(path.clone())
-                    };
+                    let sink = Sink::of(path);
                     Some(AccessLogRt {
                         sink,
                         format: idx,
@@ -624,8 +620,7 @@ impl Snapshot {
         for e in &cfg.main.error_log {
             error_logs.push(match &e.path {
                 None => Sink::Stderr,
-                Some(p) if p.as_os_str() == "/dev/stderr" => Sink::Stderr,
-                Some(p) => Sink::File(p.clone()),
+                Some(p) => Sink::of(p),
             });
             error_level = error_level.min(e.level);
         }

@@ -364,8 +364,11 @@ fn push_ssl(out: &mut Vec<u8>, var: &Variable, tls: Option<&ringfront_tls::Info>
 /// Appends the value of one variable; `-` stands for "not set" in logs, as nginx.
 pub fn push_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, dash: bool) {
     let target = v.head.target.get(v.buf);
-    let (path, args) = path_and_args(origin_path(target));
-    let (path, args) = current(v, path, args);
+    // The URI and arguments, made only for the variables that read them.
+    let uri = || {
+        let (path, args) = path_and_args(origin_path(target));
+        current(v, path, args)
+    };
     let empty: &[u8] = if dash { b"-" } else { b"" };
     if let Some(line) = v.rw.and_then(|r| r.unparsed_line.as_deref()) {
         if crate::head_refusal::push_unparsed(out, var, line, empty) {
@@ -442,16 +445,16 @@ pub fn push_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, dash: bool) {
         },
         Variable::RequestUri if v.rw.is_some_and(|r| r.refused_uri) => out.extend_from_slice(empty),
         Variable::RequestUri => out.extend_from_slice(origin_path(target)),
-        Variable::Uri => out.extend_from_slice(path),
-        Variable::Args => out.extend_from_slice(args.unwrap_or(empty)),
+        Variable::Uri => out.extend_from_slice(uri().0),
+        Variable::Args => out.extend_from_slice(uri().1.unwrap_or(empty)),
         Variable::IsArgs => {
-            if args.is_some() {
+            if uri().1.is_some() {
                 out.push(b'?')
             }
         }
         Variable::Arg(name) => {
             // nginx's `ngx_http_arg`: `NAME=` is needed; `$arg_` finds nothing.
-            let val = args.filter(|_| !name.is_empty()).and_then(|a| {
+            let val = uri().1.filter(|_| !name.is_empty()).and_then(|a| {
                 a.split(|&b| b == b'&').find_map(|kv| {
                     let i = kv.iter().position(|&b| b == b'=')?;
                     kv[..i]
@@ -486,7 +489,7 @@ pub fn push_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, dash: bool) {
         Variable::RequestTime => {
             push_secs(out, crate::clock::now().saturating_duration_since(v.start))
         }
-        Variable::TimeLocal => out.extend_from_slice(clock::wall().time_local().as_bytes()),
+        Variable::TimeLocal => clock::push_time_local(out),
         Variable::TimeIso8601 => out.extend_from_slice(clock::wall().iso8601().as_bytes()),
         Variable::Msec => {
             let w = clock::wall();
@@ -580,10 +583,20 @@ pub fn push_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, dash: bool) {
 /// `$remote_addr`: the client's address, `unix:` on a unix-domain socket (nginx's text of
 /// its unnamed peer).
 fn push_addr(out: &mut Vec<u8>, a: SocketAddr) {
-    if is_unix(a) {
-        out.extend_from_slice(b"unix:");
-    } else {
-        out.extend_from_slice(a.ip().to_string().as_bytes());
+    match a.ip() {
+        _ if is_unix(a) => out.extend_from_slice(b"unix:"),
+        std::net::IpAddr::V4(ip) => push_ipv4(out, ip),
+        ip => out.extend_from_slice(ip.to_string().as_bytes()),
+    }
+}
+
+/// An IPv4 address in dotted decimal, as `Ipv4Addr`'s `Display` writes it.
+fn push_ipv4(out: &mut Vec<u8>, ip: std::net::Ipv4Addr) {
+    for (i, octet) in ip.octets().into_iter().enumerate() {
+        if i > 0 {
+            out.push(b'.');
+        }
+        push_num(out, u64::from(octet));
     }
 }
 
@@ -660,7 +673,8 @@ fn push_response_var(out: &mut Vec<u8>, var: &Variable, v: &Vars<'_>, empty: &[u
 /// outside printable ASCII become `\xHH`. Nothing is moved when nothing needs escaping.
 fn escape_from(out: &mut Vec<u8>, from: usize) {
     let needs = |b: u8| b == b'"' || b == b'\\' || !(0x20..0x7f).contains(&b);
-    if !out[from..].iter().any(|&b| needs(b)) {
+    // Every byte is looked at, without an early exit, so the compiler checks many at once.
+    if !out[from..].iter().fold(false, |any, &b| any | needs(b)) {
         return;
     }
     let raw = out.split_off(from);
@@ -755,6 +769,22 @@ mod tests {
         let mut o = b"plain".to_vec();
         escape_from(&mut o, 0);
         assert_eq!(o, b"plain");
+    }
+
+    #[test]
+    fn ipv4_as_display_writes_it() {
+        for ip in [
+            "0.0.0.0",
+            "127.0.0.1",
+            "10.20.30.40",
+            "255.255.255.255",
+            "1.0.10.100",
+        ] {
+            let a: std::net::Ipv4Addr = ip.parse().unwrap();
+            let mut o = vec![];
+            push_ipv4(&mut o, a);
+            assert_eq!(o, a.to_string().as_bytes());
+        }
     }
 
     #[test]

@@ -71,6 +71,8 @@ pub struct Worker {
     pub dns: crate::dns::WorkerDns,
     /// Log lines this worker handed to the log thread.
     pub(crate) logged: Cell<u64>,
+    /// Access-log lines not handed over yet (log_batch.rs).
+    pub(crate) log_lines: crate::log_batch::Batch,
     /// Waiting for the log thread (`log_wait`), made on first use; `None` if it cannot be.
     log_wait: std::cell::OnceCell<Option<crate::log_wait::LogWait>>,
 }
@@ -92,6 +94,7 @@ const QUIET_BUFS: usize = 64;
 impl Worker {
     pub fn new(index: usize, shared: Arc<Shared>, snap: &Snapshot) -> Self {
         let published = Rc::new(shared.snapshot.load_full());
+        let log_lines = crate::log_batch::Batch::new(shared.logger.clone());
         Worker {
             index,
             shared,
@@ -108,6 +111,7 @@ impl Worker {
             retire: Default::default(),
             dns: Default::default(),
             logged: Cell::new(0),
+            log_lines,
             log_wait: Default::default(),
         }
     }
@@ -280,6 +284,8 @@ impl Worker {
 
     /// One error-log line in nginx's layout: `YYYY/MM/DD HH:MM:SS [level] PID#TID: *CONN msg`.
     pub fn log(&self, snap: &Snapshot, level: LogLevel, conn: u64, msg: std::fmt::Arguments<'_>) {
+        // After the access-log lines before it, should both go to one file.
+        self.log_lines.hand_over();
         if crate::logger::error_line(&self.shared.logger, snap, level, self.index, conn, msg) {
             self.logged.set(self.logged.get() + 1);
         }
@@ -296,6 +302,7 @@ impl Worker {
             return;
         };
         let (acks, seq) = lw.next_mark();
+        self.log_lines.hand_over();
         self.shared.logger.mark(acks, seq);
         let _ = monoio::time::timeout(crate::log_wait::MAX_WAIT, lw.written(seq)).await;
     }
