@@ -27,15 +27,13 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, Criterion};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::Resumption;
-use rustls::crypto::hash::HashAlgorithm;
-use rustls::crypto::tls13::HkdfUsingHmac;
-use rustls::crypto::{self, hmac, CryptoProvider, SupportedKxGroup, WebPkiSupportedAlgorithms};
+use rustls::crypto::{self, CryptoProvider, SupportedKxGroup, WebPkiSupportedAlgorithms};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName, UnixTime};
 use rustls::server::NoServerSessionStorage;
 use rustls::{
-    CipherSuiteCommon, ClientConfig, ClientConnection, DigitallySignedStruct, NamedGroup,
-    ProtocolVersion, ServerConfig, ServerConnection, SignatureScheme, SupportedCipherSuite,
-    SupportedProtocolVersion, Tls13CipherSuite,
+    ClientConfig, ClientConnection, DigitallySignedStruct, NamedGroup, ProtocolVersion,
+    ServerConfig, ServerConnection, SignatureScheme, SupportedCipherSuite,
+    SupportedProtocolVersion,
 };
 
 /// Accepts any certificate, checks handshake signatures (wrk's `SSL_VERIFY_NONE`).
@@ -77,70 +75,13 @@ impl ServerCertVerifier for NoChainCheck {
     }
 }
 
-/// HMAC from aws-lc-rs, for rustls's `HkdfUsingHmac`: HKDF-Extract runs once per secret
-/// and every expand is keyed by the PRK. rustls's own aws-lc-rs HKDF keeps the secret and
-/// the salt (aws-lc-rs's `Salt::extract`) and runs the extract again on every expand.
-struct AwsHmac(&'static aws_lc_rs::hmac::Algorithm);
-
-struct AwsHmacKey(aws_lc_rs::hmac::Key);
-
-impl hmac::Hmac for AwsHmac {
-    fn with_key(&self, key: &[u8]) -> Box<dyn hmac::Key> {
-        Box::new(AwsHmacKey(aws_lc_rs::hmac::Key::new(*self.0, key)))
-    }
-
-    fn hash_output_len(&self) -> usize {
-        self.0.digest_algorithm().output_len()
-    }
-}
-
-impl hmac::Key for AwsHmacKey {
-    fn sign_concat(&self, first: &[u8], middle: &[&[u8]], last: &[u8]) -> hmac::Tag {
-        let mut ctx = aws_lc_rs::hmac::Context::with_key(&self.0);
-        ctx.update(first);
-        for m in middle {
-            ctx.update(m);
-        }
-        ctx.update(last);
-        hmac::Tag::new(ctx.sign().as_ref())
-    }
-
-    fn tag_len(&self) -> usize {
-        self.0.algorithm().digest_algorithm().output_len()
-    }
-}
-
-static HMAC_SHA256: AwsHmac = AwsHmac(&aws_lc_rs::hmac::HMAC_SHA256);
-static HMAC_SHA384: AwsHmac = AwsHmac(&aws_lc_rs::hmac::HMAC_SHA384);
-static HKDF_SHA256: HkdfUsingHmac<'static> = HkdfUsingHmac(&HMAC_SHA256);
-static HKDF_SHA384: HkdfUsingHmac<'static> = HkdfUsingHmac(&HMAC_SHA384);
-
-/// The provider with its TLS 1.3 suites' HKDF replaced by [`HkdfUsingHmac`] over aws-lc-rs.
+/// The provider with its TLS 1.3 suites' HKDF extracting once per secret, as the proxy's
+/// (ringfront-tls's hkdf.rs: rustls's `HkdfUsingHmac` over aws-lc-rs's keyed HMAC).
 fn with_hmac_hkdf(p: CryptoProvider) -> CryptoProvider {
     let cipher_suites = p
         .cipher_suites
         .iter()
-        .map(|cs| match cs {
-            SupportedCipherSuite::Tls13(s) => {
-                let hkdf: &'static HkdfUsingHmac<'static> = match s.common.hash_provider.algorithm()
-                {
-                    HashAlgorithm::SHA384 => &HKDF_SHA384,
-                    _ => &HKDF_SHA256,
-                };
-                let suite = Tls13CipherSuite {
-                    common: CipherSuiteCommon {
-                        suite: s.common.suite,
-                        hash_provider: s.common.hash_provider,
-                        confidentiality_limit: s.common.confidentiality_limit,
-                    },
-                    hkdf_provider: hkdf,
-                    aead_alg: s.aead_alg,
-                    quic: s.quic,
-                };
-                SupportedCipherSuite::Tls13(Box::leak(Box::new(suite)))
-            }
-            other => *other,
-        })
+        .map(|&cs| ringfront_tls::keyed_hkdf(cs))
         .collect();
     CryptoProvider { cipher_suites, ..p }
 }
@@ -315,7 +256,7 @@ fn cases() -> Vec<Case> {
         // with SHA-384): the transcript hash and HKDF are a large part of a handshake.
         case(&cert, "aws_lc_rs", aws(), x_aws, &TLS13, aes128_aws, None),
         case(&cert, "ring", ring(), x_ring, &TLS13, aes128_ring, None),
-        // rustls's aws-lc-rs provider with an HKDF that extracts once (see `AwsHmac`); its
+        // rustls's aws-lc-rs provider with the proxy's HKDF that extracts once; its
         // client is the stock provider, so the variant is checked to interoperate.
         case(
             &cert,

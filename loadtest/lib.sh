@@ -21,11 +21,18 @@ CONF
 # Writes DIR/ringfront.conf and DIR/nginx.conf: each proxy with one worker on
 # 127.0.0.1:PORT in front of the backend on BACKEND_PORT, with pooled upstream connections
 # (instructions.sh and ops.sh measure the same configurations). With ACCESS_LOG=1 both
-# write nginx's default access log (`combined`) to DIR/NAME-access.log.
+# write nginx's default access log (`combined`) to DIR/NAME-access.log; with FORWARDED=1 both
+# send the four fields an edge proxy usually sets (Host, X-Real-IP, X-Forwarded-For and
+# X-Forwarded-Proto, from variables); EXTRA="directives" adds any to both locations.
 write_proxy_confs() {
-    local rf_log="" ng_log="access_log off;"
+    local rf_log="" ng_log="access_log off;" fwd=""
     if [[ ${ACCESS_LOG:-0} == 1 ]]; then
         rf_log="access_log $1/ringfront-access.log;" ng_log="access_log $1/nginx-access.log;"
+    fi
+    if [[ ${FORWARDED:-0} == 1 ]]; then
+        fwd='proxy_set_header Host $host; proxy_set_header X-Real-IP $remote_addr;
+        proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+        proxy_set_header X-Forwarded-Proto $scheme;'
     fi
     cat >"$1/ringfront.conf" <<CONF
 worker_processes 1;
@@ -33,7 +40,7 @@ events { worker_connections 1024; }
 http { keepalive_requests 1000000; $rf_log
     upstream b { server 127.0.0.1:$3; keepalive 64; keepalive_requests 1000000; }
     server { listen 127.0.0.1:$2; location / { proxy_pass http://b;
-        proxy_http_version 1.1; proxy_set_header Connection ""; } } }
+        proxy_http_version 1.1; proxy_set_header Connection ""; $fwd ${EXTRA:-} } } }
 CONF
     cat >"$1/nginx.conf" <<CONF
 daemon off; master_process off; worker_processes 1; pid $1/nginx.pid;
@@ -42,7 +49,7 @@ events { worker_connections 1024; }
 http { $ng_log keepalive_requests 1000000;
     upstream b { server 127.0.0.1:$3; keepalive 64; keepalive_requests 1000000; }
     server { listen 127.0.0.1:$2; location / { proxy_pass http://b;
-        proxy_http_version 1.1; proxy_set_header Connection ""; } } }
+        proxy_http_version 1.1; proxy_set_header Connection ""; $fwd ${EXTRA:-} } } }
 CONF
 }
 

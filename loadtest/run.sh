@@ -156,7 +156,7 @@ for f in $FLOORS; do
     case $f in relay | relay-http | backend) ;; *) die "unknown floor '$f'" ;; esac
 done
 for s in $SHAPES; do
-    case $s in keepalive | close | body64k | body1m | idle10k) ;; *) die "unknown shape '$s'" ;; esac
+    case $s in keepalive | logged | close | body64k | body1m | idle10k) ;; *) die "unknown shape '$s'" ;; esac
 done
 [[ -n ${PROXIES// /} ]] || die "no proxy left to test"
 

@@ -15,6 +15,7 @@ mod der;
 mod dynamic_cert;
 mod encrypted_key;
 mod error;
+mod hkdf;
 mod info;
 mod iobuf;
 mod ocsp;
@@ -36,6 +37,7 @@ pub use client::{connect, server_name, upstream_tls, UpstreamTls};
 pub use client_verify::Verdict;
 pub use crl::VerifyFault;
 pub use error::TlsError;
+pub use hkdf::keyed as keyed_hkdf;
 pub use info::Info;
 /// The TLS library itself, for the types this crate's API names.
 pub use rustls;
