@@ -9,6 +9,7 @@
 # issue 13's table, measured exactly; CPU time per request stays loadtest/run.sh's.
 #
 # Usage: [PROXIES="ringfront nginx relay"] (also relay-http) [SHAPE=keepalive|close] [CONNS=50]
+#        [ACCESS_LOG=1] [FORWARDED=1] [EXTRA="directives"] (loadtest/lib.sh) [BROWSER=1]
 #        [DURATION=10] [RINGFRONT_BIN=target/release/ringfront]
 #        [RELAY_BIN=target/release/ringfront-floor-relay] [TOP=0] [KEEP=DIR] [CACHE=0]
 #        bash loadtest/instructions.sh
@@ -32,6 +33,17 @@ keepalive) CONNS=${CONNS:-50} HDR=() ;;
 close) CONNS=${CONNS:-16} HDR=(-H 'Connection: close') ;;
 *) die "unknown SHAPE '$SHAPE'" ;;
 esac
+# BROWSER=1: every request carries the fields a desktop browser sends (13 fields, ~900 bytes).
+if [[ ${BROWSER:-0} == 1 ]]; then
+    HDR+=(-H 'User-Agent: Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36'
+        -H 'Accept: text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8'
+        -H 'Accept-Language: en-US,en;q=0.9,de;q=0.8' -H 'Accept-Encoding: gzip, deflate, br, zstd'
+        -H 'Referer: https://www.example.com/articles/2026/12/some-long-article-name?utm_source=feed'
+        -H 'Cookie: session=3f9a1c0e7b2d4a6f8e1c3b5d7a9f0e2c; prefs=theme%3Ddark%26lang%3Den; _ga=GA1.2.1234567890.1700000000'
+        -H 'Sec-Fetch-Dest: document' -H 'Sec-Fetch-Mode: navigate' -H 'Sec-Fetch-Site: same-origin'
+        -H 'Sec-Fetch-User: ?1' -H 'Upgrade-Insecure-Requests: 1' -H 'Cache-Control: max-age=0'
+        -H 'sec-ch-ua: "Chromium";v="131", "Not_A Brand";v="24"')
+fi
 command -v valgrind >/dev/null || die "needs valgrind: apt-get install -y valgrind"
 OUT=$(mktemp -d)
 PIDS=()

@@ -85,6 +85,23 @@ mod tests {
         assert!(!keep.drops(b"X.Dot"));
     }
 
+    /// Long names, the odd byte at every position.
+    #[test]
+    fn long_names_are_checked_at_every_position() {
+        let n = HeaderNames::default();
+        for len in [15, 16, 17, 31, 32, 33, 64, 100] {
+            let good: Vec<u8> = (0..len).map(|i| b"Ab9-"[i % 4]).collect();
+            assert!(!n.drops(&good), "{len}");
+            for at in 0..len {
+                for odd in [b'_', b'.', b' ', 0, 0x80, 0xff, b'@', b'[', b'`', b'{'] {
+                    let mut name = good.clone();
+                    name[at] = odd;
+                    assert!(n.drops(&name), "len {len}, byte {odd:#04x} at {at}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn the_table_agrees_with_nginx_rule_for_every_byte() {
         for b in 0..=255u8 {
