@@ -13,8 +13,10 @@ use std::task::{Poll, Waker};
 
 use crate::logger::{Logger, Sink};
 
-/// What a batch starts with for each sink: room for a few dozen `combined` lines.
-const BATCH_CAPACITY: usize = 8192;
+/// What a batch starts with for each sink: room for about two `combined` lines, doubled as
+/// more come. Small on purpose: while the log thread is behind (a slow disk), every batch
+/// waits in its channel, and a turn often ends one request.
+const BATCH_CAPACITY: usize = 256;
 
 pub(crate) struct Batch(Rc<Inner>);
 
