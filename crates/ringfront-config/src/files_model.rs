@@ -105,9 +105,12 @@ impl Files {
     /// The `Content-Type` of `uri` by its extension (nginx's `r->exten`: after the last `.`
     /// of the last path segment, matched case-insensitively).
     pub fn content_type(&self, uri: &str) -> &str {
-        let last = uri.rsplit('/').next().unwrap_or(uri);
-        let ext = match last.rfind('.') {
-            Some(i) => &last[i + 1..],
+        // Bytes, not chars: `/` and `.` are ASCII, never inside a UTF-8 sequence (a char
+        // search here was ~200 instructions of a `return`'s ~9,700).
+        let bytes = uri.as_bytes();
+        let last = bytes.iter().rposition(|&b| b == b'/').map_or(0, |i| i + 1);
+        let ext = match bytes[last..].iter().rposition(|&b| b == b'.') {
+            Some(i) => &uri[last + i + 1..],
             None => return &self.default_type,
         };
         let found = match ext.bytes().any(|b| b.is_ascii_uppercase()) {
@@ -129,5 +132,9 @@ mod tests {
         assert_eq!(f.content_type("/a.jpg/b"), "text/plain");
         assert_eq!(f.content_type("/x.gif"), "image/gif");
         assert_eq!(f.content_type("/x."), "text/plain");
+        assert_eq!(f.content_type("x.jpg"), "image/jpeg");
+        assert_eq!(f.content_type("/dir.d/noext"), "text/plain");
+        assert_eq!(f.content_type("/é.d/ü.GIF"), "image/gif");
+        assert_eq!(f.content_type(""), "text/plain");
     }
 }
