@@ -243,14 +243,7 @@ pub fn tls12_suites(list: &str) -> Result<Vec<SupportedCipherSuite>, String> {
 /// The TLS 1.3 suites (not governed by the cipher list), in OpenSSL's order, with the
 /// keyed HKDF (hkdf.rs).
 pub fn tls13_suites() -> Vec<SupportedCipherSuite> {
-    [
-        cs::TLS13_AES_256_GCM_SHA384,
-        cs::TLS13_CHACHA20_POLY1305_SHA256,
-        cs::TLS13_AES_128_GCM_SHA256,
-    ]
-    .into_iter()
-    .map(crate::hkdf::keyed)
-    .collect()
+    crate::hkdf::suites().to_vec()
 }
 
 #[cfg(test)]

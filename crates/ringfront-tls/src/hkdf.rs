@@ -78,19 +78,26 @@ fn with_keyed_hkdf(suite: SupportedCipherSuite) -> SupportedCipherSuite {
     SupportedCipherSuite::Tls13(Box::leak(Box::new(swapped)))
 }
 
-/// The TLS 1.3 suites of rustls's aws-lc-rs provider.
+/// The TLS 1.3 suites of rustls's aws-lc-rs provider, in OpenSSL's order (the order
+/// ringfront offers them in).
 const PROVIDERS: [SupportedCipherSuite; 3] = [
     cs::TLS13_AES_256_GCM_SHA384,
     cs::TLS13_CHACHA20_POLY1305_SHA256,
     cs::TLS13_AES_128_GCM_SHA256,
 ];
 
-/// `suite` with the keyed HKDF when it is one of the provider's TLS 1.3 suites (each made
-/// once per process); any other suite as it is.
-pub fn keyed(suite: SupportedCipherSuite) -> SupportedCipherSuite {
+/// The provider's TLS 1.3 suites with the keyed HKDF, in [`PROVIDERS`]' order (made once
+/// per process).
+pub(crate) fn suites() -> &'static [SupportedCipherSuite; 3] {
     static SUITES: OnceLock<[SupportedCipherSuite; 3]> = OnceLock::new();
-    let made = SUITES.get_or_init(|| PROVIDERS.map(with_keyed_hkdf));
-    made.iter()
+    SUITES.get_or_init(|| PROVIDERS.map(with_keyed_hkdf))
+}
+
+/// `suite` with the keyed HKDF when it is one of the provider's TLS 1.3 suites; any other
+/// suite as it is.
+pub fn keyed(suite: SupportedCipherSuite) -> SupportedCipherSuite {
+    suites()
+        .iter()
         .find(|s| s.suite() == suite.suite())
         .copied()
         .unwrap_or(suite)
