@@ -3,7 +3,9 @@
 //! whenever the channel runs dry. `reopen` (SIGUSR1) closes and reopens every file, as
 //! nginx does for log rotation. A mark (`log_wait`) is acked once every line sent before it
 //! is flushed: after the batch it came in, or after [`ACK_WITHIN`] more messages when lines
-//! keep coming.
+//! keep coming. Lines reach their files in the order they were sent: when a line goes to
+//! another sink than the line before, the buffer of the one before is written out first
+//! (an error-log line is in its file before the access-log line of the same request).
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
@@ -140,9 +142,9 @@ fn open(path: &PathBuf) -> io::Result<File> {
 }
 
 /// The writer's open files, found by the sink's shared path (the configuration's, or an
-/// equal one from a reload).
+/// equal one from a reload), and the file the last line went to.
 #[derive(Default)]
-struct Files(Vec<(Arc<PathBuf>, io::BufWriter<File>)>);
+struct Files(Vec<(Arc<PathBuf>, io::BufWriter<File>)>, Option<usize>);
 
 impl Files {
     /// The file of `path`, opened (appending) on first use; `None` when it cannot be.
@@ -175,7 +177,19 @@ impl Files {
                 },
             },
         };
+        self.switch_to(Some(found));
         self.0.get_mut(found).map(|(_, f)| f)
+    }
+
+    /// Writes out the buffer of the file the last line went to when the next goes elsewhere
+    /// (`None`: stderr).
+    fn switch_to(&mut self, next: Option<usize>) {
+        if self.1 != next {
+            if let Some((_, f)) = self.1.and_then(|i| self.0.get_mut(i)) {
+                let _ = f.flush();
+            }
+            self.1 = next;
+        }
     }
 
     fn flush(&mut self) {
@@ -231,9 +245,13 @@ fn writer(rx: Receiver<Msg>) {
                     marks.push((acks, seq));
                 }
                 Msg::Line(Sink::Stderr, line) => {
+                    files.switch_to(None);
                     let _ = stderr.write_all(&line);
                 }
                 Msg::Line(Sink::File(path), line) => {
+                    if !stderr.buffer().is_empty() {
+                        let _ = stderr.flush();
+                    }
                     if let Some(f) = files.get(&path, &mut stderr) {
                         let _ = f.write_all(&line);
                     }
@@ -255,4 +273,30 @@ fn writer(rx: Receiver<Msg>) {
         ack(&mut marks);
     }
     flush_all(&mut files, &mut stderr);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A request's error-log line is on disk before its access-log line is written: a
+    /// reader that has seen the access line finds the error line too.
+    #[test]
+    fn a_line_for_another_file_writes_out_the_one_before() {
+        let dir = std::env::temp_dir().join(format!("rf-logger-order-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let (e, a) = (Arc::new(dir.join("e.log")), Arc::new(dir.join("a.log")));
+        let mut files = Files::default();
+        let mut err = Vec::new();
+        for (path, line) in [(&a, "a0\n"), (&e, "e1\n"), (&a, "a1\n")] {
+            let f = files.get(path, &mut err).expect("opened");
+            f.write_all(line.as_bytes()).expect("buffered");
+        }
+        let on_disk = |p: &PathBuf| std::fs::read_to_string(p).unwrap_or_default();
+        assert_eq!(on_disk(&e), "e1\n", "written out when a.log's line came");
+        assert_eq!(on_disk(&a), "a0\n", "a1 still buffered");
+        files.flush();
+        assert_eq!(on_disk(&a), "a0\na1\n");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
