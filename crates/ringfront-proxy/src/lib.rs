@@ -83,6 +83,7 @@ mod route;
 mod runtime;
 mod session;
 pub mod snapshot;
+mod splice;
 mod split;
 mod static_cond;
 mod static_file;

@@ -333,6 +333,9 @@ impl Relay<'_> {
         bufs: &mut [Vec<u8>; 2],
         end: &mut End,
     ) {
+        if self.spliced(mode, filters, upstream, client, end).await {
+            return;
+        }
         let mut parked = None;
         self.body_loop(mode, filters, upstream, client, bufs, end, &mut parked)
             .await;
@@ -340,6 +343,57 @@ impl Relay<'_> {
             let big = std::mem::replace(&mut bufs[0], small);
             self.cx.w.big_bufs.give(big);
         }
+    }
+
+    /// A large `Content-Length` body between plain sockets that no filter, trailer or rate
+    /// limit reads goes through a pipe (splice.rs), with the loop's counts, timeouts and
+    /// endings; false: it is not one, and the loop moves it.
+    async fn spliced(
+        &self,
+        mode: &mut Mode,
+        filters: &Filters<'_>,
+        upstream: &UpstreamStream,
+        client: &ClientStream,
+        end: &mut End,
+    ) -> bool {
+        use crate::splice::{fd_of, Stop};
+        let Mode::Length(left) = *mode else {
+            return false;
+        };
+        let untouched = filters.gz.is_none()
+            && !filters.own_chunks
+            && end.pacer.is_none()
+            && end.upstream_pacer.is_none();
+        let plain = fd_of(upstream).is_some() && fd_of(client).is_some();
+        if left < crate::splice::MIN_BODY || !untouched || !plain {
+            return false;
+        }
+        let Some(pipe) = self.cx.w.pipes.take() else {
+            return false;
+        };
+        let s = self.cx.settings();
+        let limits = [s.proxy_read_timeout, s.send_timeout];
+        let counts = [&mut end.read, &mut end.body_sent];
+        match crate::splice::body(upstream, client, &pipe, left, limits, counts).await {
+            Ok(()) => {
+                self.cx.w.pipes.give(pipe);
+                *mode = Mode::Length(0);
+                end.complete = true;
+                let beyond = crate::splice::read_beyond(upstream);
+                end.read += beyond as u64;
+                end.extra = beyond > 0;
+            }
+            Err(Stop::Upstream(f)) => {
+                // Each piece left the pipe before the next read: it is empty.
+                self.cx.w.pipes.give(pipe);
+                end.failure = Some(f);
+            }
+            Err(Stop::Client(e)) => {
+                self.log_client_error(&e);
+                end.client_ok = false;
+            }
+        }
+        true
     }
 
     /// The body loop: a read from the upstream, then the write of what it brought; with

@@ -88,6 +88,15 @@ where
         }
     }
 
+    /// Waits until the socket itself has room for bytes (a spliced body's writes).
+    pub async fn socket_writable(&self) -> io::Result<()> {
+        match self {
+            Stream::Plain(s) => s.writable(false).await,
+            Stream::Tls(t) => t.tcp().writable(false).await,
+            Stream::Unix(s) => s.writable(false).await,
+        }
+    }
+
     /// An idle connection gives back its TLS buffers.
     pub fn release_buffers(&mut self) {
         if let Stream::Tls(t) = self {

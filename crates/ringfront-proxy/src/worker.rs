@@ -50,6 +50,8 @@ pub struct Worker {
     bufs: RefCell<Vec<Vec<u8>>>,
     /// Spare large buffers for response bodies (body_bufs.rs).
     pub big_bufs: crate::body_bufs::BigBufs,
+    /// Emptied pipes for spliced bodies (splice.rs).
+    pub pipes: crate::splice::Pipes,
     state: RefCell<Rc<PeerState>>,
     /// This worker's reference to the published snapshot and the `Shared::published` count
     /// it was loaded at: a request clones the `Rc`, not the shared `Arc`, whose count every
@@ -102,6 +104,7 @@ impl Worker {
             idle: Default::default(),
             bufs: Default::default(),
             big_bufs: Default::default(),
+            pipes: Default::default(),
             state: RefCell::new(Rc::new(PeerState::new(snap))),
             snap: RefCell::new((0, published)),
             wake: Rc::new(Signal::default()),
