@@ -10,6 +10,7 @@
 #        [PROXY_CPU=0] [CLIENT_CPU=1] [BACKEND_PORT=19100] [PORT=18181]
 #        [A_HTTP=directives] [B_HTTP=...] [A_LOCATION=directives] [B_LOCATION=...]
 #        [WRK_HEADER='Connection: close'] (a header wrk adds to every request)
+#        [URL_PATH=/64k] (the path wrk asks for: the backend also serves a 64 KiB body there)
 #        bash loadtest/ab.sh
 # A_HTTP / A_LOCATION (and B_...) add directives to that side's http block / location, to
 # A/B one build with and without a feature (loadtest/limit_req.sh).
@@ -70,7 +71,7 @@ down() {
 cpu() { local s; s=$(<"/proc/$1/stat"); awk '{ print $12 + $13 }' <<<"${s##*) }"; }
 TCK=$(getconf CLK_TCK)
 wrk_run() { # prints the requests wrk made against the build on $PORT
-    taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" -d"$1" ${WRK_HEADER:+-H "$WRK_HEADER"} "http://127.0.0.1:$PORT/" |
+    taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" -d"$1" ${WRK_HEADER:+-H "$WRK_HEADER"} "http://127.0.0.1:$PORT${URL_PATH:-/}" |
         awk '/requests in/ { print $1 }'
 }
 run() { # starts build $1, warms it, prints µs of CPU per request of one measured run

@@ -8,7 +8,7 @@
 # completed. Kernel work (TCP, the ring) is not counted: this is the user-space row of
 # issue 13's table, measured exactly; CPU time per request stays loadtest/run.sh's.
 #
-# Usage: [PROXIES="ringfront nginx relay"] (also relay-http) [SHAPE=keepalive|close] [CONNS=50]
+# Usage: [PROXIES="ringfront nginx relay"] (also relay-http) [SHAPE=keepalive|close|body64k] [CONNS=50]
 #        [ACCESS_LOG=1] [FORWARDED=1] [EXTRA="directives"] (loadtest/lib.sh) [BROWSER=1]
 #        [DURATION=10] [RINGFRONT_BIN=target/release/ringfront]
 #        [RELAY_BIN=target/release/ringfront-floor-relay] [TOP=0] [KEEP=DIR] [CACHE=0]
@@ -29,8 +29,9 @@ RINGFRONT_BIN=${RINGFRONT_BIN:-$ROOT/target/release/ringfront}
 RELAY_BIN=${RELAY_BIN:-$ROOT/target/release/ringfront-floor-relay}
 BACKEND_PORT=${BACKEND_PORT:-19300} PORT=${PORT:-18300}
 case $SHAPE in
-keepalive) CONNS=${CONNS:-50} HDR=() ;;
-close) CONNS=${CONNS:-16} HDR=(-H 'Connection: close') ;;
+keepalive) CONNS=${CONNS:-50} HDR=() URL_PATH=/ ;;
+close) CONNS=${CONNS:-16} HDR=(-H 'Connection: close') URL_PATH=/ ;;
+body64k) CONNS=${CONNS:-16} HDR=() URL_PATH=/64k ;;
 *) die "unknown SHAPE '$SHAPE'" ;;
 esac
 # BROWSER=1: every request carries the fields a desktop browser sends (13 fields, ~900 bytes).
@@ -77,9 +78,9 @@ for p in $PROXIES; do
         sleep 0.1
     done
     [[ -n $ready ]] || { cat "$OUT/$p.log" >&2; die "$p did not start"; }
-    wrk -t1 -c"$CONNS" -d3s "${HDR[@]}" "http://127.0.0.1:$PORT/" >/dev/null
+    wrk -t1 -c"$CONNS" -d3s "${HDR[@]}" "http://127.0.0.1:$PORT$URL_PATH" >/dev/null
     callgrind_control -z "$pid" >/dev/null
-    wrk -t1 -c"$CONNS" -d"${DURATION}s" "${HDR[@]}" "http://127.0.0.1:$PORT/" >"$OUT/$p.wrk"
+    wrk -t1 -c"$CONNS" -d"${DURATION}s" "${HDR[@]}" "http://127.0.0.1:$PORT$URL_PATH" >"$OUT/$p.wrk"
     callgrind_control -d "$pid" >/dev/null
     # Counted already (the dump); nothing after it is wanted.
     kill -KILL "$pid" 2>/dev/null || true

@@ -20,14 +20,17 @@
 # `keepalive` does, no parsing beyond framing and `Connection: close`), so each proxy's cost
 # can be read against the least this topology can cost. A third floor, `relay-http` (the same
 # relay with `--http`: both heads parsed with httparse and written anew without hop-by-hop
-# headers), is the least an HTTP proxy can cost; it runs when FLOORS names it.
+# headers), is the least an HTTP proxy can cost; it runs when FLOORS names it. So does
+# `relay-splice` (the relay with `--splice`: a body beyond the head's 4 KiB read moves
+# through a pipe with splice(2), as ringfront moves a large body; the floor of the large-body
+# shapes).
 #
 # Knobs (environment): SHAPES="keepalive logged close body64k body1m idle10k", DURATION=10 (s per
 # run), ROUNDS=3, CONNS=50, WARMUP=2 (s per proxy before each round, 0 = none),
-# PROXIES="ringfront nginx haproxy", FLOORS="relay backend" (empty: none; also relay-http), PROXY_CPU=0, CLIENT_CPU=1,
+# PROXIES="ringfront nginx haproxy", FLOORS="relay backend" (empty: none; also relay-http, relay-splice), PROXY_CPU=0, CLIENT_CPU=1,
 # SKIP_BUILD=1 (use an existing target/release/ringfront), RINGFRONT_BIN=path,
 # REQUIRE_RINGFRONT=1 (fail instead of skipping ringfront when it does not build or start),
-# BACKEND_PORT=19000 RINGFRONT_PORT=18081 NGINX_PORT=18082 HAPROXY_PORT=18083 RELAY_PORT=18084 RELAY_HTTP_PORT=18085 (all on
+# BACKEND_PORT=19000 RINGFRONT_PORT=18081 NGINX_PORT=18082 HAPROXY_PORT=18083 RELAY_PORT=18084 RELAY_HTTP_PORT=18085 RELAY_SPLICE_PORT=18086 (all on
 # 127.0.0.1; the script refuses to start when one is taken).
 #
 # Output: the table on stdout and in loadtest/out/results.md; raw per-run numbers in
@@ -56,7 +59,8 @@ WRK=${WRK:-wrk}
 BACKEND_PORT=${BACKEND_PORT:-19000}
 RELAY_BIN=${RELAY_BIN:-$ROOT/target/release/ringfront-floor-relay}
 declare -A PORT=([ringfront]=${RINGFRONT_PORT:-18081} [nginx]=${NGINX_PORT:-18082} [haproxy]=${HAPROXY_PORT:-18083}
-    [relay]=${RELAY_PORT:-18084} [relay-http]=${RELAY_HTTP_PORT:-18085} [backend]=$BACKEND_PORT)
+    [relay]=${RELAY_PORT:-18084} [relay-http]=${RELAY_HTTP_PORT:-18085}
+    [relay-splice]=${RELAY_SPLICE_PORT:-18086} [backend]=$BACKEND_PORT)
 declare -A PID=()
 BACKEND_PID=
 
@@ -153,14 +157,14 @@ for p in $PROXIES; do
     esac
 done
 for f in $FLOORS; do
-    case $f in relay | relay-http | backend) ;; *) die "unknown floor '$f'" ;; esac
+    case $f in relay | relay-http | relay-splice | backend) ;; *) die "unknown floor '$f'" ;; esac
 done
 for s in $SHAPES; do
     case $s in keepalive | logged | close | body64k | body1m | idle10k) ;; *) die "unknown shape '$s'" ;; esac
 done
 [[ -n ${PROXIES// /} ]] || die "no proxy left to test"
 
-for port in "$BACKEND_PORT" "${PORT[ringfront]}" "${PORT[nginx]}" "${PORT[haproxy]}" "${PORT[relay]}" "${PORT[relay-http]}"; do
+for port in "$BACKEND_PORT" "${PORT[ringfront]}" "${PORT[nginx]}" "${PORT[haproxy]}" "${PORT[relay]}" "${PORT[relay-http]}" "${PORT[relay-splice]}"; do
     port_free "$port" || die "127.0.0.1:$port is already in use"
 done
 # idle10k holds IDLE client connections.
@@ -324,6 +328,13 @@ start_relay() {
     PID[relay]=$!
 }
 
+start_relay-splice() {
+    mkdir -p "$OUT/relay-splice"
+    taskset -c "$PROXY_CPU" "$RELAY_BIN" --splice "127.0.0.1:${PORT[relay-splice]}" "127.0.0.1:$BACKEND_PORT" \
+        >"$OUT/relay-splice/stdout.log" 2>"$OUT/relay-splice/stderr.log" &
+    PID[relay-splice]=$!
+}
+
 start_relay-http() {
     mkdir -p "$OUT/relay-http"
     taskset -c "$PROXY_CPU" "$RELAY_BIN" --http "127.0.0.1:${PORT[relay-http]}" "127.0.0.1:$BACKEND_PORT" \
@@ -464,7 +475,7 @@ done
     echo "- machine: $(nproc) CPUs, $(lscpu | sed -n 's/^Model name: *//p'), kernel $(uname -r)"
     echo "- load average at start: $LOADAVG_START; at end: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "- proxies and the relay pinned to core $PROXY_CPU (one worker each); backend nginx and wrk on core $CLIENT_CPU"
-    echo "- floor lines: \`backend\` is wrk straight at the backend (CPU: the backend's), \`relay\` is loadtest/relay, \`relay-http\` is loadtest/relay --http"
+    echo "- floor lines: \`backend\` is wrk straight at the backend (CPU: the backend's), \`relay\` is loadtest/relay, \`relay-http\` is loadtest/relay --http, \`relay-splice\` is loadtest/relay --splice"
     echo "- versions: $("$NGINX" -v 2>&1 | sed 's/^nginx version: //'), $("$HAPROXY" -v 2>/dev/null | head -1 | awk '{print "haproxy " $3}'), ringfront $(cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null || echo '?')"
     echo
     python3 - "$OUT/raw.csv" "$IDLE" <<'PY'

@@ -11,11 +11,14 @@
 //!
 //! With `--http` it is the second floor, `relay-http` (see `http.rs`): both heads parsed and
 //! written anew without their hop-by-hop headers, what any HTTP proxy must do at least.
+//! With `--splice` (or `--uring-splice`) the body goes through a pipe (see `splice.rs`).
 //!
-//! `ringfront-floor-relay [--http] LISTEN_ADDR UPSTREAM_ADDR` (both `IP:PORT`); prints `ready`
+//! `ringfront-floor-relay [--http | --splice | --uring-splice] LISTEN_ADDR UPSTREAM_ADDR` (both
+//! `IP:PORT`); prints `ready`
 //! on stderr.
 
 mod http;
+mod splice;
 
 use monoio::buf::{IoBuf, IoBufMut};
 use monoio::io::{AsyncReadRent, AsyncWriteRentExt};
@@ -25,8 +28,9 @@ use std::net::SocketAddr;
 use std::rc::Rc;
 
 const BUF: usize = 64 * 1024;
+
 /// The largest body the `relay-http` floor copies behind a rebuilt head (one write, not two).
-const SMALL_BODY: usize = 4096;
+pub(crate) const SMALL_BODY: usize = 4096;
 const CLOSE: &[u8] = b"connection: close\r\n";
 const KEEP_ALIVE: &[u8] = b"connection: keep-alive\r\n";
 
@@ -71,8 +75,18 @@ fn main() {
     if http {
         args.remove(0);
     }
+    let body = match args.first().map(String::as_str) {
+        Some("--splice") => splice::Kind::Splice,
+        Some("--uring-splice") => splice::Kind::UringSplice,
+        _ => splice::Kind::Copy,
+    };
+    if body != splice::Kind::Copy {
+        args.remove(0);
+    }
     let (Some(listen), Some(upstream)) = (args.first(), args.get(1)) else {
-        eprintln!("usage: ringfront-floor-relay [--http] LISTEN_ADDR UPSTREAM_ADDR");
+        eprintln!(
+            "usage: ringfront-floor-relay [--http | --splice | --uring-splice] LISTEN_ADDR UPSTREAM_ADDR"
+        );
         std::process::exit(2);
     };
     let (listen, upstream): (SocketAddr, SocketAddr) = match (listen.parse(), upstream.parse()) {
@@ -91,10 +105,10 @@ fn main() {
         .uring_builder(urb)
         .build()
         .expect("io_uring runtime");
-    rt.block_on(serve(listen, upstream, http));
+    rt.block_on(serve(listen, upstream, http, body));
 }
 
-async fn serve(listen: SocketAddr, upstream: SocketAddr, http: bool) {
+async fn serve(listen: SocketAddr, upstream: SocketAddr, http: bool, body: splice::Kind) {
     let listener = TcpListener::bind(listen).expect("bind");
     let pool = Pool::default();
     eprintln!("ready");
@@ -108,7 +122,8 @@ async fn serve(listen: SocketAddr, upstream: SocketAddr, http: bool) {
                     let _ = relay_http(client, &pool, upstream, &mut buf, &mut out).await;
                     pool.keep(out);
                 } else {
-                    let _ = relay(client, &pool, upstream, &mut buf).await;
+                    let mut body = splice::Body::new(body);
+                    let _ = relay(client, &pool, upstream, &mut buf, &mut body).await;
                 }
                 pool.keep(buf);
             });
@@ -123,6 +138,7 @@ async fn relay(
     pool: &Pool,
     upstream: SocketAddr,
     spare: &mut Vec<u8>,
+    body: &mut splice::Body,
 ) -> std::io::Result<()> {
     let _ = client.set_nodelay(true);
     let mut buf = std::mem::take(spare);
@@ -133,7 +149,10 @@ async fn relay(
         let mut up = pool.upstream(upstream).await?;
         let (r, b) = up.write_all(buf).await;
         r?;
-        buf = read_head(&mut up, b).await?;
+        buf = match body.spliced() {
+            true => splice::read_head_small(&mut up, b).await?,
+            false => read_head(&mut up, b).await?,
+        };
         let mut head = head_len(&buf).unwrap_or(buf.len());
         let mut left = head + content_length(&buf[..head]);
         if close {
@@ -153,6 +172,11 @@ async fn relay(
                 break;
             }
             left -= n;
+            if body.spliced() {
+                body.splice(&mut up, &mut client, left).await?;
+                buf = b;
+                break;
+            }
             buf = read_some(&mut up, b).await?;
         }
         pool.upstreams.borrow_mut().push(up);
@@ -254,7 +278,7 @@ async fn read_more(s: &mut TcpStream, mut buf: Vec<u8>) -> std::io::Result<Vec<u
     }
 }
 
-fn head_len(b: &[u8]) -> Option<usize> {
+pub(crate) fn head_len(b: &[u8]) -> Option<usize> {
     b.windows(4).position(|w| w == b"\r\n\r\n").map(|p| p + 4)
 }
 
