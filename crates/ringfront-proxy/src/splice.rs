@@ -292,6 +292,29 @@ mod tests {
     }
 
     #[test]
+    fn a_unix_domain_upstream_splices_too() {
+        on_both(|| async {
+            let (ours, mut backend) = std::os::unix::net::UnixStream::pair().unwrap();
+            let up = UpstreamStream::Unix(monoio::net::UnixStream::from_std(ours).unwrap());
+            let (client, peer) = pair::<ClientStream>();
+            let body = pattern(300_000);
+            let sent_body = body.clone();
+            std::thread::spawn(move || backend.write_all(&sent_body).map(|()| backend));
+            let got = reader(peer, body.len());
+            let pipe = Pipe::new().unwrap();
+            let (mut read, mut sent) = (0, 0);
+            let counts = [&mut read, &mut sent];
+            let r = super::body(&up, &client, &pipe, body.len() as u64, LIMITS, counts).await;
+            assert!(r.is_ok());
+            assert_eq!((read, sent), (300_000, 300_000));
+            assert!(
+                got.join().unwrap() == body,
+                "the client got the body exactly"
+            );
+        });
+    }
+
+    #[test]
     fn an_upstream_that_closes_early_is_a_read_failure_after_what_it_sent() {
         on_both(|| async {
             let (up, mut backend) = pair::<UpstreamStream>();
