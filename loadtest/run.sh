@@ -28,6 +28,7 @@
 # Knobs (environment): SHAPES="keepalive logged close body64k body1m idle10k", DURATION=10 (s per
 # run), ROUNDS=3, CONNS=50, WARMUP=2 (s per proxy before each round, 0 = none),
 # PROXIES="ringfront nginx haproxy", FLOORS="relay backend" (empty: none; also relay-http, relay-splice), PROXY_CPU=0, CLIENT_CPU=1,
+# HAPROXY_SPLICE=1 (HAProxy with `option splice-response`, as ringfront moves large bodies),
 # SKIP_BUILD=1 (use an existing target/release/ringfront), RINGFRONT_BIN=path,
 # REQUIRE_RINGFRONT=1 (fail instead of skipping ringfront when it does not build or start),
 # BACKEND_PORT=19000 RINGFRONT_PORT=18081 NGINX_PORT=18082 HAPROXY_PORT=18083 RELAY_PORT=18084 RELAY_HTTP_PORT=18085 RELAY_SPLICE_PORT=18086 (all on
@@ -296,6 +297,7 @@ start_haproxy() {
 global
     nbthread 1
     maxconn $HAPROXY_MAXCONN
+$( ((${HAPROXY_SPLICE:-0})) && echo "    maxpipes 32")
 defaults
     mode http
     option http-keep-alive
@@ -304,6 +306,7 @@ defaults
     timeout client 600s
     timeout server 30s
     timeout http-keep-alive 600s
+$( ((${HAPROXY_SPLICE:-0})) && echo "    option splice-response")
 frontend f
     bind 127.0.0.1:${PORT[haproxy]}
     backlog 16384
@@ -470,7 +473,7 @@ done
     echo "# ringfront load test results"
     echo
     echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
-    echo "- command: \`SHAPES=\"$SHAPES\" IDLE=$IDLE DURATION=$DURATION ROUNDS=$ROUNDS CONNS=$CONNS PROXIES=\"${PROXIES# }\" FLOORS=\"$FLOORS\" loadtest/run.sh\`"
+    echo "- command: \`SHAPES=\"$SHAPES\" IDLE=$IDLE DURATION=$DURATION ROUNDS=$ROUNDS CONNS=$CONNS PROXIES=\"${PROXIES# }\" FLOORS=\"$FLOORS\"${HAPROXY_SPLICE:+ HAPROXY_SPLICE=$HAPROXY_SPLICE} loadtest/run.sh\`"
     echo "- wrk: \`taskset -c $CLIENT_CPU wrk -t1 -cN -d${DURATION}s --latency [-H 'Connection: close'] http://127.0.0.1:PORT/PATH\`"
     echo "- machine: $(nproc) CPUs, $(lscpu | sed -n 's/^Model name: *//p'), kernel $(uname -r)"
     echo "- load average at start: $LOADAVG_START; at end: $(cut -d' ' -f1-3 /proc/loadavg)"
