@@ -10,7 +10,8 @@
 #        [PROXY_CPU=0] [CLIENT_CPU=1] [BACKEND_PORT=19100] [PORT=18181]
 #        [A_HTTP=directives] [B_HTTP=...] [A_LOCATION=directives] [B_LOCATION=...]
 #        [WRK_HEADER='Connection: close'] (a header wrk adds to every request)
-#        [URL_PATH=/64k] (the path wrk asks for: the backend also serves a 64 KiB body there)
+#        [URL_PATH=/64k] (the path wrk asks for: the backend also serves 64 KiB and 1 MiB bodies
+#        at /64k and /1m)
 #        bash loadtest/ab.sh
 # A_HTTP / A_LOCATION (and B_...) add directives to that side's http block / location, to
 # A/B one build with and without a feature (loadtest/limit_req.sh).

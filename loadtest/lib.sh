@@ -8,17 +8,19 @@ port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 # Writes DIR/backend.conf: the one-worker nginx backend the A/B scripts proxy to, on
 # 127.0.0.1:PORT, answering every request with a 19-byte body from memory.
-# The backend also serves /64k, a 64 KiB body from a file in DIR (page cache, sendfile), as
-# run.sh's body64k shape does.
+# The backend also serves /64k and /1m, 64 KiB and 1 MiB bodies from files in DIR (page
+# cache, sendfile), as run.sh's body64k and body1m shapes do.
 write_backend_conf() {
     head -c 65536 /dev/zero | tr '\0' 'a' >"$1/64k"
+    head -c 1048576 /dev/zero | tr '\0' 'b' >"$1/1m"
     cat >"$1/backend.conf" <<CONF
 daemon off; master_process off; worker_processes 1; pid $1/backend.pid;
 error_log $1/backend.err warn;
 events { worker_connections 4096; }
 http { access_log off; keepalive_requests 1000000; sendfile on;
   server { listen 127.0.0.1:$2; location / { return 200 "hello from backend\n"; }
-    location /64k { root $1; default_type application/octet-stream; rewrite ^ /64k break; } } }
+    location /64k { root $1; default_type application/octet-stream; rewrite ^ /64k break; }
+    location /1m { root $1; default_type application/octet-stream; rewrite ^ /1m break; } } }
 CONF
 }
 
