@@ -14,8 +14,7 @@
 //! With `--splice` (or `--uring-splice`) the body goes through a pipe (see `splice.rs`).
 //!
 //! `ringfront-floor-relay [--http | --splice | --uring-splice] LISTEN_ADDR UPSTREAM_ADDR` (both
-//! `IP:PORT`); prints `ready`
-//! on stderr.
+//! `IP:PORT`); prints `ready` on stderr.
 
 mod http;
 mod splice;
@@ -28,9 +27,8 @@ use std::net::SocketAddr;
 use std::rc::Rc;
 
 const BUF: usize = 64 * 1024;
-
 /// The largest body the `relay-http` floor copies behind a rebuilt head (one write, not two).
-pub(crate) const SMALL_BODY: usize = 4096;
+const SMALL_BODY: usize = 4096;
 const CLOSE: &[u8] = b"connection: close\r\n";
 const KEEP_ALIVE: &[u8] = b"connection: keep-alive\r\n";
 

@@ -11,6 +11,9 @@ use monoio::buf::IoBufMut;
 use monoio::io::AsyncReadRent;
 use monoio::net::TcpStream;
 
+/// The most one read of the upstream's head takes (ringfront's head reads: 4 KiB).
+const HEAD_READ: usize = 4096;
+
 /// How a body moves.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -20,7 +23,7 @@ pub enum Kind {
     UringSplice,
 }
 
-/// A connection's body mover and its pipe (`None` when it copies, or no pipe could be made).
+/// A connection's body mover and its pipe (`Copy` also when no pipe could be made).
 pub enum Body {
     Copy,
     Splice(OwnedFd, OwnedFd),
@@ -144,13 +147,11 @@ async fn by_ring(
 pub async fn read_head_small(s: &mut TcpStream, mut buf: Vec<u8>) -> std::io::Result<Vec<u8>> {
     buf.clear();
     while crate::head_len(&buf).is_none() {
-        if buf.capacity() - buf.len() < crate::SMALL_BODY {
-            buf.reserve(crate::SMALL_BODY);
+        if buf.capacity() - buf.len() < HEAD_READ {
+            buf.reserve(HEAD_READ);
         }
         let start = buf.len();
-        let (r, b) = s
-            .read(buf.slice_mut(start..start + crate::SMALL_BODY))
-            .await;
+        let (r, b) = s.read(buf.slice_mut(start..start + HEAD_READ)).await;
         buf = b.into_inner();
         if r? == 0 {
             return Err(std::io::ErrorKind::UnexpectedEof.into());
