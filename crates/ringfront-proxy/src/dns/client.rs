@@ -110,8 +110,10 @@ async fn ask(
     log: &dyn Fn(&str),
 ) -> Result<(Vec<Answer>, Vec<usize>), Failure> {
     let mut queries = Vec::with_capacity(types.len());
-    for &t in types {
-        let id = dns.next_id();
+    for (&t, id) in types
+        .iter()
+        .zip(distinct_ids(types.len(), || dns.next_id()))
+    {
         // A name that cannot be written is not found (nginx: NGX_DECLINED, NXDOMAIN).
         let q = wire::query(id, name, t).ok_or(Failure::Code(NXDOMAIN))?;
         queries.push((id, t, q));
@@ -157,6 +159,20 @@ async fn ask(
         }
         *server = server.wrapping_add(1);
     }
+}
+
+/// `n` query ids from `next`, no two alike. Answers are matched to their query by id, so
+/// an A and an AAAA query that drew the same id would leave the second one unanswerable
+/// until `resolver_timeout` (a lookup's queries go to the same servers from one socket).
+fn distinct_ids(n: usize, mut next: impl FnMut() -> u16) -> Vec<u16> {
+    let mut ids = Vec::with_capacity(n);
+    while ids.len() < n {
+        let id = next();
+        if !ids.contains(&id) {
+            ids.push(id);
+        }
+    }
+    ids
 }
 
 /// The answers so far, by query, and the order they came in.
@@ -325,4 +341,18 @@ async fn tcp_ask(addr: SocketAddr, query: &[u8]) -> std::io::Result<Vec<u8>> {
     let (r, body) = s.read_exact(vec![0u8; len]).await;
     r?;
     Ok(body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::distinct_ids;
+
+    #[test]
+    fn a_lookups_queries_never_share_an_id() {
+        let mut drawn = [7u16, 7, 7, 9, 7, 11].into_iter();
+        let ids = distinct_ids(3, || drawn.next().unwrap_or(0));
+        assert_eq!(ids, [7, 9, 11]);
+        let mut one = [5u16].into_iter();
+        assert_eq!(distinct_ids(1, || one.next().unwrap_or(0)), [5]);
+    }
 }
