@@ -195,6 +195,8 @@ pub struct Shared {
     pub logger: Logger,
     /// To the health checker thread (a send also wakes it).
     pub(crate) health_tx: wake::Sender<health::Event>,
+    /// Wakes the owner thread of `server NAME resolve` (upstream_dns.rs).
+    pub(crate) resolver_bell: wake::Notifier,
     /// Wakes each worker's main task; set by the worker once its event loop runs.
     pub(crate) wakers: Box<[OnceLock<wake::Notifier>]>,
     /// The generation each worker serves, for `reload` to wait on.
@@ -224,6 +226,7 @@ impl Shared {
     fn wake_all(&self) {
         self.wake_workers();
         self.health_tx.notify();
+        self.resolver_bell.notify();
     }
 
     /// Wakes every worker (e.g. to close the pooled connections of a peer marked down).
@@ -277,6 +280,7 @@ impl Engine {
             per_worker.push(ls);
         }
         let (health_tx, health_rx) = wake::channel()?;
+        let (resolver_bell, resolver_rx) = wake::bell()?;
         let generation = snap.generation;
         let shared = Arc::new(Shared {
             snapshot: ArcSwap::from_pointee(snap),
@@ -285,6 +289,7 @@ impl Engine {
             next_conn: Alone(AtomicU64::new(0)),
             logger,
             health_tx,
+            resolver_bell,
             wakers: (0..workers).map(|_| OnceLock::new()).collect(),
             applied: wake::Applied::new(workers, generation),
             workers: (0..workers).map(|_| WorkerStats::default()).collect(),
@@ -299,7 +304,7 @@ impl Engine {
         // configuration loaded") and the peer put back in. A checker that cannot start
         // drops its sender (it has said so on stderr) and the workers start without it.
         let _ = checker_start.recv();
-        let resolver = Some(upstream_dns::spawn(shared.clone())?);
+        let resolver = Some(upstream_dns::spawn(shared.clone(), resolver_rx)?);
         let cores = core_affinity::get_core_ids().unwrap_or_default();
         let mut threads = Vec::with_capacity(workers);
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
@@ -437,7 +442,7 @@ impl Engine {
         if let Some(c) = self.checker {
             let _ = c.join();
         }
-        // The resolver thread looks at `state` at least every 250 ms.
+        // The resolver thread was woken by the state change too (its bell).
         if let Some(r) = self.resolver {
             let _ = r.join();
         }

@@ -42,6 +42,7 @@ fn worker(snap: &Snapshot) -> Worker {
     use std::sync::atomic::{AtomicU64, AtomicU8};
     let (logger, _writer) = crate::logger::Logger::start();
     let (health_tx, _health_rx) = crate::wake::channel().expect("channel");
+    let (resolver_bell, _bell) = crate::wake::bell().expect("bell");
     let shared = std::sync::Arc::new(crate::Shared {
         // The published snapshot is not what `process` reads (it is given `snap`).
         snapshot: arc_swap::ArcSwap::from_pointee(snapshot("", "")),
@@ -50,6 +51,7 @@ fn worker(snap: &Snapshot) -> Worker {
         next_conn: crate::Alone(AtomicU64::new(0)),
         logger,
         health_tx,
+        resolver_bell,
         wakers: Box::new([]),
         applied: crate::wake::Applied::new(1, snap.generation),
         workers: Box::new([crate::WorkerStats::default()]),

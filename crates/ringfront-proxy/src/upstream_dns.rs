@@ -5,6 +5,10 @@
 //! nginx: a name that stops resolving (NXDOMAIN included) keeps its last good set and says
 //! so in the error log; nginx drops the servers on NXDOMAIN. A failed lookup is retried
 //! after `resolver_timeout` (1 s at least), as nginx.
+//!
+//! Between lookups the thread sleeps until the next name is due, or until the engine rings
+//! its bell (a reload or a stop): with no `resolve` line it never wakes, so it takes no
+//! turn on a worker's core.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -20,12 +24,13 @@ use ringfront_config::{LogLevel, UpstreamServer};
 
 use crate::dns::{self, wire, Failure, WorkerDns};
 use crate::members::{self, TemplateKey};
-use crate::Shared;
+use crate::{wake, Shared};
 
-/// How often the thread looks for a reload or a stop when no name is due.
-const TICK: Duration = Duration::from_millis(250);
+/// How long the thread sleeps when no name is due and nothing rings (it looks again then).
+const IDLE: Duration = Duration::from_secs(3600);
 
-pub fn spawn(shared: Arc<Shared>) -> std::io::Result<JoinHandle<()>> {
+/// Starts the thread; `bell` rings after the engine changed its state or snapshot.
+pub fn spawn(shared: Arc<Shared>, bell: wake::Bell) -> std::io::Result<JoinHandle<()>> {
     std::thread::Builder::new()
         .name("ringfront-dns".into())
         .spawn(move || {
@@ -33,7 +38,15 @@ pub fn spawn(shared: Arc<Shared>) -> std::io::Result<JoinHandle<()>> {
                 .enable_timer()
                 .build();
             match rt {
-                Ok(mut rt) => rt.block_on(run(shared)),
+                Ok(mut rt) => rt.block_on(async move {
+                    let signal = Rc::new(wake::Signal::default());
+                    match bell.install(signal.clone()) {
+                        Ok(()) => run(shared, signal).await,
+                        Err(e) => {
+                            eprintln!("ringfront: [alert] upstream resolver cannot start: {e}")
+                        }
+                    }
+                }),
                 Err(e) => eprintln!("ringfront: [alert] upstream resolver cannot start: {e}"),
             }
         })
@@ -51,13 +64,15 @@ struct Due {
 
 type Schedule = Rc<RefCell<HashMap<TemplateKey, Due>>>;
 
-async fn run(shared: Arc<Shared>) {
+/// The schedule's loop, until the engine leaves `RUN` (a lookup in flight is dropped with
+/// the runtime: a stop does not wait for it, as it may take `resolver_timeout`).
+async fn run(shared: Arc<Shared>, signal: Rc<wake::Signal>) {
     let dns = Rc::new(WorkerDns::default());
     let due: Schedule = Rc::default();
     while shared.state.load(Ordering::Relaxed) == crate::RUN {
         let snap = shared.snapshot.load_full();
         let Some(cfg) = snap.config.clone() else {
-            monoio::time::sleep(TICK).await;
+            signal.wait().await;
             continue;
         };
         let list = members::templates(&cfg);
@@ -69,12 +84,9 @@ async fn run(shared: Arc<Shared>) {
                 continue;
             }
             let (shared, dns, due) = (shared.clone(), dns.clone(), due.clone());
+            let signal = signal.clone();
             monoio::spawn(async move {
-                // A stop does not wait for a lookup (it may take `resolver_timeout`).
-                let wait = monoio::select! {
-                    w = refresh(&shared, &dns, &key, &line, &rs) => w,
-                    _ = stopped(&shared) => return,
-                };
+                let wait = refresh(&shared, &dns, &key, &line, &rs).await;
                 if let Some(d) = due.borrow_mut().get_mut(&key) {
                     // A reload that changed the line meanwhile wants it asked at once.
                     if d.line == (line.text.clone(), line.resolve.clone()) {
@@ -82,6 +94,8 @@ async fn run(shared: Arc<Shared>) {
                     }
                     d.busy = false;
                 }
+                // The loop sleeps until the earliest time due: this one is new.
+                signal.raise();
             });
         }
         let next = due
@@ -90,10 +104,11 @@ async fn run(shared: Arc<Shared>) {
             .filter(|d| !d.busy)
             .map(|d| d.at)
             .min();
-        let nap = next.map_or(TICK, |at| {
-            at.saturating_duration_since(Instant::now()).min(TICK)
-        });
-        monoio::time::sleep(nap).await;
+        let nap = next.map_or(IDLE, |at| at.saturating_duration_since(Instant::now()));
+        monoio::select! {
+            _ = monoio::time::sleep(nap) => {}
+            _ = signal.wait() => {}
+        }
     }
 }
 
@@ -116,13 +131,6 @@ fn take_due(due: &Schedule, key: &TemplateKey, line: &UpstreamServer, now: Insta
     }
     d.busy = true;
     true
-}
-
-/// Resolves once the engine leaves `RUN`.
-async fn stopped(shared: &Shared) {
-    while shared.state.load(Ordering::Relaxed) == crate::RUN {
-        monoio::time::sleep(TICK).await;
-    }
 }
 
 /// Resolves one template and publishes a changed set; how long until the next time.
