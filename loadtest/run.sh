@@ -392,7 +392,8 @@ declare -A SHAPE_PATH=([keepalive]=/ [logged]=/logged [close]=/ [body64k]=/64k [
 run_wrk() { # runner shape seconds report-file
     local hdr=()
     [[ $2 == close ]] && hdr=(-H "Connection: close")
-    taskset -c "$CLIENT_CPU" "$WRK" -t1 -c"${SHAPE_CONNS[$2]}" -d"${3}s" --latency "${hdr[@]}" \
+    taskset -c "$CLIENT_CPU" "$WRK" -t1 -c"${SHAPE_CONNS[$2]}" -d"${3}s" --latency \
+        -s "$ROOT/loadtest/tail.lua" "${hdr[@]}" \
         "http://127.0.0.1:${PORT[$1]}${SHAPE_PATH[$2]}" >"$4" 2>&1
 }
 
@@ -431,7 +432,7 @@ close_idle() {
 }
 rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
 
-echo "shape,round,proxy,requests,seconds,rps,p50_us,p99_us,transfer_bps,errors,non2xx,proxy_ticks,proxy_uticks,backend_ticks,rss_kb,clk_tck" >"$OUT/raw.csv"
+echo "shape,round,proxy,requests,seconds,rps,p50_us,p99_us,transfer_bps,errors,non2xx,proxy_ticks,proxy_uticks,backend_ticks,rss_kb,clk_tck,p98_us,p999_us" >"$OUT/raw.csv"
 for ((r = 1; r <= ROUNDS; r++)); do
     if ((r > 1)); then
         for p in $PROCS; do start_one "$p" || die "$p did not start for round $r"; done
@@ -462,7 +463,8 @@ for ((r = 1; r <= ROUNDS; r++)); do
             [[ $shape == idle10k ]] && close_idle
             kill -0 "${PID[$p]}" 2>/dev/null || die "$p died during $shape round $r"
             wrk=$(wrk_fields "$report" requests seconds rps p50_us p99_us transfer_bps errors non2xx)
-            echo "$shape,$r,$p,$wrk,$((c1 - c0)),$((u1 - u0)),$((b1 - b0)),$rss,$CLK_TCK" >>"$OUT/raw.csv"
+            tail=$(wrk_fields "$report" p98_us p999_us)
+            echo "$shape,$r,$p,$wrk,$((c1 - c0)),$((u1 - u0)),$((b1 - b0)),$rss,$CLK_TCK,$tail" >>"$OUT/raw.csv"
         done
     done
     for p in $PROCS; do stop_one "$p"; done
@@ -474,7 +476,7 @@ done
     echo
     echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
     echo "- command: \`SHAPES=\"$SHAPES\" IDLE=$IDLE DURATION=$DURATION ROUNDS=$ROUNDS CONNS=$CONNS PROXIES=\"${PROXIES# }\" FLOORS=\"$FLOORS\"${HAPROXY_SPLICE:+ HAPROXY_SPLICE=$HAPROXY_SPLICE} loadtest/run.sh\`"
-    echo "- wrk: \`taskset -c $CLIENT_CPU wrk -t1 -cN -d${DURATION}s --latency [-H 'Connection: close'] http://127.0.0.1:PORT/PATH\`"
+    echo "- wrk: \`taskset -c $CLIENT_CPU wrk -t1 -cN -d${DURATION}s --latency -s loadtest/tail.lua [-H 'Connection: close'] http://127.0.0.1:PORT/PATH\`"
     echo "- machine: $(nproc) CPUs, $(lscpu | sed -n 's/^Model name: *//p'), kernel $(uname -r)"
     echo "- load average at start: $LOADAVG_START; at end: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "- proxies and the relay pinned to core $PROXY_CPU (one worker each); backend nginx and wrk on core $CLIENT_CPU"
@@ -509,18 +511,20 @@ for shape in shapes:
     n = len({r["round"] for r in srows})
     print(f"## {shape}: {about.get(shape, shape)}\n")
     print(f"Medians over {n} round(s).\n")
-    print("| proxy | requests/s | MB/s | p50 | p99 | CPU µs/req | user µs/req | vs nginx | vs haproxy | vs relay |" + (" vs relay-http |" if "relay-http" in cpu else "") + " RSS | errors |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" if "relay-http" in cpu else "") + "---:|---:|")
+    print("| proxy | requests/s | MB/s | p50 | p98 | p99 | p99.9 | CPU µs/req | user µs/req | vs nginx | vs haproxy | vs relay |" + (" vs relay-http |" if "relay-http" in cpu else "") + " RSS | errors |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" if "relay-http" in cpu else "") + "---:|---:|")
     for p in order:
         rps = med(p, lambda r: float(r["rps"]))
         mbs = med(p, lambda r: float(r["transfer_bps"]) / 1e6)
         p50 = med(p, lambda r: float(r["p50_us"]))
         p99 = med(p, lambda r: float(r["p99_us"]))
+        p98 = med(p, lambda r: float(r["p98_us"]))
+        p999 = med(p, lambda r: float(r["p999_us"]))
         user = "" if p == "backend" else f"{med(p, lambda r: ticks(r, 'proxy_uticks')):.2f}"
         rss = "" if p == "backend" else f"{med(p, lambda r: int(r['rss_kb'])) / 1024:.1f} MiB"
         err = sum(int(r["errors"]) + int(r["non2xx"]) for r in srows if r["proxy"] == p)
         rel = lambda b: f"{cpu[p] / cpu[b]:.2f}×" if b in cpu and b != p else ""
-        print(f"| {p} | {rps:,.0f} | {mbs:,.1f} | {lat(p50)} | {lat(p99)} | {cpu[p]:.2f} | {user} | {rel('nginx')} | {rel('haproxy')} | {rel('relay')} |" + (f" {rel('relay-http')} |" if "relay-http" in cpu else "") + f" {rss} | {err} |")
+        print(f"| {p} | {rps:,.0f} | {mbs:,.1f} | {lat(p50)} | {lat(p98)} | {lat(p99)} | {lat(p999)} | {cpu[p]:.2f} | {user} | {rel('nginx')} | {rel('haproxy')} | {rel('relay')} |" + (f" {rel('relay-http')} |" if "relay-http" in cpu else "") + f" {rss} | {err} |")
     print()
 PY
 } >"$OUT/results.md"

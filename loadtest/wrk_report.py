@@ -3,7 +3,7 @@
 
 Usage: python3 loadtest/wrk_report.py REPORT FIELD [FIELD ...]
 Fields: requests, seconds, rps, p50_us, p99_us, transfer_bps, errors (socket errors of
-every kind), non2xx. The load-test scripts (run.sh, tls.sh, scaling.sh) share it.
+every kind), non2xx; p98_us and p999_us when wrk ran loadtest/tail.lua (else empty). The load-test scripts (run.sh, tls.sh, scaling.sh) share it.
 """
 import re
 import sys
@@ -30,6 +30,7 @@ def fields(text):
     p50 = dur_us(re.search(r"^\s+50%\s+(\S+)", text, re.M).group(1))
     p99 = dur_us(re.search(r"^\s+99%\s+(\S+)", text, re.M).group(1))
     secs = dur_us(m.group(2) + m.group(3)) / 1e6
+    tail = re.search(r"^tail_us p90=(\d+) p98=(\d+) p999=(\d+)", text, re.M)
     return {
         "requests": m.group(1),
         "seconds": f"{secs:.3f}",
@@ -39,6 +40,8 @@ def fields(text):
         "transfer_bps": f"{float(t.group(1)) * SIZE[t.group(2)]:.0f}" if t else "0",
         "errors": str(sum(int(x) for x in e.groups())) if e else "0",
         "non2xx": n.group(1) if n else "0",
+        "p98_us": tail.group(2) if tail else "",
+        "p999_us": tail.group(3) if tail else "",
     }
 
 
