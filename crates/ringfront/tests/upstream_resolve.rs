@@ -4,7 +4,7 @@
 //! naming both sets); an address that stays keeps its failure state; a name that stops
 //! resolving keeps its last servers and says so; a new address enters through slow start;
 //! no request fails while the set changes under a steady stream; a reload keeps the
-//! resolved servers; the group is empty until the first answer; and the configuration
+//! resolved servers, and one that brings the first `resolve` line resolves it at once; the group is empty until the first answer; and the configuration
 //! errors of nginx 1.27.3.
 
 mod common;
@@ -462,6 +462,22 @@ fn a_reload_keeps_the_resolved_servers() {
         got.into_iter().collect::<BTreeSet<u16>>(),
         ports(&[&b1, &b2])
     );
+}
+
+/// A reload that brings the first `resolve` line wakes the resolver thread, which sleeps
+/// without one (it would otherwise look again only after an hour).
+#[test]
+fn a_reload_that_adds_a_resolve_line_resolves_it_at_once() {
+    let (b0, b1) = (Backend::start(), Backend::start());
+    let dns = DnsServer::start();
+    dns.set("t.test", Answer::a(&[Ipv4Addr::LOCALHOST], 60));
+    dns.set("_http._tcp.backends.test", srv_of(&[&b1]));
+    let (rf, p) = start(&format!("127.0.0.1:{}", b0.port()), &dns);
+    assert_eq!(served(p, 2), [b0.port(), b0.port()]);
+    rf.write_config(&config(p, &dns, "backends.test service=http resolve"));
+    rf.signal(ringfront_testkit::SIGHUP);
+    assert!(rf.wait_for_stderr(&changed_to(&[&b1]), WAIT), "resolved");
+    assert_eq!(served(p, 2), [b1.port(), b1.port()]);
 }
 
 /// Each template is asked on its own: a name that never answers (with a long
