@@ -46,15 +46,7 @@ if [[ ${BROWSER:-0} == 1 ]]; then
         -H 'sec-ch-ua: "Chromium";v="131", "Not_A Brand";v="24"')
 fi
 command -v valgrind >/dev/null || die "needs valgrind: apt-get install -y valgrind"
-OUT=$(mktemp -d)
-PIDS=()
-cleanup() { kill "${PIDS[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$OUT"; }
-trap cleanup EXIT
-
-write_backend_conf "$OUT" "$BACKEND_PORT"
-write_proxy_confs "$OUT" "$PORT" "$BACKEND_PORT"
-/usr/sbin/nginx -p "$OUT/" -c "$OUT/backend.conf" -e "$OUT/backend.err" &
-PIDS+=($!)
+start_scratch_backend
 
 for p in $PROXIES; do command_of "$p" >/dev/null; done
 SIM=()
@@ -72,12 +64,7 @@ for p in $PROXIES; do
         $(command_of "$p") >"$OUT/$p.log" 2>&1 &
     pid=$!
     PIDS+=("$pid")
-    ready=
-    for _ in $(seq 200); do
-        curl -sf "http://127.0.0.1:$PORT/" >/dev/null 2>&1 && ready=1 && break
-        sleep 0.1
-    done
-    [[ -n $ready ]] || { cat "$OUT/$p.log" >&2; die "$p did not start"; }
+    wait_serving "$p" "$OUT/$p.log" 200
     wrk -t1 -c"$CONNS" -d3s "${HDR[@]}" "http://127.0.0.1:$PORT$URL_PATH" >/dev/null
     callgrind_control -z "$pid" >/dev/null
     wrk -t1 -c"$CONNS" -d"${DURATION}s" "${HDR[@]}" "http://127.0.0.1:$PORT$URL_PATH" >"$OUT/$p.wrk"

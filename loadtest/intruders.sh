@@ -8,7 +8,7 @@
 #
 # Usage: [PROXIES="ringfront nginx relay"] [DURATION=6] [RECORD=3] [CONNS=50]
 #        [ROUNDS=1] [PROXY_CPU=0] [CLIENT_CPU=1] bash loadtest/intruders.sh
-# Needs perf, nginx, wrk; builds nothing (target/release/ringfront and the relay must exist).
+# Needs perf, nginx, wrk, curl; builds nothing (target/release/ringfront and the relay must exist).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 LOG_TAG=intruders
@@ -21,21 +21,14 @@ RELAY_BIN=${RELAY_BIN:-$ROOT/target/release/ringfront-floor-relay}
 BACKEND_PORT=${BACKEND_PORT:-19400} PORT=${PORT:-18400}
 command -v perf >/dev/null || die "needs perf"
 ((RECORD + 1 < DURATION)) || die "RECORD must be at least 2 s shorter than DURATION"
-OUT=$(mktemp -d)
-PIDS=()
-cleanup() { kill "${PIDS[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$OUT"; }
-trap cleanup EXIT
-
-write_backend_conf "$OUT" "$BACKEND_PORT"
-write_proxy_confs "$OUT" "$PORT" "$BACKEND_PORT"
-taskset -c "$CLIENT_CPU" /usr/sbin/nginx -p "$OUT/" -c "$OUT/backend.conf" -e "$OUT/backend.err" &
-PIDS+=($!)
+start_scratch_backend "$CLIENT_CPU"
 for r in $(seq "$ROUNDS"); do
     for p in $PROXIES; do
         # shellcheck disable=SC2046
-        taskset -c "$PROXY_CPU" $(command_of "$p") 2>"$OUT/$p.err" &
+        taskset -c "$PROXY_CPU" $(command_of "$p") >"$OUT/$p.log" 2>&1 &
         pid=$!
-        for _ in $(seq 50); do port_free "$PORT" || break; sleep 0.1; done
+        PIDS+=("$pid")
+        wait_serving "$p" "$OUT/$p.log" 100
         taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" -d2 "http://127.0.0.1:$PORT/" >/dev/null
         taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" -d"$DURATION" -s "$ROOT/loadtest/tail.lua" \
             "http://127.0.0.1:$PORT/" >"$OUT/$p.wrk" &

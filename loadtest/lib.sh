@@ -59,6 +59,33 @@ http { $ng_log keepalive_requests 1000000;
 CONF
 }
 
+# Makes OUT (a scratch directory, removed at exit with every process in PIDS) with the
+# backend and proxy confs (BACKEND_PORT, PORT), and starts the backend, pinned to CPU when
+# one is given.
+start_scratch_backend() { # [cpu]
+    OUT=$(mktemp -d)
+    PIDS=()
+    trap 'kill "${PIDS[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$OUT"' EXIT
+    write_backend_conf "$OUT" "$BACKEND_PORT"
+    write_proxy_confs "$OUT" "$PORT" "$BACKEND_PORT"
+    local pin=()
+    [[ -n ${1:-} ]] && pin=(taskset -c "$1")
+    "${pin[@]}" /usr/sbin/nginx -p "$OUT/" -c "$OUT/backend.conf" -e "$OUT/backend.err" &
+    PIDS+=($!)
+}
+
+# Waits up to TENTHS tenths of a second until 127.0.0.1:PORT answers a request; otherwise
+# prints LOG and stops the script.
+wait_serving() { # name log tenths
+    local _
+    for _ in $(seq "$3"); do
+        curl -sf "http://127.0.0.1:$PORT/" >/dev/null 2>&1 && return 0
+        sleep 0.1
+    done
+    cat "$2" >&2
+    die "$1 did not start"
+}
+
 # The command line of proxy NAME for the confs above (OUT, PORT, BACKEND_PORT, RINGFRONT_BIN
 # and RELAY_BIN set by the caller).
 command_of() {

@@ -34,15 +34,7 @@ KNOWN=$(perf list tracepoint 2>/dev/null)
 for e in "${EVENTS[@]}"; do
     grep -q " $e " <<<"$KNOWN" || die "perf lacks the tracepoint $e (run as root)"
 done
-OUT=$(mktemp -d)
-PIDS=()
-cleanup() { kill "${PIDS[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$OUT"; }
-trap cleanup EXIT
-
-write_backend_conf "$OUT" "$BACKEND_PORT"
-write_proxy_confs "$OUT" "$PORT" "$BACKEND_PORT"
-taskset -c 1 /usr/sbin/nginx -p "$OUT/" -c "$OUT/backend.conf" -e "$OUT/backend.err" &
-PIDS+=($!)
+start_scratch_backend 1
 
 for p in $PROXIES; do command_of "$p" >/dev/null; done
 echo "Per request, $SHAPE, $CONNS connections (wrk -t1 -d${DURATION}s on core 1, proxy on core 0):"
@@ -53,12 +45,7 @@ for p in $PROXIES; do
     # shellcheck disable=SC2046 # the command line is split on purpose
     taskset -c 0 $(command_of "$p") >"$OUT/$p.log" 2>&1 &
     pid=$!
-    ready=
-    for _ in $(seq 100); do
-        curl -sf "http://127.0.0.1:$PORT/" >/dev/null 2>&1 && ready=1 && break
-        sleep 0.1
-    done
-    [[ -n $ready ]] || { cat "$OUT/$p.log" >&2; die "$p did not start"; }
+    wait_serving "$p" "$OUT/$p.log" 100
     taskset -c 1 wrk -t1 -c"$CONNS" -d2s "${HDR[@]}" "http://127.0.0.1:$PORT/" >/dev/null
     # perf attaches first; wrk's requests all fall inside its window.
     perf stat -x, -o "$OUT/$p.perf" $(printf -- '-e %s ' "${EVENTS[@]}") -p "$pid" \
