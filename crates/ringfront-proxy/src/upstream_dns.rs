@@ -7,7 +7,7 @@
 //! after `resolver_timeout` (1 s at least), as nginx.
 //!
 //! Between lookups the thread sleeps until the next name is due, or until the engine rings
-//! its bell (a reload or a stop): with no `resolve` line it never wakes, so it takes no
+//! its bell (a reload, a stop, a published membership): with no `resolve` line it never wakes, so it takes no
 //! turn on a worker's core.
 
 use std::cell::RefCell;
@@ -37,17 +37,18 @@ pub fn spawn(shared: Arc<Shared>, bell: wake::Bell) -> std::io::Result<JoinHandl
             let rt = monoio::RuntimeBuilder::<monoio::LegacyDriver>::new()
                 .enable_timer()
                 .build();
+            let alert = |e: std::io::Error| {
+                eprintln!("ringfront: [alert] upstream resolver cannot start: {e}");
+            };
             match rt {
                 Ok(mut rt) => rt.block_on(async move {
                     let signal = Rc::new(wake::Signal::default());
                     match bell.install(signal.clone()) {
                         Ok(()) => run(shared, signal).await,
-                        Err(e) => {
-                            eprintln!("ringfront: [alert] upstream resolver cannot start: {e}")
-                        }
+                        Err(e) => alert(e),
                     }
                 }),
-                Err(e) => eprintln!("ringfront: [alert] upstream resolver cannot start: {e}"),
+                Err(e) => alert(e),
             }
         })
 }
