@@ -13,7 +13,10 @@
 # tmpfs, 16 connections), idle10k (IDLE=9900 open keep-alive client connections that made one
 # request each, plus 100 active; the proxy's RSS is read while they are open), logged (the
 # keepalive shape on a location that writes nginx's default access log, `combined`, to a
-# file: what an edge tier runs; haproxy logs `option httplog` lines to its stdout file).
+# file: what an edge tier runs; haproxy logs `option httplog` lines to its stdout file),
+# post4k (CONNS keep-alive connections, each request a POST with a 4 KiB body) and upload1m
+# (16 connections, each request a POST with a 1 MiB body; the default client_max_body_size
+# of 1m admits it), small responses: the request bodies an API edge carries.
 # Two floor lines run with the proxies in every shape: `backend` (wrk straight at the backend;
 # its CPU is the backend's) and `relay` (loadtest/relay: a minimal monoio relay with
 # ringfront's ring flags, pooled upstream connections taken per request as a proxy's
@@ -25,7 +28,7 @@
 # through a pipe with splice(2), as ringfront moves a large body; the floor of the large-body
 # shapes).
 #
-# Knobs (environment): SHAPES="keepalive logged close body64k body1m idle10k", DURATION=10 (s per
+# Knobs (environment): SHAPES="keepalive logged close body64k body1m idle10k post4k upload1m", DURATION=10 (s per
 # run), ROUNDS=3, CONNS=50, WARMUP=2 (s per proxy before each round, 0 = none),
 # PROXIES="ringfront nginx haproxy", FLOORS="relay backend" (empty: none; also relay-http, relay-splice), PROXY_CPU=0, CLIENT_CPU=1,
 # HAPROXY_SPLICE=1 (HAProxy with `option splice-response`, as ringfront moves large bodies),
@@ -45,7 +48,7 @@ OUT="$ROOT/loadtest/out"
 DURATION=${DURATION:-10}
 ROUNDS=${ROUNDS:-3}
 CONNS=${CONNS:-50}
-SHAPES=${SHAPES:-keepalive logged close body64k body1m idle10k}
+SHAPES=${SHAPES:-keepalive logged close body64k body1m idle10k post4k upload1m}
 FLOORS=${FLOORS-relay backend}
 IDLE=${IDLE:-9900}
 WARMUP=${WARMUP:-2}
@@ -161,7 +164,7 @@ for f in $FLOORS; do
     case $f in relay | relay-http | relay-splice | backend) ;; *) die "unknown floor '$f'" ;; esac
 done
 for s in $SHAPES; do
-    case $s in keepalive | logged | close | body64k | body1m | idle10k) ;; *) die "unknown shape '$s'" ;; esac
+    case $s in keepalive | logged | close | body64k | body1m | idle10k | post4k | upload1m) ;; *) die "unknown shape '$s'" ;; esac
 done
 [[ -n ${PROXIES// /} ]] || die "no proxy left to test"
 
@@ -386,13 +389,15 @@ PROCS=$(sed 's/\bbackend\b//' <<<"$RUNNERS")
 # ---------------------------------------------------------------- runs
 # shape -> wrk connections, extra wrk arguments, path
 declare -A SHAPE_CONNS=([keepalive]=$CONNS [logged]=$CONNS [close]=16 [body64k]=16 [body1m]=16
-    [idle10k]=100)
+    [idle10k]=100 [post4k]=$CONNS [upload1m]=16)
 declare -A SHAPE_PATH=([keepalive]=/ [logged]=/logged [close]=/ [body64k]=/64k [body1m]=/1m
-    [idle10k]=/)
+    [idle10k]=/ [post4k]=/ [upload1m]=/)
+# Request bodies (loadtest/tail.lua sends a POST of this many bytes when it is set).
+declare -A SHAPE_POST=([post4k]=4096 [upload1m]=1048576)
 run_wrk() { # runner shape seconds report-file
     local hdr=()
     [[ $2 == close ]] && hdr=(-H "Connection: close")
-    taskset -c "$CLIENT_CPU" "$WRK" -t1 -c"${SHAPE_CONNS[$2]}" -d"${3}s" --latency \
+    WRK_POST_BYTES=${SHAPE_POST[$2]:-0} taskset -c "$CLIENT_CPU" "$WRK" -t1 -c"${SHAPE_CONNS[$2]}" -d"${3}s" --latency \
         -s "$ROOT/loadtest/tail.lua" "${hdr[@]}" \
         "http://127.0.0.1:${PORT[$1]}${SHAPE_PATH[$2]}" >"$4" 2>&1
 }
@@ -495,6 +500,8 @@ about = {
     "body64k": "64 KiB responses, 16 connections",
     "body1m": "1 MiB responses, 16 connections",
     "idle10k": f"{idle + 100:,} open client connections, 100 of them active",
+    "post4k": "keep-alive POSTs with 4 KiB request bodies, small responses",
+    "upload1m": "POSTs with 1 MiB request bodies, small responses, 16 connections",
 }
 def lat(us):
     return f"{us:.0f} µs" if us < 1000 else f"{us / 1000:.2f} ms"

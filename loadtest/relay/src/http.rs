@@ -30,11 +30,12 @@ fn header(out: &mut Vec<u8>, name: &str, value: &[u8]) {
 
 /// Parses the request head at the start of `src` and writes the upstream's request into `out`
 /// (emptied first). Returns whether the client asked to close after this response (HTTP/1.0,
-/// or `Connection: close`); None when `src` does not start with a whole, valid head.
-pub fn request(src: &[u8], out: &mut Vec<u8>) -> Option<bool> {
+/// or `Connection: close`) and the head's length in `src`; None when `src` does not start
+/// with a whole, valid head.
+pub fn request(src: &[u8], out: &mut Vec<u8>) -> Option<(bool, usize)> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut req = httparse::Request::new(&mut headers);
-    let httparse::Status::Complete(_) = req.parse(src).ok()? else {
+    let httparse::Status::Complete(head) = req.parse(src).ok()? else {
         return None;
     };
     out.clear();
@@ -51,7 +52,7 @@ pub fn request(src: &[u8], out: &mut Vec<u8>) -> Option<bool> {
         }
     }
     out.extend_from_slice(b"\r\n");
-    Some(close)
+    Some((close, head))
 }
 
 /// Parses the response head at the start of `src` and writes the client's head into `out`
@@ -98,13 +99,19 @@ mod tests {
     fn request_loses_its_hop_by_hop_headers_and_says_whether_to_close() {
         let mut out = Vec::new();
         let src = b"GET /a?b HTTP/1.1\r\nHost: x\r\nConnection: close\r\nTE: trailers\r\nAccept: */*\r\n\r\n";
-        assert_eq!(request(src, &mut out), Some(true));
+        assert_eq!(request(src, &mut out), Some((true, src.len())));
         assert_eq!(out, b"GET /a?b HTTP/1.1\r\nHost: x\r\nAccept: */*\r\n\r\n");
         assert_eq!(
-            request(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", &mut out),
-            Some(false)
+            request(
+                b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nab",
+                &mut out
+            ),
+            Some((false, 47))
         );
-        assert_eq!(request(b"GET / HTTP/1.0\r\n\r\n", &mut out), Some(true));
+        assert_eq!(
+            request(b"GET / HTTP/1.0\r\n\r\n", &mut out),
+            Some((true, 18))
+        );
         assert_eq!(request(b"GET / HTTP/1.1\r\nHost: x\r\n", &mut out), None);
         assert_eq!(request(b"GET / HTTP/9\r\n\r\n", &mut out), None);
     }

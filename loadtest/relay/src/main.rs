@@ -6,8 +6,9 @@
 //! write it upstream, read the response head, find its `Content-Length`, relay that many body
 //! bytes back. A request that says `Connection: close` has that line taken out before it goes
 //! upstream, gets `Connection: close` added to its response, and its connection closed after
-//! it. No routing, no other header rewriting, no timers, no clock, no logs. GET requests
-//! without bodies only (what wrk sends).
+//! it. No routing, no other header rewriting, no timers, no clock, no logs. A request body
+//! (its `Content-Length`; no chunked bodies, no pipelining behind a body) follows its head
+//! upstream as it arrives.
 //!
 //! With `--http` it is the second floor, `relay-http` (see `http.rs`): both heads parsed and
 //! written anew without their hop-by-hop headers, what any HTTP proxy must do at least.
@@ -143,10 +144,12 @@ async fn relay(
     loop {
         buf = read_head(&mut client, buf).await?;
         let len = buf.len();
+        let sent = head_len(&buf).map_or(len, |h| h + content_length(&buf[..h]));
         let close = take_line(&mut buf, len, CLOSE);
         let mut up = pool.upstream(upstream).await?;
         let (r, b) = up.write_all(buf).await;
         r?;
+        let b = forward_body(&mut client, &mut up, b, sent.saturating_sub(len)).await?;
         buf = match body.spliced() {
             true => splice::read_head_small(&mut up, b).await?,
             false => read_head(&mut up, b).await?,
@@ -199,11 +202,16 @@ async fn relay_http(
     let invalid = || std::io::Error::from(std::io::ErrorKind::InvalidData);
     loop {
         buf = read_head(&mut client, buf).await?;
-        let close = http::request(&buf, &mut out).ok_or_else(invalid)?;
+        let (close, head) = http::request(&buf, &mut out).ok_or_else(invalid)?;
+        // The body bytes read with the head go out with the rebuilt head, in one write.
+        let length = content_length(&buf[..head]);
+        let with_head = buf.len().min(head + length) - head;
+        out.extend_from_slice(&buf[head..head + with_head]);
         let mut up = pool.upstream(upstream).await?;
         let (r, o) = up.write_all(out).await;
         r?;
         out = o;
+        buf = forward_body(&mut client, &mut up, buf, length - with_head).await?;
         buf = read_head(&mut up, buf).await?;
         let (head, length) = http::response(&buf, close, &mut out).ok_or_else(invalid)?;
         let body = buf.len().min(head + length) - head;
@@ -234,6 +242,24 @@ async fn relay_http(
             return Ok(());
         }
     }
+}
+
+/// Writes upstream the `left` request-body bytes that did not come with the head, a read
+/// at a time as they arrive.
+async fn forward_body(
+    client: &mut TcpStream,
+    up: &mut TcpStream,
+    mut buf: Vec<u8>,
+    mut left: usize,
+) -> std::io::Result<Vec<u8>> {
+    while left > 0 {
+        buf = read_some(client, buf).await?;
+        left = left.saturating_sub(buf.len());
+        let (r, b) = up.write_all(buf).await;
+        r?;
+        buf = b;
+    }
+    Ok(buf)
 }
 
 /// Takes `line` (compared without case, after a line's end) out of the head that is `buf`'s
