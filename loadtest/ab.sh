@@ -12,6 +12,7 @@
 #        [WRK_HEADER='Connection: close'] (a header wrk adds to every request)
 #        [URL_PATH=/64k] (the path wrk asks for: the backend also serves 64 KiB and 1 MiB bodies
 #        at /64k and /1m)
+#        [WRK_POST_BYTES=4096] (every request a POST with a body this long: loadtest/tail.lua)
 #        bash loadtest/ab.sh
 # A_HTTP / A_LOCATION (and B_...) add directives to that side's http block / location, to
 # A/B one build with and without a feature (loadtest/limit_req.sh).
@@ -72,7 +73,8 @@ down() {
 cpu() { local s; s=$(<"/proc/$1/stat"); awk '{ print $12 + $13 }' <<<"${s##*) }"; }
 TCK=$(getconf CLK_TCK)
 wrk_run() { # prints the requests wrk made against the build on $PORT
-    taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" -d"$1" ${WRK_HEADER:+-H "$WRK_HEADER"} "http://127.0.0.1:$PORT${URL_PATH:-/}" |
+    taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" -d"$1" ${WRK_HEADER:+-H "$WRK_HEADER"} \
+        ${WRK_POST_BYTES:+-s "$ROOT/loadtest/tail.lua"} "http://127.0.0.1:$PORT${URL_PATH:-/}" |
         awk '/requests in/ { print $1 }'
 }
 run() { # starts build $1, warms it, prints µs of CPU per request of one measured run

@@ -8,7 +8,7 @@
 # completed. Kernel work (TCP, the ring) is not counted: this is the user-space row of
 # issue 13's table, measured exactly; CPU time per request stays loadtest/run.sh's.
 #
-# Usage: [PROXIES="ringfront nginx relay"] (also relay-http) [SHAPE=keepalive|close|body64k] [CONNS=50]
+# Usage: [PROXIES="ringfront nginx relay"] (also relay-http) [SHAPE=keepalive|close|body64k|post4k] [CONNS=50]
 #        [ACCESS_LOG=1] [FORWARDED=1] [EXTRA="directives"] (loadtest/lib.sh) [BROWSER=1]
 #        [DURATION=10] [RINGFRONT_BIN=target/release/ringfront]
 #        [RELAY_BIN=target/release/ringfront-floor-relay] [TOP=0] [KEEP=DIR] [CACHE=0]
@@ -32,6 +32,8 @@ case $SHAPE in
 keepalive) CONNS=${CONNS:-50} HDR=() URL_PATH=/ ;;
 close) CONNS=${CONNS:-16} HDR=(-H 'Connection: close') URL_PATH=/ ;;
 body64k) CONNS=${CONNS:-16} HDR=() URL_PATH=/64k ;;
+# POSTs with 4 KiB bodies (loadtest/tail.lua sends them; run.sh's post4k).
+post4k) CONNS=${CONNS:-50} HDR=(-s "$ROOT/loadtest/tail.lua") URL_PATH=/ && export WRK_POST_BYTES=4096 ;;
 *) die "unknown SHAPE '$SHAPE'" ;;
 esac
 # BROWSER=1: every request carries the fields a desktop browser sends (13 fields, ~900 bytes).
