@@ -41,6 +41,7 @@ mod head_refusal;
 pub mod health;
 mod http_time;
 mod idle;
+mod idle_policy;
 mod io;
 mod lanes;
 mod limits;

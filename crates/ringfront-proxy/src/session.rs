@@ -10,6 +10,7 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll};
 
+use crate::idle_policy;
 use crate::stream::ClientStream;
 use monoio::buf::IoBufMut;
 use monoio::io::AsyncReadRent;
@@ -235,12 +236,6 @@ impl Conn {
     }
 }
 
-/// Up to this many open connections on a worker, an idle keepalive connection waits with a
-/// read posted into its buffer, inside its boxed request future (about 14 KiB together);
-/// past it, it only waits for readability, holding neither, at the cost of one more ring
-/// operation per request (about 10 % more CPU per request in `loadtest/run.sh`).
-const LEAN_IDLE_ABOVE: usize = 64;
-
 /// The room a head's read makes in the connection's buffer: a small request body (a POST's
 /// form or JSON, up to about 8 KiB with its head) comes in the same read as its head, not in
 /// one more (nginx's default `client_body_buffer_size` is 8k here). A GET's read takes only
@@ -274,15 +269,18 @@ pub fn serve(mut conn: Conn) -> impl std::future::Future<Output = ()> {
                 Box::pin(crate::handshake::ocsp(&mut conn)).await;
             }
         }
+        // A new connection has no history: past the threshold its first wait is lean.
+        let mut quick = false;
         loop {
             // Boxed: allocated when a request starts (the first is read at once, within
-            // client_header_timeout from accept), freed when the connection goes idle past
-            // LEAN_IDLE_ABOVE connections; then it waits for readability only.
-            conn = match crate::boxed::pinned(|| requests(conn)).await {
+            // client_header_timeout from accept), freed when the connection goes idle to
+            // wait lean (idle_policy.rs); then it waits for readability only.
+            conn = match crate::boxed::pinned(|| requests(conn, quick)).await {
                 Some(c) => c,
                 None => return,
             };
             conn.stream.release_buffers();
+            let since = crate::clock::now_ms();
             let ready = IdleWait {
                 readable: conn.stream.readable(),
                 sig: &conn.idle,
@@ -292,6 +290,7 @@ pub fn serve(mut conn: Conn) -> impl std::future::Future<Output = ()> {
             if !ready {
                 return;
             }
+            quick = idle_policy::quick(since, crate::clock::now_ms());
         }
     }
 }
@@ -319,15 +318,20 @@ impl<F: Future<Output = std::io::Result<()>>> Future for IdleWait<'_, F> {
     }
 }
 
-/// Serves requests until the connection closes (`None`) or goes idle while the worker has
-/// more than LEAN_IDLE_ABOVE connections.
-async fn requests(mut conn: Conn) -> Option<Conn> {
+/// Serves requests until the connection closes (`None`) or goes idle to wait lean
+/// (idle_policy.rs); `quick`: the connection's last wait was short.
+async fn requests(mut conn: Conn, mut quick: bool) -> Option<Conn> {
     let mut idle = false;
     loop {
+        let since = crate::clock::now_ms();
         conn = request(conn, idle).await?;
+        if idle {
+            quick = idle_policy::quick(since, crate::clock::now_ms());
+        }
         // Idle unless pipelined bytes of the next request are already in.
         idle = conn.buf.is_empty();
-        if idle && conn.open.0.conns() > LEAN_IDLE_ABOVE {
+        let w = &conn.open.0;
+        if idle && !idle_policy::waits_fat(w.conns(), w.fat_idle.get(), quick) {
             return Some(conn);
         }
     }
@@ -843,8 +847,8 @@ fn next_request(
     Vec::new()
 }
 
-/// Waits on an idle keepalive connection (below LEAN_IDLE_ABOVE) with a read posted into
-/// the buffer, no extra readiness step; the reaper's close signal ends it at
+/// Waits on an idle keepalive connection with a read posted into the buffer (a fat wait,
+/// idle_policy.rs), no extra readiness step; the reaper's close signal ends it at
 /// keepalive_timeout. `None`: close the connection.
 async fn first_bytes(
     w: &Worker,
@@ -852,6 +856,7 @@ async fn first_bytes(
     buf: Vec<u8>,
     idle: &crate::idle::IdleSignal,
 ) -> Option<Vec<u8>> {
+    let _fat = idle_policy::FatWait::enter(&w.fat_idle);
     let (len, cap) = (buf.len(), buf.capacity());
     let mut read = std::pin::pin!(stream.read(buf.slice_mut(len..cap)));
     let r = std::future::poll_fn(|cx| match read.as_mut().poll(cx) {

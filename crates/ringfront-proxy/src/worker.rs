@@ -46,6 +46,8 @@ pub struct Worker {
     pub busy: Cell<usize>,
     /// Idle keepalive client connections, oldest first.
     pub idle: crate::idle::IdleQueue,
+    /// Idle client connections waiting with a read posted (idle_policy.rs).
+    pub fat_idle: Cell<usize>,
     /// Spare request buffers, so that idle connections hold none.
     bufs: RefCell<Vec<Vec<u8>>>,
     /// Spare large buffers for response bodies (body_bufs.rs).
@@ -102,6 +104,7 @@ impl Worker {
             shared,
             busy: Cell::new(0),
             idle: Default::default(),
+            fat_idle: Cell::new(0),
             bufs: Default::default(),
             big_bufs: Default::default(),
             pipes: Default::default(),
