@@ -27,13 +27,18 @@ CONF
 # Writes DIR/ringfront.conf and DIR/nginx.conf: each proxy with one worker on
 # 127.0.0.1:PORT in front of the backend on BACKEND_PORT, with pooled upstream connections
 # (instructions.sh and ops.sh measure the same configurations). With ACCESS_LOG=1 both
-# write nginx's default access log (`combined`) to DIR/NAME-access.log; with FORWARDED=1 both
+# write nginx's default access log (`combined`) to DIR/NAME-access.log, with ACCESS_LOG=timing
+# a line of `$request_time $upstream_response_time` per request there; with FORWARDED=1 both
 # send the four fields an edge proxy usually sets (Host, X-Real-IP, X-Forwarded-For and
 # X-Forwarded-Proto, from variables); EXTRA="directives" adds any to both locations.
 write_proxy_confs() {
     local rf_log="" ng_log="access_log off;" fwd=""
     if [[ ${ACCESS_LOG:-0} == 1 ]]; then
         rf_log="access_log $1/ringfront-access.log;" ng_log="access_log $1/nginx-access.log;"
+    elif [[ ${ACCESS_LOG:-0} == timing ]]; then
+        local fmt="log_format timing '\$request_time \$upstream_response_time';"
+        rf_log="$fmt access_log $1/ringfront-access.log timing;"
+        ng_log="$fmt access_log $1/nginx-access.log timing;"
     fi
     if [[ ${FORWARDED:-0} == 1 ]]; then
         fwd='proxy_set_header Host $host; proxy_set_header X-Real-IP $remote_addr;
