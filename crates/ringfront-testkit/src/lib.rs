@@ -25,7 +25,7 @@ mod wire;
 pub use backend::{body_pattern, Backend, Canned, Mode, Recorded};
 pub use dns::DnsServer;
 pub use http::{Client, Response};
-pub use net::{free_port, fresh_listener, reset, FullBacklogListener, MaskPort};
+pub use net::{free_port, free_port_pair, fresh_listener, reset, FullBacklogListener, MaskPort};
 pub use nginx::{Nginx, NGINX_BIN};
 pub use process::TempDir;
 pub use raw::{After, RawBackend};

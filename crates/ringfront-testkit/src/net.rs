@@ -22,8 +22,6 @@ use socket2::Socket;
 pub fn free_port() -> u16 {
     use std::sync::atomic::{AtomicU32, Ordering};
     static NEXT: AtomicU32 = AtomicU32::new(0);
-    static HELD: std::sync::Mutex<Vec<std::os::unix::net::UnixListener>> =
-        std::sync::Mutex::new(Vec::new());
     let Some((lo, hi)) = handout_range() else {
         return fresh_listener().local_addr().expect("local_addr").port();
     };
@@ -31,13 +29,37 @@ pub fn free_port() -> u16 {
     let start = std::process::id().wrapping_mul(7919) % span;
     for _ in 0..span {
         let port = lo + ((start + NEXT.fetch_add(1, Ordering::Relaxed)) % span) as u16;
-        let Ok(lock) = reserve(port) else { continue };
-        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
-            HELD.lock().unwrap_or_else(|e| e.into_inner()).push(lock);
+        if take(port) {
             return port;
         }
     }
     panic!("no free port in 127.0.0.1:{lo}..{hi}");
+}
+
+/// Two neighbouring ports, `p` and `p + 1` (a `listen` range), each free now and reserved
+/// for this process as [`free_port`] reserves one, so no other test is given the second.
+pub fn free_port_pair() -> u16 {
+    for _ in 0..1000 {
+        let p = free_port();
+        if p.checked_add(1).is_some_and(take) {
+            return p;
+        }
+    }
+    panic!("no two neighbouring free ports on 127.0.0.1");
+}
+
+/// Reserves `port` for this process's life when it is free on 127.0.0.1 now.
+fn take(port: u16) -> bool {
+    static HELD: std::sync::Mutex<Vec<std::os::unix::net::UnixListener>> =
+        std::sync::Mutex::new(Vec::new());
+    let Ok(lock) = reserve(port) else {
+        return false;
+    };
+    if TcpListener::bind(("127.0.0.1", port)).is_err() {
+        return false;
+    }
+    HELD.lock().unwrap_or_else(|e| e.into_inner()).push(lock);
+    true
 }
 
 /// Writes `PORT` for each mention of a port as a whole number (not inside a longer run of
@@ -223,6 +245,16 @@ mod tests {
             assert!((lo..hi).contains(&p), "{p} not in {lo}..{hi}");
             // Another process asking now would find the name taken.
             assert!(reserve(p).is_err(), "{p} is not reserved");
+        }
+    }
+
+    #[test]
+    fn both_ports_of_a_pair_are_free_and_reserved() {
+        let p = free_port_pair();
+        for port in [p, p + 1] {
+            TcpListener::bind(("127.0.0.1", port)).expect("a port of the pair can be bound");
+            // A range test's second port is not handed to a test running beside it.
+            assert!(reserve(port).is_err(), "{port} is not reserved");
         }
     }
 

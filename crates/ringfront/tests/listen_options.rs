@@ -6,18 +6,6 @@ mod common;
 use common::fill;
 use ringfront_testkit::{Client, MaskPort};
 
-/// Two consecutive ports that are free now (a range needs neighbours, which
-/// `free_port` does not promise).
-fn two_free_ports() -> u16 {
-    loop {
-        let p = common::port();
-        let next = p.checked_add(1).filter(|&n| n < u16::MAX);
-        if next.is_some_and(|n| std::net::TcpListener::bind(("127.0.0.1", n)).is_ok()) {
-            return p;
-        }
-    }
-}
-
 fn config(main: u16, first: u16) -> String {
     fill(
         r#"worker_processes 1;
@@ -55,11 +43,11 @@ fn a_port_range_listens_on_every_port_as_nginx() {
             .map(|&p| answer(p).mask_port(p))
             .collect::<Vec<_>>()
     };
-    let (np, nf) = (common::port(), two_free_ports());
+    let (np, nf) = (common::port(), ringfront_testkit::free_port_pair());
     let nginx = ringfront_testkit::Nginx::start(&config(np, nf), np);
     let n = answers(np, nf);
     drop(nginx);
-    let (rp, rf) = (common::port(), two_free_ports());
+    let (rp, rf) = (common::port(), ringfront_testkit::free_port_pair());
     let ringfront = ringfront_testkit::Ringfront::start(&config(rp, rf));
     let r = answers(rp, rf);
     drop(ringfront);

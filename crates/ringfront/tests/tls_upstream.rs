@@ -147,7 +147,7 @@ struct Setup {
 
 fn setup(backend_extra: &str, locs: &str) -> Setup {
     let c = certs();
-    let b_port = two_ports();
+    let b_port = ringfront_testkit::free_port_pair();
     let backend_log = c.dir.path().join("backend.log");
     let backend_extra = fill(backend_extra, &[("BACKCA", p(&c.pki.ca.cert))]);
     let backend = tls_backend(&c, b_port, &backend_log, &backend_extra);
@@ -356,7 +356,7 @@ fn a_client_certificate_is_presented_when_configured() {
 #[test]
 fn health_checks_speak_tls_for_https_locations() {
     let c = certs();
-    let b_port = two_ports();
+    let b_port = ringfront_testkit::free_port_pair();
     let _backend = tls_backend(&c, b_port, &c.dir.path().join("b.log"), "");
     let plain = b_port + 1;
     let port = common::port();
@@ -408,16 +408,6 @@ http {
     // Every request went to the TLS peer at once (no failed try on the plain one first).
     let want = format!("127.0.0.1:{b_port}");
     assert_eq!(log_lines(&log, 4), vec![want; 4]);
-}
-
-/// A free port whose successor is free too (the backend's TLS and plain addresses).
-fn two_ports() -> u16 {
-    loop {
-        let p = common::port();
-        if std::net::TcpListener::bind(("127.0.0.1", p + 1)).is_ok() {
-            return p;
-        }
-    }
 }
 
 /// The files of `proxy_ssl_*` are read when the configuration loads: `-t` names the one
