@@ -36,7 +36,7 @@ for r in $(seq "$ROUNDS"); do
         : >"$log"
         taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" -d"$DURATION" --latency \
             -s "$ROOT/loadtest/tail.lua" "http://127.0.0.1:$PORT/" >"$OUT/$p.wrk"
-        # The log is written when the proxy stops (nginx) or soon after (ringfront's log thread).
+        # Stopped first, so that every line is in the log (ringfront's log thread writes in batches).
         stop_all "$pid"
         IFS=, read -r requests p98 p99 < <(wrk_fields "$OUT/$p.wrk" requests p98_us p99_us)
         awk -v p="$p" -v r="$r" -v n="$requests" -v p98="$p98" -v p99="$p99" '
