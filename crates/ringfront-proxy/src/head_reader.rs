@@ -7,7 +7,12 @@ use std::time::Duration;
 use monoio::io::AsyncReadRent;
 use ringfront_http::ResponseHead;
 
-use crate::io::{read_more, IoFail};
+use crate::io::{read_at_most, IoFail};
+
+/// How much one read of a response head takes: nginx's default `proxy_buffer_size` (one
+/// page). A larger head takes more reads; the body bytes a read takes behind the head are
+/// copied by the relay, the rest of a large body moves without a copy (splice.rs).
+const HEAD_READ: usize = 4096;
 
 /// The response-head size ringfront accepts (nginx: `proxy_buffer_size`, 4k|8k; larger
 /// heads are common enough behind modern apps that ringfront allows 64k).
@@ -45,7 +50,7 @@ pub async fn read<S: AsyncReadRent>(
                 Step::Fail(e) => return (Err(e), buf),
             }
         }
-        let (r, b) = read_more(s, buf, 4096, limit()).await;
+        let (r, b) = read_at_most(s, buf, HEAD_READ, limit()).await;
         buf = b;
         match r {
             Ok(0) => return (Err(HeadError::Closed), buf),

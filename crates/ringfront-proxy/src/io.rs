@@ -5,7 +5,7 @@
 use std::io;
 use std::time::Duration;
 
-use monoio::buf::IoBufMut;
+use monoio::buf::{IoBufMut, SliceMut};
 use monoio::io::{AsyncReadRent, AsyncWriteRent, AsyncWriteRentExt};
 
 /// Why an I/O step failed.
@@ -27,7 +27,31 @@ pub async fn read_more<S: AsyncReadRent>(
         buf.reserve(spare);
     }
     let (len, cap) = (buf.len(), buf.capacity());
-    match crate::deadline::timeout(limit, s.read(buf.slice_mut(len..cap))).await {
+    read_ended(crate::deadline::timeout(limit, s.read(buf.slice_mut(len..cap))).await)
+}
+
+/// Like `read_more`, but takes at most `most` bytes, however much room the buffer has: an
+/// upstream's response head is read `proxy_buffer_size`-sized as nginx reads it, so the body
+/// bytes behind it that a read takes (and the relay copies) stay as few as nginx's.
+pub async fn read_at_most<S: AsyncReadRent>(
+    s: &mut S,
+    mut buf: Vec<u8>,
+    most: usize,
+    limit: Duration,
+) -> (Result<usize, IoFail>, Vec<u8>) {
+    if buf.capacity() - buf.len() < most {
+        buf.reserve(most);
+    }
+    let len = buf.len();
+    let room = len..len + most;
+    read_ended(crate::deadline::timeout(limit, s.read(buf.slice_mut(room))).await)
+}
+
+type Read = Result<(io::Result<usize>, SliceMut<Vec<u8>>), crate::deadline::Elapsed>;
+
+/// A read's outcome with its buffer back (an empty one after a timeout).
+fn read_ended(r: Read) -> (Result<usize, IoFail>, Vec<u8>) {
+    match r {
         Ok((Ok(n), slice)) => (Ok(n), slice.into_inner()),
         Ok((Err(e), slice)) => (Err(IoFail::Io(e)), slice.into_inner()),
         Err(_) => (Err(IoFail::Timeout), Vec::new()),

@@ -240,7 +240,7 @@ impl Conn {
 /// form or JSON, up to about 8 KiB with its head) comes in the same read as its head, not in
 /// one more (nginx's default `client_body_buffer_size` is 8k here). A GET's read takes only
 /// what came, whatever the room.
-const HEAD_READ: usize = 8192;
+const HEAD_READ: usize = crate::worker::BUF_SIZE;
 
 /// Serves one client connection until it closes.
 #[allow(clippy::manual_async_fn)] // an `async fn` would store its argument twice
@@ -722,6 +722,7 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
             _busy.answered();
         }
         w.logs_written_since(logged).await;
+        w.give_buf(buf);
         close_notify(&mut stream, s.send_timeout).await;
         if linger {
             crate::linger::linger(&mut stream, s).await;
@@ -866,7 +867,12 @@ async fn first_bytes(
     .await;
     w.idle.leave(idle);
     let (r, slice) = r?;
-    matches!(r, Ok(n) if n > 0).then(|| slice.into_inner())
+    if !matches!(r, Ok(n) if n > 0) {
+        // The client closed (or failed) while idle: the buffer serves another connection.
+        w.give_buf(slice.into_inner());
+        return None;
+    }
+    Some(slice.into_inner())
 }
 
 /// Reads until a whole head is in, within client_header_timeout (counted from accept on a

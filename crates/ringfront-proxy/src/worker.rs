@@ -88,12 +88,14 @@ fn bump(c: &std::sync::atomic::AtomicU64, by: i64) {
     c.store(v, Ordering::Relaxed);
 }
 
-/// The size of a request buffer, and how many spare ones a worker keeps: enough for every
-/// request of a busy worker to take one without allocating (each in flight holds up to three;
-/// 4 MiB at most), trimmed to `QUIET_BUFS` (256 KiB) when the worker has been quiet.
-const BUF_SIZE: usize = 4096;
-const SPARE_BUFS: usize = 1024;
-const QUIET_BUFS: usize = 64;
+/// The size of a request buffer (a client head's read makes this much room, session.rs
+/// `HEAD_READ`, so a fresh connection's buffer is not grown before its first read), and how
+/// many spare ones a worker keeps: enough for every request of a busy worker to take one
+/// without allocating (each in flight holds up to three; 8 MiB at most), trimmed to
+/// `QUIET_BUFS` (256 KiB) when the worker has been quiet.
+pub(crate) const BUF_SIZE: usize = 8192;
+const SPARE_BUFS: usize = 512;
+const QUIET_BUFS: usize = 32;
 
 impl Worker {
     pub fn new(index: usize, shared: Arc<Shared>, snap: &Snapshot) -> Self {
