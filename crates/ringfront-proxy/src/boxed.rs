@@ -17,7 +17,7 @@ pub fn pinned<F: Future>(make: impl FnOnce() -> F) -> Pin<Box<F>> {
 
 /// `make()` through a call of its own: its result goes straight to the caller's slot.
 #[inline(never)]
-fn built<F>(make: impl FnOnce() -> F) -> F {
+pub(crate) fn built<F>(make: impl FnOnce() -> F) -> F {
     make()
 }
 

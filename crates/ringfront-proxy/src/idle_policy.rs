@@ -1,10 +1,11 @@
 //! How an idle keepalive client connection waits for its next request.
 //!
-//! Fat: with a read posted into its buffer, inside its boxed request future (about 14 KiB
-//! together), so the next request costs no extra ring operation. Lean: for readability only,
-//! holding neither; the buffer and the future are taken when bytes come, at the cost of one
-//! more ring operation per request (7 % more CPU per keep-alive request with 100 connections,
-//! `loadtest/ab.sh`, 2026-12-07).
+//! Fat: with a read posted into a pooled 8 KiB buffer (the read's future in a small block of
+//! its own, future_blocks.rs), so the next request costs no extra ring operation. Lean: for
+//! readability only, holding no buffer; the buffer is taken when bytes come, at the cost of
+//! one more ring operation per request (7 % more CPU per keep-alive request with 100
+//! connections, 12 % with 1,000, `loadtest/ab.sh`, 2026-12-07). Neither holds the request's
+//! future: that is built in a spare block when the request's bytes are in.
 //!
 //! Every connection waits fat while the worker has few connections. Past that, a connection
 //! whose last wait was short (a client sending request after request) still waits fat while
@@ -17,11 +18,11 @@ use std::cell::Cell;
 /// Up to this many open connections on a worker, every idle connection waits fat.
 pub const LEAN_IDLE_ABOVE: usize = 64;
 
-/// The most connections of a worker waiting fat past `LEAN_IDLE_ABOVE` (about 1.8 MiB).
-pub const FAT_IDLE_MAX: usize = 128;
+/// The most connections of a worker waiting fat past `LEAN_IDLE_ABOVE` (8.5 KiB each: about
+/// 8.5 MiB). It was 128 while a fat wait held its request's future too (about 22 KiB).
+pub const FAT_IDLE_MAX: usize = 1024;
 
-/// A wait (with the request after it) this short or shorter is a client sending request
-/// after request.
+/// A wait this short or shorter is a client sending request after request.
 pub const QUICK_MS: u64 = 1000;
 
 /// Whether a connection that goes idle waits fat: `open` connections on the worker,

@@ -29,6 +29,7 @@ mod dispatch;
 pub mod dns;
 mod error_redirect;
 mod forwarded;
+mod future_blocks;
 mod geo;
 mod gzip_file;
 mod gzip_ok;

@@ -271,28 +271,57 @@ pub fn serve(mut conn: Conn) -> impl std::future::Future<Output = ()> {
         }
         // A new connection has no history: past the threshold its first wait is lean.
         let mut quick = false;
+        let w = conn.open.0.clone();
         loop {
-            // Boxed: allocated when a request starts (the first is read at once, within
-            // client_header_timeout from accept), freed when the connection goes idle to
-            // wait lean (idle_policy.rs); then it waits for readability only.
-            conn = match crate::boxed::pinned(|| requests(conn, quick)).await {
+            // In a block of its own per request (future_blocks.rs): taken when a request's
+            // first bytes are in (the first request's at once, read within
+            // client_header_timeout from accept), given back when it is answered, so a
+            // request works in the memory the last one left (warm in cache), whichever
+            // connection it serves, and an idle connection holds none.
+            conn = match w.request_blocks.pinned(|| request(conn)).await {
                 Some(c) => c,
                 None => return,
             };
-            conn.stream.release_buffers();
-            let since = crate::clock::now_ms();
-            let ready = IdleWait {
-                readable: conn.stream.readable(),
-                sig: &conn.idle,
+            // Pipelined bytes of the next request are in already.
+            if !conn.buf.is_empty() {
+                continue;
             }
-            .await;
-            conn.open.0.idle.leave(&conn.idle);
-            if !ready {
+            let since = crate::clock::now_ms();
+            if !idle_wait(&mut conn, quick).await {
                 return;
             }
             quick = idle_policy::quick(since, crate::clock::now_ms());
         }
     }
+}
+
+/// Waits for an idle keepalive connection's next bytes (idle_policy.rs): fat, with a read
+/// posted into a buffer, or lean, for readability only. False: close the connection.
+async fn idle_wait(conn: &mut Conn, quick: bool) -> bool {
+    let w = &conn.open.0;
+    if idle_policy::waits_fat(w.conns(), w.fat_idle.get(), quick) {
+        let buf = w.take_buf();
+        // In a block: the posted read's future is larger than all the rest of the
+        // connection's, which an idle connection waiting lean holds.
+        let read = w
+            .wait_blocks
+            .pinned(|| first_bytes(w, &mut conn.stream, buf, &conn.idle));
+        return match read.await {
+            Some(buf) => {
+                conn.buf = buf;
+                true
+            }
+            None => false,
+        };
+    }
+    conn.stream.release_buffers();
+    let ready = IdleWait {
+        readable: conn.stream.readable(),
+        sig: &conn.idle,
+    }
+    .await;
+    w.idle.leave(&conn.idle);
+    ready
 }
 
 pin_project_lite::pin_project! {
@@ -318,29 +347,9 @@ impl<F: Future<Output = std::io::Result<()>>> Future for IdleWait<'_, F> {
     }
 }
 
-/// Serves requests until the connection closes (`None`) or goes idle to wait lean
-/// (idle_policy.rs); `quick`: the connection's last wait was short.
-async fn requests(mut conn: Conn, mut quick: bool) -> Option<Conn> {
-    let mut idle = false;
-    loop {
-        let since = crate::clock::now_ms();
-        conn = request(conn, idle).await?;
-        if idle {
-            quick = idle_policy::quick(since, crate::clock::now_ms());
-        }
-        // Idle unless pipelined bytes of the next request are already in.
-        idle = conn.buf.is_empty();
-        let w = &conn.open.0;
-        if idle && !idle_policy::waits_fat(w.conns(), w.fat_idle.get(), quick) {
-            return Some(conn);
-        }
-    }
-}
-
-/// Reads, answers and logs one request (first waiting for it with a read posted when `idle`).
-/// The connection back when it may serve another, registered as idle unless pipelined bytes
-/// of the next request are in.
-async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
+/// Reads, answers and logs one request. The connection back when it may serve another,
+/// registered as idle unless pipelined bytes of the next request are in.
+async fn request(conn: Conn) -> Option<Conn> {
     let Conn {
         open,
         mut stream,
@@ -363,9 +372,6 @@ async fn request(conn: Conn, idle_read: bool) -> Option<Conn> {
     } else {
         buf
     };
-    if idle_read {
-        buf = first_bytes(w, &mut stream, buf, &idle).await?;
-    }
     let mut head = RequestHead::new();
     let snap = w.snapshot();
     let candidates = snap.servers_for(local);
@@ -1034,7 +1040,7 @@ mod tests {
         );
         let (rd, _) =
             future_of::<&'static mut ClientStream, _>(|s: &'static mut ClientStream| s.readable());
-        let (req, _) = future_of::<Conn, _>(|c| request(c, true));
+        let (req, _) = future_of::<Conn, _>(request);
         eprintln!("readable future: {rd}, request future: {req}");
         assert!(size <= 512, "{size}");
         assert!(align <= 16, "{align}");
