@@ -16,7 +16,9 @@
 # file: what an edge tier runs; haproxy logs `option httplog` lines to its stdout file),
 # post4k (CONNS keep-alive connections, each request a POST with a 4 KiB body) and upload1m
 # (16 connections, each request a POST with a 1 MiB body; the default client_max_body_size
-# of 1m admits it), small responses: the request bodies an API edge carries.
+# of 1m admits it), small responses: the request bodies an API edge carries. busy1k (1,000
+# keep-alive connections, small responses) is the keepalive shape at an edge's connection
+# count: past what a cache holds per connection.
 # Two floor lines run with the proxies in every shape: `backend` (wrk straight at the backend;
 # its CPU is the backend's) and `relay` (loadtest/relay: a minimal monoio relay with
 # ringfront's ring flags, pooled upstream connections taken per request as a proxy's
@@ -28,7 +30,7 @@
 # through a pipe with splice(2), as ringfront moves a large body; the floor of the large-body
 # shapes).
 #
-# Knobs (environment): SHAPES="keepalive logged close body64k body1m idle10k post4k upload1m", DURATION=10 (s per
+# Knobs (environment): SHAPES="keepalive logged close body64k body1m idle10k post4k upload1m busy1k", DURATION=10 (s per
 # run), ROUNDS=3, CONNS=50, WARMUP=2 (s per proxy before each round, 0 = none),
 # PROXIES="ringfront nginx haproxy", FLOORS="relay backend" (empty: none; also relay-http, relay-splice), PROXY_CPU=0, CLIENT_CPU=1,
 # HAPROXY_SPLICE=1 (HAProxy with `option splice-response`, as ringfront moves large bodies),
@@ -48,7 +50,7 @@ OUT="$ROOT/loadtest/out"
 DURATION=${DURATION:-10}
 ROUNDS=${ROUNDS:-3}
 CONNS=${CONNS:-50}
-SHAPES=${SHAPES:-keepalive logged close body64k body1m idle10k post4k upload1m}
+SHAPES=${SHAPES:-keepalive logged close body64k body1m idle10k post4k upload1m busy1k}
 FLOORS=${FLOORS-relay backend}
 IDLE=${IDLE:-9900}
 WARMUP=${WARMUP:-2}
@@ -164,7 +166,7 @@ for f in $FLOORS; do
     case $f in relay | relay-http | relay-splice | backend) ;; *) die "unknown floor '$f'" ;; esac
 done
 for s in $SHAPES; do
-    case $s in keepalive | logged | close | body64k | body1m | idle10k | post4k | upload1m) ;; *) die "unknown shape '$s'" ;; esac
+    case $s in keepalive | logged | close | body64k | body1m | idle10k | post4k | upload1m | busy1k) ;; *) die "unknown shape '$s'" ;; esac
 done
 [[ -n ${PROXIES// /} ]] || die "no proxy left to test"
 
@@ -389,9 +391,9 @@ PROCS=$(sed 's/\bbackend\b//' <<<"$RUNNERS")
 # ---------------------------------------------------------------- runs
 # shape -> wrk connections, extra wrk arguments, path
 declare -A SHAPE_CONNS=([keepalive]=$CONNS [logged]=$CONNS [close]=16 [body64k]=16 [body1m]=16
-    [idle10k]=100 [post4k]=$CONNS [upload1m]=16)
+    [idle10k]=100 [post4k]=$CONNS [upload1m]=16 [busy1k]=1000)
 declare -A SHAPE_PATH=([keepalive]=/ [logged]=/logged [close]=/ [body64k]=/64k [body1m]=/1m
-    [idle10k]=/ [post4k]=/ [upload1m]=/)
+    [idle10k]=/ [post4k]=/ [upload1m]=/ [busy1k]=/)
 # Request bodies (loadtest/tail.lua sends a POST of this many bytes when it is set).
 declare -A SHAPE_POST=([post4k]=4096 [upload1m]=1048576)
 run_wrk() { # runner shape seconds report-file
@@ -502,6 +504,7 @@ about = {
     "idle10k": f"{idle + 100:,} open client connections, 100 of them active",
     "post4k": "keep-alive POSTs with 4 KiB request bodies, small responses",
     "upload1m": "POSTs with 1 MiB request bodies, small responses, 16 connections",
+    "busy1k": "keep-alive, small responses, 1,000 connections",
 }
 def lat(us):
     return f"{us:.0f} µs" if us < 1000 else f"{us / 1000:.2f} ms"
