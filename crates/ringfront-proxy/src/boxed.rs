@@ -22,7 +22,7 @@ pub(crate) fn built<F>(make: impl FnOnce() -> F) -> F {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -37,7 +37,8 @@ mod tests {
         assert_eq!(got, 7);
     }
 
-    fn block_on<F: Future>(f: F) -> F::Output {
+    /// Polls `f` with a no-op waker until it is ready (futures that need no runtime).
+    pub(crate) fn block_on<F: Future>(f: F) -> F::Output {
         let mut f = std::pin::pin!(f);
         let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
         loop {

@@ -283,6 +283,7 @@ impl Wall {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::boxed::tests::block_on;
 
     #[test]
     fn cached_time_local_is_the_seconds_own() {
@@ -321,15 +322,6 @@ mod tests {
         }
     }
 
-    fn block_on<F: Future>(f: F) -> F::Output {
-        let mut f = std::pin::pin!(f);
-        let mut cx = Context::from_waker(std::task::Waker::noop());
-        loop {
-            if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
-                return v;
-            }
-        }
-    }
 
     #[test]
     fn fresh_reads_the_clock_once_per_poll() {

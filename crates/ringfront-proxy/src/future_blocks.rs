@@ -146,16 +146,8 @@ impl<F> Drop for InBlock<'_, F> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::boxed::tests::block_on;
 
-    fn block_on<F: Future>(f: F) -> F::Output {
-        let mut f = std::pin::pin!(f);
-        let mut cx = Context::from_waker(std::task::Waker::noop());
-        loop {
-            if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
-                return v;
-            }
-        }
-    }
 
     async fn sum(a: Vec<u32>, bump: std::rc::Rc<Cell<u32>>) -> u32 {
         let big = [1u8; 4096];
