@@ -322,7 +322,6 @@ mod tests {
         }
     }
 
-
     #[test]
     fn fresh_reads_the_clock_once_per_poll() {
         let polls = block_on(Fresh::new(reads()));

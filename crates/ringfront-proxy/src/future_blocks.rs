@@ -148,7 +148,6 @@ mod tests {
     use super::*;
     use crate::boxed::tests::block_on;
 
-
     async fn sum(a: Vec<u32>, bump: std::rc::Rc<Cell<u32>>) -> u32 {
         let big = [1u8; 4096];
         std::future::ready(()).await;
