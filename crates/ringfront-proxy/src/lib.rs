@@ -4,6 +4,7 @@
 //! reloads swap a new snapshot in; `quit`/`stop` end the workers.
 
 mod accel_redirect;
+mod accept;
 mod access;
 mod access_log;
 #[cfg(test)]

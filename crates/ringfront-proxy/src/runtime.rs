@@ -1,11 +1,10 @@
 //! Worker threads: one monoio runtime per thread (io_uring, or epoll when io_uring is not
 //! available), optionally pinned to a core, each with its own `SO_REUSEPORT` listeners (a descriptor of
-//! the engine's one socket for `listen unix:`) and accept loops, its keepalive reaper and pool sweep. The main task watches the engine's run
+//! the engine's one socket for `listen unix:`) and accept loops (accept.rs), its keepalive reaper and pool sweep. The main task watches the engine's run
 //! state to reload listeners, drain on QUIT and stop on TERM, and sleeps until woken: by
 //! the engine (reload, quit, stop) through its bell, by its own last request ending while it
 //! drains or waits to release memory, or by the one-shot quiet timer.
 
-use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::rc::Rc;
@@ -15,113 +14,21 @@ use std::time::{Duration, Instant};
 
 use ringfront_config::LogLevel;
 
-use crate::listener::{for_worker, Accepted, Listener, StdListener};
+use crate::accept::{self, AcceptCtl};
+use crate::listener::{for_worker, Listener, StdListener};
 use crate::quiet::Quiet;
 use crate::snapshot::Snapshot;
 use crate::worker::Worker;
 use crate::{Driver, Shared, STOP};
 
-/// Stops one accept loop. The accept is cancelled through monoio's canceller and still
-/// awaited to its end, never dropped in flight: on io_uring a dropped accept can complete in
-/// the kernel with nobody to take the connection, which then waits forever.
-#[derive(Default)]
-struct AcceptCtl {
-    gone: Cell<bool>,
-    canceller: RefCell<monoio::io::Canceller>,
-}
-
-impl AcceptCtl {
-    fn stop(&self) {
-        self.gone.set(true);
-        let c = self.canceller.replace(monoio::io::Canceller::new());
-        let _ = c.cancel();
-    }
-}
-
-async fn accept_loop(w: Rc<Worker>, listener: Rc<Listener>, ctl: Rc<AcceptCtl>) {
-    loop {
-        if w.stopping() || ctl.gone.get() {
-            return;
-        }
-        let handle = ctl.canceller.borrow().handle();
-        match listener.accept(handle).await {
-            Ok(stream) => {
-                w.conn_accepted();
-                let snap = w.snapshot();
-                // Full: make room by closing the oldest idle keepalive connection, as nginx
-                // does; refuse the newcomer only when every connection is busy.
-                if w.conns() >= snap.worker_connections && !w.idle.close_oldest() {
-                    w.log(
-                        &snap,
-                        LogLevel::Alert,
-                        0,
-                        format_args!(
-                            "{} worker_connections are not enough",
-                            snap.worker_connections
-                        ),
-                    );
-                    drop(stream);
-                    continue;
-                }
-                let conn = match stream {
-                    // TCP_NODELAY comes from the listening socket (listen.rs).
-                    Accepted::Tcp(stream, peer, local) => {
-                        crate::session::Conn::new(w.clone(), stream, peer, local)
-                    }
-                    Accepted::Unix(stream, key) => {
-                        Some(crate::session::Conn::new_unix(w.clone(), stream, key))
-                    }
-                };
-                if let Some(conn) = conn {
-                    let serve = crate::clock::Fresh::new(crate::session::serve(conn));
-                    // Only with `worker_shutdown_timeout` does a session race a reload.
-                    match snap.shutdown_timeout {
-                        None => drop(monoio::spawn(serve)),
-                        Some(_) => drop(monoio::spawn(retiring(w.clone(), snap.generation, serve))),
-                    }
-                }
-            }
-            Err(_) if w.stopping() || ctl.gone.get() => return,
-            Err(e) => {
-                // Out of descriptors (EMFILE/ENFILE) or memory: stop accepting for a while
-                // instead of spinning on the same error, as nginx does (500 ms).
-                let snap = w.snapshot();
-                w.log(
-                    &snap,
-                    LogLevel::Crit,
-                    0,
-                    format_args!("accept() failed {}", crate::io::errno_text(&e)),
-                );
-                monoio::time::sleep(Duration::from_millis(500)).await;
-            }
-        }
-    }
-}
-
-/// Serves a connection accepted under `generation` until it ends or a reload's
-/// `worker_shutdown_timeout` retires it (dropping the session closes the socket; its guards
-/// keep the worker's counts).
-async fn retiring(w: Rc<Worker>, generation: u64, serve: impl std::future::Future<Output = ()>) {
-    monoio::select! {
-        _ = serve => {}
-        _ = w.retire.wait(generation) => {}
-    }
-}
-
-fn spawn_accept(w: &Rc<Worker>, listener: Listener) -> Rc<AcceptCtl> {
-    let ctl = Rc::new(AcceptCtl::default());
-    monoio::spawn(accept_loop(w.clone(), Rc::new(listener), ctl.clone()));
-    ctl
-}
-
-async fn worker_main(w: Rc<Worker>, initial: Vec<(SocketAddr, Listener)>) {
+async fn worker_main(w: Rc<Worker>, initial: Vec<(SocketAddr, Listener)>, accepts: usize) {
     let mut listeners: HashMap<SocketAddr, Rc<AcceptCtl>> = HashMap::new();
     let reaper = w.clone();
     monoio::spawn(async move { reaper.idle.reap().await });
     monoio::spawn(crate::deadline::reap());
     monoio::spawn(sweep(w.clone()));
     for (addr, l) in initial {
-        listeners.insert(addr, spawn_accept(&w, l));
+        listeners.insert(addr, accept::spawn(&w, l, accepts));
     }
     let mut generation = w.snapshot().generation;
     // The configuration's `worker_shutdown_timeout`, for the connections accepted under it.
@@ -147,7 +54,7 @@ async fn worker_main(w: Rc<Worker>, initial: Vec<(SocketAddr, Listener)>) {
             }
             shutdown_timeout = snap.shutdown_timeout;
             generation = snap.generation;
-            rebind(&w, &mut listeners, &snap);
+            rebind(&w, &mut listeners, &snap, accepts);
             let _ = w.peer_state(&snap);
             w.shared.applied.set(w.index, generation);
         }
@@ -227,7 +134,12 @@ async fn sweep(w: Rc<Worker>) {
 
 /// After a reload: keep every listener that survives (closing one would drop the
 /// connections queued on it); open new addresses, close removed ones.
-fn rebind(w: &Rc<Worker>, listeners: &mut HashMap<SocketAddr, Rc<AcceptCtl>>, snap: &Snapshot) {
+fn rebind(
+    w: &Rc<Worker>,
+    listeners: &mut HashMap<SocketAddr, Rc<AcceptCtl>>,
+    snap: &Snapshot,
+    accepts: usize,
+) {
     listeners.retain(|addr, ctl| {
         let keep = snap.listens.iter().any(|l| l.addr == *addr);
         if !keep {
@@ -241,7 +153,7 @@ fn rebind(w: &Rc<Worker>, listeners: &mut HashMap<SocketAddr, Rc<AcceptCtl>>, sn
         }
         match for_worker(l, &w.shared.unix).and_then(|s| Listener::from_std(s, l.addr)) {
             Ok(lst) => {
-                listeners.insert(l.addr, spawn_accept(w, lst));
+                listeners.insert(l.addr, accept::spawn(w, lst, accepts));
             }
             Err(e) => w.log(snap, LogLevel::Emerg, 0, format_args!("{e}")),
         }
@@ -288,7 +200,7 @@ pub fn run(
             }
         }
         let _ = started.send(Ok(()));
-        worker_main(w, bound).await
+        worker_main(w, bound, accept::accepts_for(driver)).await
     };
     let entries = 1024;
     match driver {

@@ -126,6 +126,37 @@ fn reload_reports_only_when_a_new_listen_address_serves() {
     }
 }
 
+/// A listen address a reload drops is closed on every worker: each of a worker's posted
+/// accepts on it (several with io_uring) ends, and new connections there are refused.
+#[test]
+fn a_listen_address_a_reload_drops_is_closed_on_every_worker() {
+    let be = Backend::start();
+    let (old, new) = (port(), port());
+    let rf = Ringfront::start_with_args(
+        &proxy_config(old, &[addr(&be)], "", ""),
+        &["--workers", "2"],
+    );
+    for _ in 0..16 {
+        assert_eq!(http::get(("127.0.0.1", old), "/").status, 200);
+    }
+    rf.write_config(&proxy_config(new, &[addr(&be)], "", ""));
+    rf.signal(SIGHUP);
+    assert!(rf.wait_for_stderr("reconfigured (generation 2)", WAIT));
+    assert_eq!(http::get(("127.0.0.1", new), "/").status, 200);
+    // The cancelled accepts end in the workers' next turns: no signal marks the close.
+    let (deadline, at) = (Instant::now() + WAIT, ([127, 0, 0, 1], old).into());
+    loop {
+        match std::net::TcpStream::connect_timeout(&at, Duration::from_secs(1)) {
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => break,
+            r => assert!(
+                Instant::now() < deadline,
+                "127.0.0.1:{old} still listens: {r:?}"
+            ),
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// QUIT with a slow request in flight: the process ends as soon as that request does (the
 /// last request ending wakes the draining worker; the checker is woken by the quit).
 #[test]
