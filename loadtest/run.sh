@@ -41,6 +41,8 @@
 #
 # Output: the table on stdout and in loadtest/out/results.md; raw per-run numbers in
 # loadtest/out/raw.csv, every wrk report in loadtest/out/wrk-*.txt, logs in loadtest/out/*/.
+# The last column counts the connections listeners dropped during a proxy's runs (a full
+# accept queue, the backend's or the proxy's): each is a request at ~1 s; read the tail with it.
 # Only loopback addresses are used; every run is bounded by DURATION.
 
 set -euo pipefail
@@ -438,8 +440,15 @@ close_idle() {
     wait "$HOLDER_PID" 2>/dev/null || true
 }
 rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+# Connections any listener on this machine dropped so far because its accept queue was full
+# (TcpExt ListenDrops; each queue here is min(backlog, net.core.somaxconn) long): a SYN dropped
+# is sent again a second later, so each drop puts a request at about 1 s (wrk's timeout is
+# 2 s), and the p99.9 column is then a queue's, not the proxy's work.
+listen_drops() {
+    awk '/^TcpExt:/ { if (!h) { for (i = 2; i <= NF; i++) if ($i == "ListenDrops") c = i; h = 1 } else print $c }' /proc/net/netstat
+}
 
-echo "shape,round,proxy,requests,seconds,rps,p50_us,p99_us,transfer_bps,errors,non2xx,proxy_ticks,proxy_uticks,backend_ticks,rss_kb,clk_tck,p98_us,p999_us" >"$OUT/raw.csv"
+echo "shape,round,proxy,requests,seconds,rps,p50_us,p99_us,transfer_bps,errors,non2xx,proxy_ticks,proxy_uticks,backend_ticks,rss_kb,clk_tck,p98_us,p999_us,listen_drops" >"$OUT/raw.csv"
 for ((r = 1; r <= ROUNDS; r++)); do
     if ((r > 1)); then
         for p in $PROCS; do start_one "$p" || die "$p did not start for round $r"; done
@@ -458,10 +467,12 @@ for ((r = 1; r <= ROUNDS; r++)); do
             c0=$(cpu_ticks "${PID[$p]}")
             u0=$(user_ticks "${PID[$p]}")
             b0=$(cpu_ticks "$BACKEND_PID")
+            d0=$(listen_drops)
             run_wrk "$p" "$shape" "$DURATION" "$report"
             c1=$(cpu_ticks "${PID[$p]}")
             u1=$(user_ticks "${PID[$p]}")
             b1=$(cpu_ticks "$BACKEND_PID")
+            d1=$(listen_drops)
             rss=$(rss_kb "${PID[$p]}")
             # The access logs (appended to) would fill the disk over many rounds.
             if [[ $shape == logged ]]; then
@@ -471,7 +482,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
             kill -0 "${PID[$p]}" 2>/dev/null || die "$p died during $shape round $r"
             wrk=$(wrk_fields "$report" requests seconds rps p50_us p99_us transfer_bps errors non2xx)
             tail=$(wrk_fields "$report" p98_us p999_us)
-            echo "$shape,$r,$p,$wrk,$((c1 - c0)),$((u1 - u0)),$((b1 - b0)),$rss,$CLK_TCK,$tail" >>"$OUT/raw.csv"
+            echo "$shape,$r,$p,$wrk,$((c1 - c0)),$((u1 - u0)),$((b1 - b0)),$rss,$CLK_TCK,$tail,$((d1 - d0))" >>"$OUT/raw.csv"
         done
     done
     for p in $PROCS; do stop_one "$p"; done
@@ -521,8 +532,8 @@ for shape in shapes:
     n = len({r["round"] for r in srows})
     print(f"## {shape}: {about.get(shape, shape)}\n")
     print(f"Medians over {n} round(s).\n")
-    print("| proxy | requests/s | MB/s | p50 | p98 | p99 | p99.9 | CPU µs/req | user µs/req | vs nginx | vs haproxy | vs relay |" + (" vs relay-http |" if "relay-http" in cpu else "") + " RSS | errors |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" if "relay-http" in cpu else "") + "---:|---:|")
+    print("| proxy | requests/s | MB/s | p50 | p98 | p99 | p99.9 | CPU µs/req | user µs/req | vs nginx | vs haproxy | vs relay |" + (" vs relay-http |" if "relay-http" in cpu else "") + " RSS | errors | SYNs dropped |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" if "relay-http" in cpu else "") + "---:|---:|---:|")
     for p in order:
         rps = med(p, lambda r: float(r["rps"]))
         mbs = med(p, lambda r: float(r["transfer_bps"]) / 1e6)
@@ -533,8 +544,9 @@ for shape in shapes:
         user = "" if p == "backend" else f"{med(p, lambda r: ticks(r, 'proxy_uticks')):.2f}"
         rss = "" if p == "backend" else f"{med(p, lambda r: int(r['rss_kb'])) / 1024:.1f} MiB"
         err = sum(int(r["errors"]) + int(r["non2xx"]) for r in srows if r["proxy"] == p)
+        drops = sum(int(r.get("listen_drops") or 0) for r in srows if r["proxy"] == p)
         rel = lambda b: f"{cpu[p] / cpu[b]:.2f}×" if b in cpu and b != p else ""
-        print(f"| {p} | {rps:,.0f} | {mbs:,.1f} | {lat(p50)} | {lat(p98)} | {lat(p99)} | {lat(p999)} | {cpu[p]:.2f} | {user} | {rel('nginx')} | {rel('haproxy')} | {rel('relay')} |" + (f" {rel('relay-http')} |" if "relay-http" in cpu else "") + f" {rss} | {err} |")
+        print(f"| {p} | {rps:,.0f} | {mbs:,.1f} | {lat(p50)} | {lat(p98)} | {lat(p99)} | {lat(p999)} | {cpu[p]:.2f} | {user} | {rel('nginx')} | {rel('haproxy')} | {rel('relay')} |" + (f" {rel('relay-http')} |" if "relay-http" in cpu else "") + f" {rss} | {err} | {drops} |")
     print()
 PY
 } >"$OUT/results.md"
