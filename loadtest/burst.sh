@@ -21,9 +21,12 @@ RINGFRONT_BIN=${RINGFRONT_BIN:-$ROOT/target/release/ringfront}
 RELAY_BIN=${RELAY_BIN:-$ROOT/target/release/ringfront-floor-relay}
 BACKEND_PORT=${BACKEND_PORT:-19400} PORT=${PORT:-18400}
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
-start_scratch_backend 1
-# The backend again, with its listen queue set; the proxies with room for the burst.
-kill "${PIDS[0]}" && wait "${PIDS[0]}" 2>/dev/null || true
+OUT=$(mktemp -d)
+PIDS=()
+trap 'kill "${PIDS[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$OUT"' EXIT
+write_backend_conf "$OUT" "$BACKEND_PORT"
+write_proxy_confs "$OUT" "$PORT" "$BACKEND_PORT"
+# The backend with its listen queue set; the proxies with room for the burst.
 sed -i "s/listen 127.0.0.1:$BACKEND_PORT;/listen 127.0.0.1:$BACKEND_PORT backlog=${BACKLOG:-511};/" "$OUT/backend.conf"
 taskset -c 1 /usr/sbin/nginx -p "$OUT/" -c "$OUT/backend.conf" -e "$OUT/backend.err" &
 PIDS+=($!)
