@@ -5,12 +5,14 @@
 # connections at once for DURATION seconds. Printed per run: the proxy's listen queue
 # (`ss` Recv-Q, connections the kernel holds that the proxy has not accepted yet) every
 # 100 ms for the first 3 s, wrk's throughput and latency tail, the proxy's CPU per request,
-# and the connections any listener dropped for a full queue meanwhile (TcpExt ListenDrops:
-# each such SYN is sent again a second later). BACKLOG sets the backend's listen queue
-# (nginx's default, 511, unless given).
+# the connections any listener dropped for a full queue meanwhile (TcpExt ListenDrops:
+# each such SYN is sent again a second later), and the connections opened besides wrk's
+# (the proxy's to the backend: its pool's churn). BACKLOG sets the backend's listen queue
+# (nginx's default, 511, unless given); KEEPALIVE the proxies' `keepalive` (idle upstream
+# connections kept, 64 as in run.sh unless given).
 #
 # Usage: [PROXIES="ringfront nginx"] [RUNS=3] [CONNS=1000] [DURATION=5] [BACKLOG=511]
-#        [RINGFRONT_BIN=target/release/ringfront] bash loadtest/burst.sh
+#        [KEEPALIVE=64] [RINGFRONT_BIN=target/release/ringfront] bash loadtest/burst.sh
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 LOG_TAG=burst
@@ -30,7 +32,7 @@ write_proxy_confs "$OUT" "$PORT" "$BACKEND_PORT"
 sed -i "s/listen 127.0.0.1:$BACKEND_PORT;/listen 127.0.0.1:$BACKEND_PORT backlog=${BACKLOG:-511};/" "$OUT/backend.conf"
 taskset -c 1 /usr/sbin/nginx -p "$OUT/" -c "$OUT/backend.conf" -e "$OUT/backend.err" &
 PIDS+=($!)
-sed -i -e 's/worker_connections 1024/worker_connections 30000/' \
+sed -i -e 's/worker_connections 1024/worker_connections 30000/' -e "s/keepalive 64;/keepalive ${KEEPALIVE:-64};/" \
     -e "s/listen 127.0.0.1:$PORT;/listen 127.0.0.1:$PORT backlog=16384;/" "$OUT/ringfront.conf" "$OUT/nginx.conf"
 sed -i 's/^worker_processes 1;/worker_processes 1; worker_rlimit_nofile 65536;/' "$OUT/ringfront.conf"
 
@@ -38,9 +40,11 @@ drops() {
     awk '/^TcpExt:/ { if (!h) { for (i = 2; i <= NF; i++) if ($i == "ListenDrops") c = i; h = 1 } else print $c }' /proc/net/netstat
 }
 ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+# TCP connections opened on this machine so far (Tcp ActiveOpens): wrk's and the proxy's.
+opens() { awk '/^Tcp:/ { if (!h) { for (i = 2; i <= NF; i++) if ($i == "ActiveOpens") c = i; h = 1 } else print $c }' /proc/net/snmp; }
 
-echo "| proxy | run | listen queue, every 100 ms | requests/s | p98 | p99.9 | wrk timeouts | CPU µs/req | SYNs dropped |"
-echo "|---|---:|---|---:|---:|---:|---:|---:|---:|"
+echo "| proxy | run | listen queue, every 100 ms | requests/s | p98 | p99.9 | wrk timeouts | CPU µs/req | SYNs dropped | upstream connections opened |"
+echo "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"
 for p in $PROXIES; do
     for r in $(seq "$RUNS"); do
         # shellcheck disable=SC2046
@@ -48,12 +52,12 @@ for p in $PROXIES; do
         pid=$!
         wait_serving "$p" "$OUT/$p.log" 50
         taskset -c 1 wrk -t1 -c50 -d2s "http://127.0.0.1:$PORT/" >/dev/null 2>&1
-        d0=$(drops) t0=$(ticks "$pid")
+        d0=$(drops) t0=$(ticks "$pid") o0=$(opens)
         (for _ in $(seq 30); do ss -ltnH "sport = :$PORT" | awk '{ printf "%s ", $2 }'; sleep 0.1; done) >"$OUT/queue" &
         q=$!
         taskset -c 1 wrk -t1 -c"$CONNS" -d"${DURATION}s" --latency -s "$ROOT/loadtest/tail.lua" \
             "http://127.0.0.1:$PORT/" >"$OUT/wrk.txt" 2>&1 || true
-        t1=$(ticks "$pid") d1=$(drops)
+        t1=$(ticks "$pid") d1=$(drops) o1=$(opens)
         wait "$q"
         stop_all "$pid"
         python3 - "$OUT/wrk.txt" "$((t1 - t0))" "$(getconf CLK_TCK)" <<PY
@@ -67,7 +71,7 @@ rps = float(re.search(r"Requests/sec:\s+([0-9.]+)", w).group(1))
 q = open("$OUT/queue").read().split()
 queue = " ".join(q[:15]) + (" …" if any(v != "0" for v in q[15:]) else "")
 print(f"| $p | $r | {queue} | {rps:,.0f} | {int(t['p98']) / 1000:.0f} ms | {int(t['p999']) / 1000:.0f} ms "
-      f"| {to.group(1) if to else 0} | {cpu:.2f} | {$d1 - $d0} |")
+      f"| {to.group(1) if to else 0} | {cpu:.2f} | {$d1 - $d0} | {$o1 - $o0 - $CONNS:,} |")
 PY
     done
 done
