@@ -36,12 +36,10 @@ sed -i -e 's/worker_connections 1024/worker_connections 30000/' -e "s/keepalive 
     -e "s/listen 127.0.0.1:$PORT;/listen 127.0.0.1:$PORT backlog=16384;/" "$OUT/ringfront.conf" "$OUT/nginx.conf"
 sed -i 's/^worker_processes 1;/worker_processes 1; worker_rlimit_nofile 65536;/' "$OUT/ringfront.conf"
 
-drops() {
-    awk '/^TcpExt:/ { if (!h) { for (i = 2; i <= NF; i++) if ($i == "ListenDrops") c = i; h = 1 } else print $c }' /proc/net/netstat
-}
+drops() { net_counter /proc/net/netstat TcpExt ListenDrops; }
 ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 # TCP connections opened on this machine so far (Tcp ActiveOpens): wrk's and the proxy's.
-opens() { awk '/^Tcp:/ { if (!h) { for (i = 2; i <= NF; i++) if ($i == "ActiveOpens") c = i; h = 1 } else print $c }' /proc/net/snmp; }
+opens() { net_counter /proc/net/snmp Tcp ActiveOpens; }
 
 echo "| proxy | run | listen queue, every 100 ms | requests/s | p98 | p99.9 | wrk timeouts | CPU µs/req | SYNs dropped | upstream connections opened |"
 echo "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"

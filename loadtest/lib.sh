@@ -6,6 +6,14 @@ die() { log "error: $*"; exit 1; }
 # True when nothing listens on 127.0.0.1:PORT.
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
+# The kernel's counter NAME in section SECTION of FILE (/proc/net/netstat or /proc/net/snmp,
+# whose sections are a line of names and a line of values): e.g. `net_counter
+# /proc/net/netstat TcpExt ListenDrops`, the connections any listener dropped for a full
+# accept queue (each such SYN is sent again a second later).
+net_counter() { # file section name
+    awk -v s="$2:" -v n="$3" '$1 == s { if (!h) { for (i = 2; i <= NF; i++) if ($i == n) c = i; h = 1 } else print $c }' "$1"
+}
+
 # Writes DIR/backend.conf: the one-worker nginx backend the A/B scripts proxy to, on
 # 127.0.0.1:PORT, answering every request with a 19-byte body from memory.
 # The backend also serves /64k and /1m, 64 KiB and 1 MiB bodies from files in DIR (page

@@ -444,9 +444,7 @@ rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
 # (TcpExt ListenDrops; each queue here is min(backlog, net.core.somaxconn) long): a SYN dropped
 # is sent again a second later, so each drop puts a request at about 1 s (wrk's timeout is
 # 2 s), and the p99.9 column is then a queue's, not the proxy's work.
-listen_drops() {
-    awk '/^TcpExt:/ { if (!h) { for (i = 2; i <= NF; i++) if ($i == "ListenDrops") c = i; h = 1 } else print $c }' /proc/net/netstat
-}
+listen_drops() { net_counter /proc/net/netstat TcpExt ListenDrops; }
 
 echo "shape,round,proxy,requests,seconds,rps,p50_us,p99_us,transfer_bps,errors,non2xx,proxy_ticks,proxy_uticks,backend_ticks,rss_kb,clk_tck,p98_us,p999_us,listen_drops" >"$OUT/raw.csv"
 for ((r = 1; r <= ROUNDS; r++)); do

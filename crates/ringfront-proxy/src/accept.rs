@@ -5,8 +5,8 @@
 //! clients of the burst waited up to 2 s for their first response; with 16 the queue drains
 //! within 0.1 s. On a worker with few connections, one posted accept takes queued
 //! connections as they come, which costs the kernel less per connection than an accept
-//! waiting for each (4 % of the CPU of a `Connection: close` request). docs/benchmarks.md,
-//! 2026-12-07 18:40. The epoll driver keeps one: monoio's readiness there holds a single
+//! waiting for each (3–4 % of the CPU of a `Connection: close` request). docs/benchmarks.md,
+//! 2026-12-07 18:20 UTC. The epoll driver keeps one: monoio's readiness there holds a single
 //! reader's waker per socket.
 
 use std::cell::{Cell, RefCell};
@@ -25,9 +25,9 @@ pub const RING_ACCEPTS: usize = 16;
 /// Open connections past which a worker counts as busy, and posts more accepts.
 pub const BUSY_ABOVE: usize = 64;
 
-/// How many extra loops to start beside the first: none on a worker with `conns` open
-/// connections or fewer than [`BUSY_ABOVE`], else up to `accepts` posted in all, `extra`
-/// of them running already.
+/// How many extra loops to start beside the first: none while the worker's `conns` open
+/// connections are [`BUSY_ABOVE`] or fewer, else enough for `accepts` posted in all with
+/// `extra` running already.
 fn to_start(conns: usize, extra: usize, accepts: usize) -> usize {
     match conns > BUSY_ABOVE {
         true => accepts.saturating_sub(1 + extra),
