@@ -76,6 +76,8 @@ CONF
 # backend and proxy confs (BACKEND_PORT, PORT), and starts the backend, pinned to CPU when
 # one is given.
 start_scratch_backend() { # [cpu]
+    [[ -x /usr/sbin/nginx ]] || die "needs nginx (the backend): apt-get install -y nginx"
+    command -v wrk >/dev/null || die "needs wrk: apt-get install -y wrk"
     OUT=$(mktemp -d)
     PIDS=()
     trap 'kill "${PIDS[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$OUT"' EXIT

@@ -43,11 +43,12 @@ pub fn accepts_for(driver: Driver) -> usize {
     }
 }
 
-/// Stops one listener's accept loops. Each accept is cancelled through monoio's canceller
-/// and still awaited to its end, never dropped in flight: on io_uring a dropped accept can
-/// complete in the kernel with nobody to take the connection, which then waits forever.
-#[derive(Default)]
+/// One listener and the control of its accept loops. A stop ends each accept (the listener
+/// shut, or a unix one's accepts cancelled) and still awaits it to its end, never drops it
+/// in flight: on io_uring a dropped accept can complete in the kernel with nobody to take
+/// the connection, which then waits forever.
 pub struct AcceptCtl {
+    listener: Listener,
     gone: Cell<bool>,
     canceller: RefCell<monoio::io::Canceller>,
     /// Loops running beside the first one.
@@ -55,8 +56,18 @@ pub struct AcceptCtl {
 }
 
 impl AcceptCtl {
+    fn new(listener: Listener) -> AcceptCtl {
+        AcceptCtl {
+            listener,
+            gone: Cell::new(false),
+            canceller: RefCell::default(),
+            extra: Cell::new(0),
+        }
+    }
+
     pub fn stop(&self) {
         self.gone.set(true);
+        self.listener.shut();
         let c = self.canceller.replace(monoio::io::Canceller::new());
         let _ = c.cancel();
     }
@@ -64,10 +75,9 @@ impl AcceptCtl {
 
 /// Starts accepting on `listener`, with up to `accepts` accepts posted when busy.
 pub fn spawn(w: &Rc<Worker>, listener: Listener, accepts: usize) -> Rc<AcceptCtl> {
-    let ctl = Rc::new(AcceptCtl::default());
+    let ctl = Rc::new(AcceptCtl::new(listener));
     let lp = Loop {
         w: w.clone(),
-        listener: Rc::new(listener),
         ctl: ctl.clone(),
         accepts,
     };
@@ -79,7 +89,6 @@ pub fn spawn(w: &Rc<Worker>, listener: Listener, accepts: usize) -> Rc<AcceptCtl
 #[derive(Clone)]
 struct Loop {
     w: Rc<Worker>,
-    listener: Rc<Listener>,
     ctl: Rc<AcceptCtl>,
     accepts: usize,
 }
@@ -101,8 +110,7 @@ impl Loop {
 
     async fn run(self, extra: bool) {
         while !self.w.stopping() && !self.ctl.gone.get() && self.wanted(extra) {
-            let handle = self.ctl.canceller.borrow().handle();
-            match self.listener.accept(handle).await {
+            match self.ctl.listener.accept(&self.ctl.canceller).await {
                 Ok(stream) => {
                     serve(&self.w, stream);
                     if !extra {
