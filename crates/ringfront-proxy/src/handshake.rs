@@ -35,7 +35,7 @@ pub async fn run(mut conn: Conn) -> Option<Conn> {
             format_args!("{e}, client: {}, server: {local}", client.ip()),
         );
     };
-    match monoio::time::timeout(limit, ringfront_tls::accept(tcp, choose)).await {
+    match crate::deadline::timeout(limit, ringfront_tls::accept(tcp, choose)).await {
         Ok(Ok(Accepted::Tls(stream, info))) => {
             conn.refuse = info.refusal;
             conn.stream = Stream::Tls(stream);

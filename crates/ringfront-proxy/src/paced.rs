@@ -31,7 +31,9 @@ pub async fn write_paced(
         let n = match pacer.allow(now) {
             Allow::Wait(ms) => {
                 let wait = Duration::from_millis(ms);
-                if crate::client_gone::sleep_unless_gone(s, wait).await {
+                // Boxed: a monoio timer is 640 bytes aligned to 128, which every response's
+                // future would carry inline for this pause of `limit_rate` alone.
+                if Box::pin(crate::client_gone::sleep_unless_gone(s, wait)).await {
                     return (Err(IoFail::Io(crate::client_gone::gone())), buf);
                 }
                 continue;
@@ -105,7 +107,8 @@ pub async fn read_paced<S: AsyncReadRent>(
     };
     let room = loop {
         match pacer.allow(crate::clock::now_ms()) {
-            Allow::Wait(ms) => monoio::time::sleep(Duration::from_millis(ms)).await,
+            // Boxed, as in `write_paced`.
+            Allow::Wait(ms) => Box::pin(monoio::time::sleep(Duration::from_millis(ms))).await,
             Allow::Send(n) => break usize::try_from(n).map_or(spare, |n| n.min(spare)),
         }
     };

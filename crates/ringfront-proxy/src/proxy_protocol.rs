@@ -59,7 +59,7 @@ pub async fn read(mut conn: Conn, tls: bool) -> Option<Conn> {
             format_args!("{msg} while reading PROXY protocol, client: {client}, server: {server}"),
         );
     };
-    let peeked = match monoio::time::timeout(limit, peek(&conn.stream, fd, size)).await {
+    let peeked = match crate::deadline::timeout(limit, peek(&conn.stream, fd, size)).await {
         Err(_) => {
             log(
                 LogLevel::Info,

@@ -103,7 +103,7 @@ async fn reject(
 /// `SSL_shutdown` (clients see a clean end, not a truncation), within `send_timeout`.
 async fn close_notify(stream: &mut ClientStream, limit: std::time::Duration) {
     if let crate::stream::Stream::Tls(t) = stream {
-        let _ = monoio::time::timeout(limit, t.close()).await;
+        let _ = crate::deadline::timeout(limit, t.close()).await;
     }
 }
 

@@ -179,7 +179,7 @@ pub async fn connect(
             "invalid proxy_ssl_name",
         ))));
     };
-    match monoio::time::timeout(limit, ringfront_tls::connect(tcp, &hs.config, name)).await {
+    match crate::deadline::timeout(limit, ringfront_tls::connect(tcp, &hs.config, name)).await {
         Ok(Ok(s)) => Ok(UpstreamStream::Tls(Box::new(s))),
         Ok(Err(e)) => Err(fail(cause(&e))),
         Err(_) => Err(fail(Cause::TimedOut)),

@@ -325,7 +325,7 @@ impl Worker {
         let (acks, seq) = lw.next_mark();
         self.log_lines.hand_over();
         self.shared.logger.mark(acks, seq);
-        let _ = monoio::time::timeout(crate::log_wait::MAX_WAIT, lw.written(seq)).await;
+        let _ = crate::deadline::timeout(crate::log_wait::MAX_WAIT, lw.written(seq)).await;
     }
 }
 
