@@ -11,6 +11,7 @@ mod framing;
 mod header_names;
 mod host;
 mod known;
+mod plain_head;
 mod proxy_protocol;
 mod request;
 mod response;

@@ -8,6 +8,7 @@ use crate::fields::{trim_ows, ConnectionTokens};
 use crate::framing::{is_exactly_chunked, BodyFraming, ContentLength, LengthError};
 use crate::host::{is_valid_host, target_form, TargetForm};
 use crate::known::Known;
+use crate::plain_head::{self, RequestLine};
 use crate::span::{find, find_known, push_headers, Header, Span};
 
 /// Header fields accepted in one request head; one more is [`RequestError::TooManyHeaders`].
@@ -118,6 +119,43 @@ impl RequestHead {
 
     fn parse_with(&mut self, buf: &[u8], need_host: bool) -> Result<Option<usize>, RequestError> {
         self.clear();
+        let (line, head_len) = match plain_head::request(buf, MAX_HEADERS, &mut self.headers) {
+            Some(plain) => plain,
+            None => {
+                self.headers.clear();
+                match self.parse_any(buf)? {
+                    Some(parsed) => parsed,
+                    None => return Ok(None),
+                }
+            }
+        };
+        self.method = line.method;
+        self.target = line.target;
+        self.minor_version = line.minor;
+        let names = self.names;
+        if self.headers.len() > names.max_lines {
+            return Err(RequestError::TooManyHeaders);
+        }
+        // Nearly every head has no invalid name: looked for first, so `retain` (which moves
+        // every entry) runs only when one is there.
+        if names.ignore_invalid && self.headers.iter().any(|h| names.drops(h.name.get(buf))) {
+            let ignored = &mut self.ignored;
+            self.headers.retain(|h| {
+                let drop = names.drops(h.name.get(buf));
+                if drop {
+                    ignored.push(*h);
+                }
+                !drop
+            });
+        }
+        self.head_len = head_len;
+        self.interpret_headers(buf, need_host)?;
+        Ok(Some(head_len))
+    }
+
+    /// httparse's parse of a head that is not plain (plain_head.rs): its request line, the
+    /// fields in `self.headers`, and the head's length. `None`: incomplete.
+    fn parse_any(&mut self, buf: &[u8]) -> Result<Option<(RequestLine, usize)>, RequestError> {
         // Left uninitialised: httparse writes only the fields it finds (a 3 KiB array
         // filled on every parse was a tenth of a small request's instructions).
         let mut raw = [const { std::mem::MaybeUninit::uninit() }; MAX_HEADERS];
@@ -139,29 +177,13 @@ impl RequestHead {
         {
             return Err(RequestError::BadRequest("invalid method"));
         }
-        self.method = Span::within(buf, method.as_bytes()).ok_or(TOO_LARGE)?;
-        self.target = Span::within(buf, target.as_bytes()).ok_or(TOO_LARGE)?;
-        self.minor_version = minor;
+        let line = RequestLine {
+            method: Span::within(buf, method.as_bytes()).ok_or(TOO_LARGE)?,
+            target: Span::within(buf, target.as_bytes()).ok_or(TOO_LARGE)?,
+            minor,
+        };
         push_headers(buf, req.headers, &mut self.headers).ok_or(TOO_LARGE)?;
-        let names = self.names;
-        if self.headers.len() > names.max_lines {
-            return Err(RequestError::TooManyHeaders);
-        }
-        // Nearly every head has no invalid name: looked for first, so `retain` (which moves
-        // every entry) runs only when one is there.
-        if names.ignore_invalid && self.headers.iter().any(|h| names.drops(h.name.get(buf))) {
-            let ignored = &mut self.ignored;
-            self.headers.retain(|h| {
-                let drop = names.drops(h.name.get(buf));
-                if drop {
-                    ignored.push(*h);
-                }
-                !drop
-            });
-        }
-        self.head_len = head_len;
-        self.interpret_headers(buf, need_host)?;
-        Ok(Some(head_len))
+        Ok(Some((line, head_len)))
     }
 
     /// The method bytes.

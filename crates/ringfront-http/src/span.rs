@@ -90,9 +90,7 @@ pub(crate) fn push_headers(
     raw: &[httparse::Header<'_>],
     out: &mut Vec<Header>,
 ) -> Option<()> {
-    if out.capacity() == 0 {
-        *out = crate::spare_headers::take();
-    }
+    ready(out);
     out.reserve(raw.len());
     for h in raw {
         out.push(Header {
@@ -102,6 +100,13 @@ pub(crate) fn push_headers(
         });
     }
     Some(())
+}
+
+/// Gives `out` a spare list's room when it has none (spare_headers.rs).
+pub(crate) fn ready(out: &mut Vec<Header>) {
+    if out.capacity() == 0 {
+        *out = crate::spare_headers::take();
+    }
 }
 
 /// First header of the kind `known`, as a value slice of `buf`: a byte compare a field.
