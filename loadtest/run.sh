@@ -33,7 +33,8 @@
 # Knobs (environment): SHAPES="keepalive logged close body64k body1m idle10k post4k upload1m busy1k", DURATION=10 (s per
 # run), ROUNDS=3, CONNS=50, WARMUP=2 (s per proxy before each round, 0 = none),
 # PROXIES="ringfront nginx haproxy", FLOORS="relay backend" (empty: none; also relay-http, relay-splice), PROXY_CPU=0, CLIENT_CPU=1,
-# HAPROXY_SPLICE=1 (HAProxy with `option splice-response`, as ringfront moves large bodies),
+# HAPROXY_SPLICE=1 (HAProxy with `option splice-response`, as ringfront moves large bodies), KEEPALIVE=64
+# (the `keepalive` of ringfront's and nginx's upstream),
 # SKIP_BUILD=1 (use an existing target/release/ringfront), RINGFRONT_BIN=path,
 # REQUIRE_RINGFRONT=1 (fail instead of skipping ringfront when it does not build or start),
 # BACKEND_PORT=19000 RINGFRONT_PORT=18081 NGINX_PORT=18082 HAPROXY_PORT=18083 RELAY_PORT=18084 RELAY_HTTP_PORT=18085 RELAY_SPLICE_PORT=18086 (all on
@@ -53,6 +54,8 @@ DURATION=${DURATION:-10}
 ROUNDS=${ROUNDS:-3}
 CONNS=${CONNS:-50}
 SHAPES=${SHAPES:-keepalive logged close body64k body1m idle10k post4k upload1m busy1k}
+# The proxies' `keepalive` (idle upstream connections kept per worker); busy1k churns with 64.
+KEEPALIVE=${KEEPALIVE:-64}
 FLOORS=${FLOORS-relay backend}
 IDLE=${IDLE:-9900}
 WARMUP=${WARMUP:-2}
@@ -240,7 +243,7 @@ events { worker_connections 30000; }
 http {
     keepalive_requests 1000000;
     keepalive_timeout 600s;
-    upstream b { server 127.0.0.1:$BACKEND_PORT; keepalive 64; keepalive_requests 1000000; }
+    upstream b { server 127.0.0.1:$BACKEND_PORT; keepalive $KEEPALIVE; keepalive_requests 1000000; }
     server {
         listen 127.0.0.1:${PORT[ringfront]} backlog=16384;
         location / { proxy_pass http://b; proxy_http_version 1.1; proxy_set_header Connection ""; }
@@ -275,7 +278,7 @@ http {
     access_log off;
     keepalive_requests 1000000;
     keepalive_timeout 600s;
-    upstream b { server 127.0.0.1:$BACKEND_PORT; keepalive 64; keepalive_requests 1000000; }
+    upstream b { server 127.0.0.1:$BACKEND_PORT; keepalive $KEEPALIVE; keepalive_requests 1000000; }
     server {
         listen 127.0.0.1:${PORT[nginx]} backlog=16384;
         location / {
