@@ -8,6 +8,16 @@ pub const SERVER_NAME: &str = "ringfront";
 /// `Server` and the footer with `server_tokens on` (nginx's `NGINX_VER`).
 pub const SERVER_VERSION: &str = concat!("ringfront/", env!("CARGO_PKG_VERSION"));
 
+/// The `Server` field line with the product token, with the version or without: one copy
+/// into a head.
+pub fn server_line(version: bool) -> &'static [u8] {
+    if version {
+        concat!("Server: ringfront/", env!("CARGO_PKG_VERSION"), "\r\n").as_bytes()
+    } else {
+        b"Server: ringfront\r\n"
+    }
+}
+
 /// The product token: with the version or without (`server_tokens`).
 pub fn server_token(version: bool) -> &'static str {
     if version {
@@ -151,6 +161,10 @@ mod tests {
             error_body(404, false)
         );
         assert_eq!(server_token(false), "ringfront");
+        for version in [false, true] {
+            let line = format!("Server: {}\r\n", server_token(version));
+            assert_eq!(server_line(version), line.as_bytes());
+        }
         assert!(server_token(true).starts_with("ringfront/0."));
     }
 

@@ -24,7 +24,7 @@ pub mod uri;
 pub use ascii::eq_ignore_case;
 pub use chunked::{ChunkError, ChunkProgress, ChunkedDecoder, MAX_SIZE_LINE, MAX_TRAILER_SECTION};
 pub use encode::{push_decimal, HeadWriter};
-pub use error_page::{error_body, server_token, SERVER_NAME, SERVER_VERSION};
+pub use error_page::{error_body, server_line, server_token, SERVER_NAME, SERVER_VERSION};
 pub use fields::{connection_lists, is_hop_by_hop, list_elements, trim_ows, ConnectionList};
 pub use framing::{parse_content_length, BodyFraming, MAX_BODY_LENGTH};
 pub use header_names::HeaderNames;

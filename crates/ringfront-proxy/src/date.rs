@@ -32,6 +32,16 @@ pub fn now() -> [u8; LEN] {
     })
 }
 
+/// The `Date` field line of `date` (`Date: ...\r\n`), to write in one copy.
+pub fn line(date: &[u8; LEN]) -> [u8; LINE_LEN] {
+    let mut line = *b"Date: Thu, 01 Jan 1970 00:00:00 GMT\r\n";
+    line[6..6 + LEN].copy_from_slice(date);
+    line
+}
+
+/// Length of a `Date` field line.
+pub const LINE_LEN: usize = LEN + 8;
+
 fn two(out: &mut [u8], n: u32) {
     out[0] = b'0' + (n / 10 % 10) as u8;
     out[1] = b'0' + (n % 10) as u8;
@@ -62,6 +72,12 @@ mod tests {
 
     fn text(secs: u64) -> String {
         String::from_utf8(imf_fixdate(secs).to_vec()).unwrap()
+    }
+
+    #[test]
+    fn a_date_line_is_the_field_written_out() {
+        let line = line(&imf_fixdate(784_111_777));
+        assert_eq!(&line[..], b"Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n");
     }
 
     #[test]

@@ -6,7 +6,7 @@
 use ringfront_config::{
     AddHeader, Expires, LocationSettings, ProxyHeaders, Template, TemplatePart, Variable,
 };
-use ringfront_http::{server_token, HeadWriter, Known};
+use ringfront_http::{server_line, HeadWriter, Known};
 
 use crate::req::Req;
 
@@ -21,7 +21,8 @@ pub fn safe_status(status: u16) -> bool {
 /// What a response head gets from the configuration and the clock.
 pub struct Decor<'a> {
     version: bool,
-    date: [u8; crate::date::LEN],
+    /// The `Date` field line.
+    date: [u8; crate::date::LINE_LEN],
     adds: &'a [AddHeader],
     trailers: &'a [AddHeader],
     /// `chunked_transfer_encoding`: trailers need chunks.
@@ -52,7 +53,7 @@ impl<'a> Decor<'a> {
     pub fn new(settings: &'a LocationSettings, req: Option<&'a Req<'a>>) -> Self {
         Decor {
             version: settings.server_tokens.version(),
-            date: crate::date::now(),
+            date: crate::date::line(&crate::date::now()),
             adds: &settings.add_headers,
             trailers: &settings.add_trailers,
             chunked: settings.chunked_transfer_encoding,
@@ -117,7 +118,7 @@ impl<'a> Decor<'a> {
     /// The same with a fixed `Date` (tests).
     #[cfg(test)]
     pub fn at(mut self, unix_secs: u64) -> Self {
-        self.date = crate::date::imf_fixdate(unix_secs);
+        self.date = crate::date::line(&crate::date::imf_fixdate(unix_secs));
         self
     }
 
@@ -134,10 +135,10 @@ impl<'a> Decor<'a> {
     /// The same, leaving out those the upstream's own replace (`proxy_pass_header Server`).
     pub fn first_unless(&self, h: &mut HeadWriter<'_>, server: bool, date: bool) {
         if !server {
-            h.header(b"Server", server_token(self.version).as_bytes());
+            h.line(server_line(self.version));
         }
         if !date {
-            h.header(b"Date", &self.date);
+            h.line(&self.date);
         }
     }
 
