@@ -12,6 +12,7 @@
 
 use crate::ascii::{splat, zero_bytes};
 use crate::known::Known;
+use crate::request::MAX_HEADERS;
 use crate::span::{Header, Span};
 
 /// A plain request line's parts.
@@ -50,6 +51,30 @@ const CLASS: [u8; 256] = {
     }
     t
 };
+
+/// A head's start line `L` and length; `None`: the head is not whole yet.
+pub(crate) type Found<L> = Option<(L, usize)>;
+
+/// The scan of one kind of plain head (at most so many fields, into the list).
+pub(crate) type Scan<L> = fn(&[u8], usize, &mut Vec<Header>) -> Found<L>;
+
+/// httparse's parse of one kind of head, its fields into the list.
+pub(crate) type Parse<L, E> = fn(&[u8], &mut Vec<Header>) -> Result<Found<L>, E>;
+
+/// The scan's answer when the head is plain, else httparse's (`out` cleared of what the
+/// scan had pushed first).
+pub(crate) fn or_else<L, E>(
+    buf: &[u8],
+    out: &mut Vec<Header>,
+    plain: Scan<L>,
+    any: Parse<L, E>,
+) -> Result<Found<L>, E> {
+    if let Some(found) = plain(buf, MAX_HEADERS, out) {
+        return Ok(Some(found));
+    }
+    out.clear();
+    any(buf, out)
+}
 
 /// The request line and fields of the whole plain head at the start of `buf`, the fields
 /// appended to `out` (at most `max` of them); the head's length. `None`: not plain, or not

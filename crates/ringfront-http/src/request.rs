@@ -8,7 +8,7 @@ use crate::fields::{trim_ows, ConnectionTokens};
 use crate::framing::{is_exactly_chunked, BodyFraming, ContentLength, LengthError};
 use crate::host::{is_valid_host, target_form, TargetForm};
 use crate::known::Known;
-use crate::plain_head::{self, RequestLine};
+use crate::plain_head::{self, Found, RequestLine};
 use crate::span::{find, find_known, push_headers, Header, Span};
 
 /// Header fields accepted in one request head; one more is [`RequestError::TooManyHeaders`].
@@ -119,15 +119,9 @@ impl RequestHead {
 
     fn parse_with(&mut self, buf: &[u8], need_host: bool) -> Result<Option<usize>, RequestError> {
         self.clear();
-        let (line, head_len) = match plain_head::request(buf, MAX_HEADERS, &mut self.headers) {
-            Some(plain) => plain,
-            None => {
-                self.headers.clear();
-                match self.parse_any(buf)? {
-                    Some(parsed) => parsed,
-                    None => return Ok(None),
-                }
-            }
+        let found = plain_head::or_else(buf, &mut self.headers, plain_head::request, by_httparse)?;
+        let Some((line, head_len)) = found else {
+            return Ok(None);
         };
         self.method = line.method;
         self.target = line.target;
@@ -151,39 +145,6 @@ impl RequestHead {
         self.head_len = head_len;
         self.interpret_headers(buf, need_host)?;
         Ok(Some(head_len))
-    }
-
-    /// httparse's parse of a head that is not plain (plain_head.rs): its request line, the
-    /// fields in `self.headers`, and the head's length. `None`: incomplete.
-    fn parse_any(&mut self, buf: &[u8]) -> Result<Option<(RequestLine, usize)>, RequestError> {
-        // Left uninitialised: httparse writes only the fields it finds (a 3 KiB array
-        // filled on every parse was a tenth of a small request's instructions).
-        let mut raw = [const { std::mem::MaybeUninit::uninit() }; MAX_HEADERS];
-        let mut req = httparse::Request::new(&mut []);
-        let head_len = match req.parse_with_uninit_headers(buf, &mut raw) {
-            Ok(Status::Complete(n)) => n,
-            Ok(Status::Partial) => return Ok(None),
-            Err(e) => return Err(parse_error(buf, e)),
-        };
-        let (Some(method), Some(target), Some(minor)) = (req.method, req.path, req.version) else {
-            return Err(RequestError::BadRequest("malformed request line"));
-        };
-        const TOO_LARGE: RequestError = RequestError::BadRequest("request head too large");
-        // nginx 1.22 (`ngx_http_parse_request_line`) accepts only `A-Z`, `_` and `-` in a
-        // method; a token it refuses must not reach a backend through us.
-        if !method
-            .bytes()
-            .all(|b| b.is_ascii_uppercase() || b == b'_' || b == b'-')
-        {
-            return Err(RequestError::BadRequest("invalid method"));
-        }
-        let line = RequestLine {
-            method: Span::within(buf, method.as_bytes()).ok_or(TOO_LARGE)?,
-            target: Span::within(buf, target.as_bytes()).ok_or(TOO_LARGE)?,
-            minor,
-        };
-        push_headers(buf, req.headers, &mut self.headers).ok_or(TOO_LARGE)?;
-        Ok(Some((line, head_len)))
     }
 
     /// The method bytes.
@@ -351,6 +312,39 @@ fn has_tab_around(buf: &[u8], h: &Header) -> bool {
         .position(|b| *b == b'\r' || *b == b'\n')
         .map_or(after, |i| after.get(..i).unwrap_or_default());
     before.contains(&b'\t') || line_rest.contains(&b'\t')
+}
+
+/// httparse's parse of a request head that is not plain (plain_head.rs): its request line,
+/// the fields in `out`, and the head's length. `None`: incomplete.
+fn by_httparse(buf: &[u8], out: &mut Vec<Header>) -> Result<Found<RequestLine>, RequestError> {
+    // Left uninitialised: httparse writes only the fields it finds (a 3 KiB array
+    // filled on every parse was a tenth of a small request's instructions).
+    let mut raw = [const { std::mem::MaybeUninit::uninit() }; MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut []);
+    let head_len = match req.parse_with_uninit_headers(buf, &mut raw) {
+        Ok(Status::Complete(n)) => n,
+        Ok(Status::Partial) => return Ok(None),
+        Err(e) => return Err(parse_error(buf, e)),
+    };
+    let (Some(method), Some(target), Some(minor)) = (req.method, req.path, req.version) else {
+        return Err(RequestError::BadRequest("malformed request line"));
+    };
+    const TOO_LARGE: RequestError = RequestError::BadRequest("request head too large");
+    // nginx 1.22 (`ngx_http_parse_request_line`) accepts only `A-Z`, `_` and `-` in a
+    // method; a token it refuses must not reach a backend through us.
+    if !method
+        .bytes()
+        .all(|b| b.is_ascii_uppercase() || b == b'_' || b == b'-')
+    {
+        return Err(RequestError::BadRequest("invalid method"));
+    }
+    let line = RequestLine {
+        method: Span::within(buf, method.as_bytes()).ok_or(TOO_LARGE)?,
+        target: Span::within(buf, target.as_bytes()).ok_or(TOO_LARGE)?,
+        minor,
+    };
+    push_headers(buf, req.headers, out).ok_or(TOO_LARGE)?;
+    Ok(Some((line, head_len)))
 }
 
 fn parse_error(buf: &[u8], e: httparse::Error) -> RequestError {

@@ -6,7 +6,7 @@ use httparse::Status;
 use crate::fields::ConnectionTokens;
 use crate::framing::{BodyFraming, ContentLength, LengthError, TransferCodings};
 use crate::known::Known;
-use crate::plain_head::{self, StatusLine};
+use crate::plain_head::{self, Found, StatusLine};
 use crate::request::MAX_HEADERS;
 use crate::span::{find, find_known, push_headers, Header, Span};
 
@@ -72,15 +72,9 @@ impl ResponseHead {
     /// `Ok(Some(head_len))`: parsed. `Err`: invalid header (nginx's `invalid_header`).
     pub fn parse(&mut self, buf: &[u8]) -> Result<Option<usize>, ResponseError> {
         self.clear();
-        let (line, head_len) = match plain_head::response(buf, MAX_HEADERS, &mut self.headers) {
-            Some(plain) => plain,
-            None => {
-                self.headers.clear();
-                match self.parse_any(buf)? {
-                    Some(parsed) => parsed,
-                    None => return Ok(None),
-                }
-            }
+        let found = plain_head::or_else(buf, &mut self.headers, plain_head::response, by_httparse)?;
+        let Some((line, head_len)) = found else {
+            return Ok(None);
         };
         if !(100..=999).contains(&line.code) {
             return Err(ResponseError::StatusLine("status code below 100"));
@@ -91,35 +85,6 @@ impl ResponseHead {
         self.head_len = head_len;
         self.interpret_headers(buf)?;
         Ok(Some(head_len))
-    }
-
-    /// httparse's parse of a head that is not plain (plain_head.rs): its status line, the
-    /// fields in `self.headers`, and the head's length. `None`: incomplete.
-    fn parse_any(&mut self, buf: &[u8]) -> Result<Option<(StatusLine, usize)>, ResponseError> {
-        // Uninitialised, as the request parser's (request.rs).
-        let mut raw = [const { std::mem::MaybeUninit::uninit() }; MAX_HEADERS];
-        let mut res = httparse::Response::new(&mut []);
-        let config = httparse::ParserConfig::default();
-        let head_len = match config.parse_response_with_uninit_headers(&mut res, buf, &mut raw) {
-            Ok(Status::Complete(n)) => n,
-            Ok(Status::Partial) => return Ok(None),
-            Err(e) => return Err(parse_error(e)),
-        };
-        let (Some(minor), Some(code)) = (res.version, res.code) else {
-            return Err(ResponseError::StatusLine("missing version or status"));
-        };
-        const TOO_LARGE: ResponseError = ResponseError::Header("response head too large");
-        let reason = res.reason.unwrap_or_default().as_bytes();
-        let reason = Span::within(buf, reason).ok_or(TOO_LARGE)?;
-        push_headers(buf, res.headers, &mut self.headers).ok_or(TOO_LARGE)?;
-        Ok(Some((
-            StatusLine {
-                minor,
-                code,
-                reason,
-            },
-            head_len,
-        )))
     }
 
     /// Value of the first header called `name` (ASCII case-insensitive).
@@ -198,6 +163,35 @@ impl ResponseHead {
         self.upgrade = upgrade_header && connection.upgrade;
         Ok(())
     }
+}
+
+/// httparse's parse of a response head that is not plain (plain_head.rs): its status line,
+/// the fields in `out`, and the head's length. `None`: incomplete.
+fn by_httparse(buf: &[u8], out: &mut Vec<Header>) -> Result<Found<StatusLine>, ResponseError> {
+    // Uninitialised, as the request parser's (request.rs).
+    let mut raw = [const { std::mem::MaybeUninit::uninit() }; MAX_HEADERS];
+    let mut res = httparse::Response::new(&mut []);
+    let config = httparse::ParserConfig::default();
+    let head_len = match config.parse_response_with_uninit_headers(&mut res, buf, &mut raw) {
+        Ok(Status::Complete(n)) => n,
+        Ok(Status::Partial) => return Ok(None),
+        Err(e) => return Err(parse_error(e)),
+    };
+    let (Some(minor), Some(code)) = (res.version, res.code) else {
+        return Err(ResponseError::StatusLine("missing version or status"));
+    };
+    const TOO_LARGE: ResponseError = ResponseError::Header("response head too large");
+    let reason = res.reason.unwrap_or_default().as_bytes();
+    let reason = Span::within(buf, reason).ok_or(TOO_LARGE)?;
+    push_headers(buf, res.headers, out).ok_or(TOO_LARGE)?;
+    Ok(Some((
+        StatusLine {
+            minor,
+            code,
+            reason,
+        },
+        head_len,
+    )))
 }
 
 fn parse_error(e: httparse::Error) -> ResponseError {
