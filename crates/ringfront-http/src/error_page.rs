@@ -3,18 +3,30 @@
 //! `ringfront/VERSION` where it prints `nginx/1.22.1` (`server_tokens on`, the default).
 //! Both forms are constants: choosing one costs nothing per request.
 
+/// The product token without and with the version, as literals (for `concat!`).
+macro_rules! name {
+    () => {
+        "ringfront"
+    };
+}
+macro_rules! name_version {
+    () => {
+        concat!(name!(), "/", env!("CARGO_PKG_VERSION"))
+    };
+}
+
 /// `Server` and the footer with `server_tokens off`.
-pub const SERVER_NAME: &str = "ringfront";
+pub const SERVER_NAME: &str = name!();
 /// `Server` and the footer with `server_tokens on` (nginx's `NGINX_VER`).
-pub const SERVER_VERSION: &str = concat!("ringfront/", env!("CARGO_PKG_VERSION"));
+pub const SERVER_VERSION: &str = name_version!();
 
 /// The `Server` field line with the product token, with the version or without: one copy
 /// into a head.
 pub fn server_line(version: bool) -> &'static [u8] {
     if version {
-        concat!("Server: ringfront/", env!("CARGO_PKG_VERSION"), "\r\n").as_bytes()
+        concat!("Server: ", name_version!(), "\r\n").as_bytes()
     } else {
-        b"Server: ringfront\r\n"
+        concat!("Server: ", name!(), "\r\n").as_bytes()
     }
 }
 
@@ -30,12 +42,16 @@ pub fn server_token(version: bool) -> &'static str {
 /// The footer, without and with the version.
 macro_rules! tail {
     () => {
-        "<hr><center>ringfront</center>\r\n</body>\r\n</html>\r\n"
+        concat!(
+            "<hr><center>",
+            name!(),
+            "</center>\r\n</body>\r\n</html>\r\n"
+        )
     };
     (version) => {
         concat!(
-            "<hr><center>ringfront/",
-            env!("CARGO_PKG_VERSION"),
+            "<hr><center>",
+            name_version!(),
             "</center>\r\n</body>\r\n</html>\r\n"
         )
     };
